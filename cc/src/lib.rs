@@ -1,0 +1,28 @@
+//! Congestion controllers for real-time media.
+//!
+//! Every controller here is a sans-IO state machine (../shared/STYLE.md): no sockets, no clock,
+//! no threads. The transport (`cg-rtp`) drives it:
+//!
+//! - it reports every packet it puts on the wire ([`Controller::on_packet_sent`]) and every
+//!   feedback report it parses ([`Controller::on_feedback`]), passing `now` explicitly;
+//! - it calls [`Controller::handle_timeout`] when [`Controller::poll_timeout`] says so (a
+//!   spurious call is harmless);
+//! - it reads the answers: [`Controller::target_bitrate`] for the encoder,
+//!   [`Controller::pacing_rate`] for the pacer, [`Controller::send_allowance`] for
+//!   window-based controllers, and drains [`Controller::poll_event`].
+//!
+//! Controllers that run at the receiver (GCC's REMB mode) implement
+//! [`ReceiveSideEstimator`] instead; the receiver session feeds it and sends what it answers.
+//!
+//! Time model: `now: Instant` is the local clock of whichever side runs the code. Arrival times
+//! carried back in feedback are readings of the *peer's* clock and arrive as
+//! [`cg_types::RemoteTime`]; only their differences (or delays compared with a base delay) mean
+//! anything.
+
+mod controller;
+
+pub use controller::{
+    Controller, ControllerConfig, ControllerEvent, ControllerStats, Feedback, FeedbackKind,
+    LossReport, MediaQueue, PacketKind, PacketResult, ReceiveSideEstimator, ReceivedPacket,
+    SentPacket,
+};

@@ -1,0 +1,1 @@
+//! GStreamer encoder and decoder pipelines (work in progress: see issue #8).

@@ -1,0 +1,1 @@
+//! Sans-IO RTP/RTCP sessions (work in progress: see issue #6).

@@ -1,0 +1,28 @@
+//! Unit types shared by every cg crate.
+//!
+//! cg passes no bare numbers whose unit lives in a comment (../shared/STYLE.md, "Units are
+//! types"). This crate holds the few types every other crate needs:
+//!
+//! - [`Bitrate`] — bits per second; [`DataSize`] — bytes. `DataSize / Duration = Bitrate`,
+//!   `Bitrate * Duration = DataSize`, `DataSize / Bitrate = Duration`.
+//! - [`Ecn`] — the two ECN bits of the IP header (RFC 3168 §5).
+//! - [`RemoteTime`] — a timestamp on a peer's clock (feedback arrival times), which cannot be an
+//!   [`std::time::Instant`] of ours because the two clocks have an unknown offset.
+//! - [`Rng`] — a small seeded PRNG (xoshiro256\*\*), so that every random decision in a sans-IO
+//!   core is reproducible from its seed, whatever version of an external crate is built.
+//!
+//! All types are plain values; nothing here reads a clock or does I/O.
+
+mod bitrate;
+mod data_size;
+mod ecn;
+mod parse;
+mod remote_time;
+mod rng;
+
+pub use bitrate::Bitrate;
+pub use data_size::DataSize;
+pub use ecn::Ecn;
+pub use parse::ParseError;
+pub use remote_time::RemoteTime;
+pub use rng::Rng;

@@ -1,0 +1,198 @@
+//! `cargo xtask` — the project's own automation, in Rust so it needs nothing but cargo.
+//!
+//! - `setup`: installs the Debian packages the workspace needs (apt-get, when root and something
+//!   is missing). Idempotent; with nothing missing it makes one `dpkg-query` call.
+//! - `test`: setup, then fmt check, clippy with `-D warnings`, and `cargo test --workspace`.
+//! - `demo`: setup, then the project's main job.
+//! - `bench`: the criterion benchmarks.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+/// Debian packages the workspace needs, with what needs them.
+const PACKAGES: &[(&str, &str)] = &[
+    ("pkg-config", "finding GStreamer at build time"),
+    ("libgstreamer1.0-dev", "gstreamer-rs (cg-media)"),
+    ("libgstreamer-plugins-base1.0-dev", "gstreamer-app, gstreamer-video"),
+    ("gstreamer1.0-plugins-base", "videotestsrc, appsrc/appsink, videoconvert"),
+    ("gstreamer1.0-plugins-good", "vp8enc, vp8dec"),
+    ("gstreamer1.0-plugins-ugly", "x264enc"),
+    ("gstreamer1.0-plugins-bad", "h265parse, nvcodec elements"),
+    ("gstreamer1.0-libav", "avdec_h264, avdec_h265"),
+    ("gstreamer1.0-tools", "gst-inspect-1.0 for diagnostics"),
+    ("iproute2", "netlab: ip, tc"),
+    ("iputils-ping", "netlab: RTT check"),
+    ("iperf3", "netlab: TCP and UDP cross traffic"),
+    ("ethtool", "netlab: offload settings"),
+    ("tshark", "decoding captures of our RTP/RTCP in tests"),
+    ("util-linux", "unshare for self-cleaning namespace runs"),
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        usage();
+        return ExitCode::FAILURE;
+    };
+    let rest = &args[1..];
+    let result = match cmd.as_str() {
+        "setup" => setup(),
+        "test" => setup().and_then(|()| test(rest)),
+        "demo" => setup().and_then(|()| demo(rest)),
+        "bench" => bench(rest),
+        "-h" | "--help" | "help" => {
+            usage();
+            Ok(())
+        }
+        other => Err(format!("unknown command `{other}`; see `cargo xtask --help`")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage() {
+    eprintln!(
+        "usage: cargo xtask <command> [args]\n\n\
+         commands:\n  \
+         setup   install the Debian packages the workspace needs (apt-get, as root)\n  \
+         test    setup, then cargo fmt --check, clippy -D warnings, cargo test --workspace\n  \
+         demo    setup, then run the project's main job (the netlab demo)\n  \
+         bench   run the criterion benchmarks (extra args go to cargo bench)"
+    );
+}
+
+/// The workspace root (xtask lives in crates/xtask).
+fn root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .map(PathBuf::from)
+        .unwrap_or(manifest)
+}
+
+fn missing_packages() -> Result<Vec<&'static str>, String> {
+    let names: Vec<&str> = PACKAGES.iter().map(|(p, _)| *p).collect();
+    let out = Command::new("dpkg-query")
+        .args(["-W", "-f=${Package} ${db:Status-Status}\n"])
+        .args(&names)
+        .output()
+        .map_err(|e| {
+            format!("cannot run dpkg-query ({e}): `cargo xtask setup` supports Debian/Ubuntu only")
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let installed: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_suffix(" installed"))
+        .collect();
+    Ok(names
+        .into_iter()
+        .filter(|n| !installed.contains(n))
+        .collect())
+}
+
+fn setup() -> Result<(), String> {
+    let started = Instant::now();
+    let missing = missing_packages()?;
+    if missing.is_empty() {
+        eprintln!(
+            "xtask: setup: all {} packages present ({} ms)",
+            PACKAGES.len(),
+            started.elapsed().as_millis()
+        );
+        return Ok(());
+    }
+    let install = format!(
+        "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {}",
+        missing.join(" ")
+    );
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { geteuid() } == 0;
+    if !root {
+        let why: Vec<String> = missing
+            .iter()
+            .map(|m| {
+                let reason = PACKAGES
+                    .iter()
+                    .find(|(p, _)| p == m)
+                    .map_or("", |(_, r)| *r);
+                format!("  {m}: {reason}")
+            })
+            .collect();
+        return Err(format!(
+            "missing Debian packages:\n{}\nrun as root:\n  sudo sh -c '{install}'",
+            why.join("\n")
+        ));
+    }
+    eprintln!("xtask: setup: installing {}", missing.join(" "));
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&missing))?;
+    let still = missing_packages()?;
+    if !still.is_empty() {
+        return Err(format!(
+            "apt-get finished but these are still missing: {}",
+            still.join(" ")
+        ));
+    }
+    eprintln!(
+        "xtask: setup: done in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+unsafe extern "C" {
+    fn geteuid() -> u32;
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let shown = format!("{cmd:?}");
+    eprintln!("xtask: running {shown}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot start {shown}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed with {status}"))
+    }
+}
+
+fn test(extra: &[String]) -> Result<(), String> {
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(cargo().args(["test", "--workspace"]).args(extra))
+}
+
+fn demo(extra: &[String]) -> Result<(), String> {
+    run(cargo()
+        .args(["run", "--release", "-p", "cg-netlab", "--bin", "netlab", "--", "demo"])
+        .args(extra))
+}
+
+fn bench(extra: &[String]) -> Result<(), String> {
+    run(cargo().args(["bench", "--workspace"]).args(extra))
+}

@@ -1,0 +1,1 @@
+//! `cg-netlab` (work in progress: see the issue tracker).

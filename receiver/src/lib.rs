@@ -1,0 +1,1 @@
+//! `cg-receiver` (work in progress: see the issue tracker).

@@ -1,0 +1,1 @@
+//! `cg-sender` (work in progress: see the issue tracker).
