@@ -15,8 +15,14 @@ use std::time::Instant;
 const PACKAGES: &[(&str, &str)] = &[
     ("pkg-config", "finding GStreamer at build time"),
     ("libgstreamer1.0-dev", "gstreamer-rs (cg-media)"),
-    ("libgstreamer-plugins-base1.0-dev", "gstreamer-app, gstreamer-video"),
-    ("gstreamer1.0-plugins-base", "videotestsrc, appsrc/appsink, videoconvert"),
+    (
+        "libgstreamer-plugins-base1.0-dev",
+        "gstreamer-app, gstreamer-video",
+    ),
+    (
+        "gstreamer1.0-plugins-base",
+        "videotestsrc, appsrc/appsink, videoconvert",
+    ),
     ("gstreamer1.0-plugins-good", "vp8enc, vp8dec"),
     ("gstreamer1.0-plugins-ugly", "x264enc"),
     ("gstreamer1.0-plugins-bad", "h265parse, nvcodec elements"),
@@ -46,7 +52,9 @@ fn main() -> ExitCode {
             usage();
             Ok(())
         }
-        other => Err(format!("unknown command `{other}`; see `cargo xtask --help`")),
+        other => Err(format!(
+            "unknown command `{other}`; see `cargo xtask --help`"
+        )),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -88,14 +96,21 @@ fn missing_packages() -> Result<Vec<&'static str>, String> {
             format!("cannot run dpkg-query ({e}): `cargo xtask setup` supports Debian/Ubuntu only")
         })?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let installed: Vec<&str> = text
+    Ok(not_installed(&names, &text))
+}
+
+/// The names in `wanted` that `dpkg-query -W -f='${Package} ${db:Status-Status}\n'` output
+/// does not list as installed (packages dpkg has never heard of are absent from its output).
+fn not_installed<'a>(wanted: &[&'a str], dpkg_output: &str) -> Vec<&'a str> {
+    let installed: Vec<&str> = dpkg_output
         .lines()
-        .filter_map(|l| l.strip_suffix(" installed"))
+        .filter_map(|l| l.trim_end().strip_suffix(" installed"))
         .collect();
-    Ok(names
-        .into_iter()
+    wanted
+        .iter()
+        .copied()
         .filter(|n| !installed.contains(n))
-        .collect())
+        .collect()
 }
 
 fn setup() -> Result<(), String> {
@@ -189,10 +204,38 @@ fn test(extra: &[String]) -> Result<(), String> {
 
 fn demo(extra: &[String]) -> Result<(), String> {
     run(cargo()
-        .args(["run", "--release", "-p", "cg-netlab", "--bin", "netlab", "--", "demo"])
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "cg-netlab",
+            "--bin",
+            "netlab",
+            "--",
+            "demo",
+        ])
         .args(extra))
 }
 
 fn bench(extra: &[String]) -> Result<(), String> {
     run(cargo().args(["bench", "--workspace"]).args(extra))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_and_half_installed_packages_are_reported() {
+        let out = "iperf3 installed\ntshark config-files\nethtool not-installed\n";
+        assert_eq!(
+            not_installed(&["iperf3", "tshark", "ethtool", "unknown-pkg"], out),
+            vec!["tshark", "ethtool", "unknown-pkg"]
+        );
+    }
+
+    #[test]
+    fn nothing_missing_when_all_installed() {
+        assert!(not_installed(&["a", "b"], "a installed\nb installed\n").is_empty());
+    }
 }
