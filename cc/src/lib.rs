@@ -20,6 +20,7 @@
 //! anything.
 
 mod controller;
+pub mod gcc;
 
 pub use controller::{
     Controller, ControllerConfig, ControllerEvent, ControllerStats, Feedback, FeedbackKind,

@@ -1,0 +1,225 @@
+//! Packet grouping and the one-way delay variation `dm(ti)` of MMSys16 eq. (4).
+//!
+//! `dm(ti) = (ti − ti−1) − (Ti − Ti−1)`, where `Ti` is the send time of the first packet of
+//! group `i` and `ti` the arrival time of its last packet (MMSys16 §3.3, Figure 2). A group is
+//! a video frame ([`GroupKey::Frame`]) or, where no frame marker is available (transport-wide
+//! feedback), the packets sent within a short burst ([`GroupKey::Burst`]).
+//!
+//! Times are signed microseconds on two clocks (send times on the sender's, arrival times on
+//! the receiver's); only differences are used, so the offset between the clocks cancels.
+//!
+//! Bad input: a packet sent before the current group started (reordering, duplicated
+//! feedback) is ignored, as libwebrtc's `InterArrival` does; a group whose arrival goes
+//! backwards or lies more than `max_gap` away from the previous one restarts the measurement
+//! instead of producing a meaningless `dm`.
+
+use std::time::Duration;
+
+/// How a packet is attached to a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKey {
+    /// The packet belongs to the frame with this identifier (e.g. its RTP timestamp).
+    Frame(u64),
+    /// No frame marker: group by send time, a group spanning at most `span`.
+    Burst {
+        /// Longest send-time span of one group.
+        span: Duration,
+    },
+}
+
+/// The differences between two consecutive complete groups.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupDelta {
+    /// `Ti − Ti−1` in ms (send clock).
+    pub send_delta_ms: f64,
+    /// `ti − ti−1` in ms (arrival clock).
+    pub arrival_delta_ms: f64,
+    /// `ΔL(ti)`: size difference of the two groups in bytes (for the two-state model).
+    pub size_delta_bytes: f64,
+    /// Arrival time `ti` of the completed group (µs, arrival clock).
+    pub arrival_us: i64,
+}
+
+impl GroupDelta {
+    /// `dm(ti)` of eq. (4) in ms.
+    pub fn dm_ms(&self) -> f64 {
+        self.arrival_delta_ms - self.send_delta_ms
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    frame: Option<u64>,
+    first_send_us: i64,
+    last_send_us: i64,
+    last_arrival_us: i64,
+    size_bytes: u64,
+}
+
+impl Group {
+    fn start(frame: Option<u64>, send_us: i64, arrival_us: i64, size: u64) -> Self {
+        Group {
+            frame,
+            first_send_us: send_us,
+            last_send_us: send_us,
+            last_arrival_us: arrival_us,
+            size_bytes: size,
+        }
+    }
+}
+
+/// Gathers packets into groups and yields [`GroupDelta`]s as groups complete.
+#[derive(Debug, Clone)]
+pub struct InterArrival {
+    max_gap_us: i64,
+    current: Option<Group>,
+    previous: Option<Group>,
+    resets: u64,
+}
+
+impl InterArrival {
+    /// A grouper that restarts after gaps longer than `max_gap`.
+    pub fn new(max_gap: Duration) -> Self {
+        InterArrival {
+            max_gap_us: i64::try_from(max_gap.as_micros()).unwrap_or(i64::MAX),
+            current: None,
+            previous: None,
+            resets: 0,
+        }
+    }
+
+    /// Adds a packet sent at `send_us` (sender clock) that arrived at `arrival_us` (receiver
+    /// clock). Returns the delta between the two previous groups when this packet starts a
+    /// new group.
+    pub fn on_packet(
+        &mut self,
+        send_us: i64,
+        arrival_us: i64,
+        size_bytes: u64,
+        key: GroupKey,
+    ) -> Option<GroupDelta> {
+        let frame = match key {
+            GroupKey::Frame(f) => Some(f),
+            GroupKey::Burst { .. } => None,
+        };
+        let Some(cur) = self.current.as_mut() else {
+            self.current = Some(Group::start(frame, send_us, arrival_us, size_bytes));
+            return None;
+        };
+        if send_us < cur.first_send_us {
+            // Sent before the group being built: reordered or duplicated, too late to use.
+            return None;
+        }
+        let same_group = match key {
+            GroupKey::Frame(f) => cur.frame == Some(f),
+            GroupKey::Burst { span } => {
+                let span_us = i64::try_from(span.as_micros()).unwrap_or(i64::MAX);
+                send_us.saturating_sub(cur.first_send_us) <= span_us
+            }
+        };
+        if same_group {
+            cur.last_send_us = cur.last_send_us.max(send_us);
+            cur.last_arrival_us = cur.last_arrival_us.max(arrival_us);
+            cur.size_bytes = cur.size_bytes.saturating_add(size_bytes);
+            return None;
+        }
+        let complete = *cur;
+        self.current = Some(Group::start(frame, send_us, arrival_us, size_bytes));
+        let delta = self.previous.and_then(|prev| self.delta(&prev, &complete));
+        self.previous = Some(complete);
+        delta
+    }
+
+    /// How many times a gap or a backwards step restarted the measurement.
+    pub fn resets(&self) -> u64 {
+        self.resets
+    }
+
+    fn delta(&mut self, prev: &Group, cur: &Group) -> Option<GroupDelta> {
+        let send = cur.first_send_us.saturating_sub(prev.first_send_us);
+        let arrival = cur.last_arrival_us.saturating_sub(prev.last_arrival_us);
+        if arrival < 0 || arrival > self.max_gap_us || send > self.max_gap_us {
+            self.resets += 1;
+            return None;
+        }
+        Some(GroupDelta {
+            send_delta_ms: send as f64 / 1e3,
+            arrival_delta_ms: arrival as f64 / 1e3,
+            size_delta_bytes: cur.size_bytes as f64 - prev.size_bytes as f64,
+            arrival_us: cur.last_arrival_us,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GAP: Duration = Duration::from_secs(3);
+
+    #[test]
+    fn dm_is_arrival_spacing_minus_send_spacing_of_frames() {
+        let mut ia = InterArrival::new(GAP);
+        // Frame 0: two packets sent at 0 and 1 ms, arriving at 10 and 12 ms.
+        assert_eq!(ia.on_packet(0, 10_000, 1000, GroupKey::Frame(0)), None);
+        assert_eq!(ia.on_packet(1_000, 12_000, 1000, GroupKey::Frame(0)), None);
+        // Frame 1: sent from 33 ms, last packet arrives at 48 ms (3 ms extra queuing).
+        assert_eq!(ia.on_packet(33_000, 46_000, 1200, GroupKey::Frame(1)), None);
+        assert_eq!(ia.on_packet(34_000, 48_000, 1200, GroupKey::Frame(1)), None);
+        // Frame 2 completes frame 1: the first delta (frames 0 → 1): 3 ms of extra queuing.
+        let d = ia.on_packet(66_000, 80_000, 900, GroupKey::Frame(2)).expect("frame 1 complete");
+        assert_eq!(d.dm_ms(), 3.0);
+        assert_eq!(d.size_delta_bytes, 400.0);
+        let d = ia
+            .on_packet(99_000, 110_000, 900, GroupKey::Frame(3))
+            .expect("frame 2 completes");
+        // Between frame 1 and frame 2: send 33 ms apart, last arrivals 48 → 80 ms.
+        assert_eq!(d.send_delta_ms, 33.0);
+        assert_eq!(d.arrival_delta_ms, 32.0);
+        assert_eq!(d.dm_ms(), -1.0);
+        assert_eq!(d.size_delta_bytes, 900.0 - 2400.0);
+    }
+
+    #[test]
+    fn bursts_split_on_send_span() {
+        let mut ia = InterArrival::new(GAP);
+        let k = GroupKey::Burst {
+            span: Duration::from_millis(5),
+        };
+        assert!(ia.on_packet(0, 0, 100, k).is_none());
+        assert!(ia.on_packet(4_000, 4_000, 100, k).is_none());
+        assert!(ia.on_packet(10_000, 12_000, 100, k).is_none());
+        let d = ia.on_packet(20_000, 22_000, 100, k).expect("second group complete");
+        assert_eq!(d.send_delta_ms, 10.0);
+        assert_eq!(d.arrival_delta_ms, 8.0);
+    }
+
+    #[test]
+    fn reordered_packets_are_ignored() {
+        let mut ia = InterArrival::new(GAP);
+        ia.on_packet(10_000, 10_000, 100, GroupKey::Frame(1));
+        assert_eq!(ia.on_packet(0, 11_000, 100, GroupKey::Frame(0)), None);
+        ia.on_packet(43_000, 43_000, 100, GroupKey::Frame(2));
+        let d = ia.on_packet(76_000, 76_000, 100, GroupKey::Frame(3)).unwrap();
+        assert_eq!(d.send_delta_ms, 33.0);
+    }
+
+    #[test]
+    fn gaps_and_backward_arrivals_restart_without_a_delta() {
+        let mut ia = InterArrival::new(GAP);
+        ia.on_packet(0, 0, 100, GroupKey::Frame(0));
+        ia.on_packet(33_000, 33_000, 100, GroupKey::Frame(1));
+        // Frame 2 arrives 10 s late; it completes frame 1 (a normal delta).
+        let d = ia.on_packet(66_000, 10_000_000, 100, GroupKey::Frame(2));
+        assert_eq!(d.map(|d| d.dm_ms()), Some(0.0));
+        // Frame 3 completes frame 2: a 10 s gap, no delta.
+        assert!(ia.on_packet(99_000, 5_000, 100, GroupKey::Frame(3)).is_none());
+        assert_eq!(ia.resets(), 1);
+        // Frame 4 completes frame 3, whose arrival went back in time: no delta.
+        assert!(ia.on_packet(132_000, 38_000, 100, GroupKey::Frame(4)).is_none());
+        assert_eq!(ia.resets(), 2);
+        // Frames 3 → 4 are consistent again.
+        let d = ia.on_packet(165_000, 71_000, 100, GroupKey::Frame(5));
+        assert_eq!(d.map(|d| d.dm_ms()), Some(0.0));
+    }
+}

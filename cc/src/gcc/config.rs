@@ -1,0 +1,272 @@
+//! The GCC configuration: every constant of the papers as a documented field.
+//!
+//! Defaults are the values of Carlucci et al., "Analysis and Design of the Google Congestion
+//! Control for Web Real-time Communication (WebRTC)", MMSys 2016 (cited "MMSys16") and
+//! De Cicco et al., "Understanding the Dynamic Behaviour of the Google Congestion Control for
+//! RTCWeb", PV 2013 (cited "2013"). Where a paper is silent, the value comes from libwebrtc or
+//! draft-ietf-rmcat-gcc-02 and the field says so.
+
+use std::time::{Duration, Instant};
+
+use cg_types::Bitrate;
+
+use crate::controller::{Controller, ControllerConfig};
+use crate::gcc::receiver::GccReceiver;
+use crate::gcc::sender::GccController;
+
+/// Where the delay-based controller runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GccMode {
+    /// The papers' architecture (MMSys16 Figure 1): the delay-based controller runs at the
+    /// receiver ([`GccReceiver`], a [`crate::ReceiveSideEstimator`]) and sends `Ar` in REMB
+    /// messages; the sender runs the loss-based controller on RR loss reports.
+    #[default]
+    ReceiverSideRemb,
+    /// libwebrtc today: the same delay-based blocks run at the sender over transport-wide
+    /// congestion-control feedback (per-packet arrival times).
+    SendSideTwcc,
+}
+
+/// How packets are gathered into the groups over which eq. (4) is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grouping {
+    /// One group per video frame (MMSys16 eq. (4)): packets with the same
+    /// [`crate::ReceivedPacket::group`]. In send-side mode, where feedback carries no frame
+    /// marker, this falls back to [`Grouping::SendBurst`] with a 5 ms span.
+    Frame,
+    /// Packets sent within `span` of the group's first packet form a group (libwebrtc's
+    /// `kTimestampGroupLengthMs` = 5 ms, used for send-side estimation).
+    SendBurst {
+        /// Longest send-time span of one group.
+        span: Duration,
+    },
+}
+
+/// Which arrival-time filter estimates `m(ti)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ArrivalFilterModel {
+    /// The scalar Kalman filter of MMSys16 eq. (10)–(16) (the paper's design).
+    #[default]
+    Scalar,
+    /// The two-state model of MMSys16 eq. (7) / 2013 eq. (4): state `[1/C, m]`, output
+    /// `dm = ΔL/C + m + n` (what libwebrtc shipped before the trendline estimator). MMSys16
+    /// Proposition 1 shows it is unobservable when `ΔL` is constant.
+    TwoState,
+}
+
+/// Which threshold `γ(ti)` the over-use detector compares `m(ti)` with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThresholdModel {
+    /// MMSys16 eq. (17)–(18), the adaptive threshold.
+    Adaptive {
+        /// `ku`, eq. (18): gain when `|m| ≥ γ` (threshold rising). Default 0.01 (per ms).
+        k_up: f64,
+        /// `kd`, eq. (18): gain when `|m| < γ` (threshold falling). Default 0.00018 (per ms).
+        k_down: f64,
+        /// `γ(0)` in ms. Default 12.5/60 ms: libwebrtc's initial 12.5 ms, which it compares
+        /// with `min(n, 60)·m`; we compare `m` itself, as the papers do, hence the /60.
+        initial_ms: f64,
+        /// Lower clamp of `γ` in ms. Default 6/60 ms (libwebrtc's 6 ms, /60 as above).
+        min_ms: f64,
+        /// Upper clamp of `γ` in ms. Default 600/60 ms (libwebrtc's 600 ms, /60 as above).
+        max_ms: f64,
+        /// Skip the update when `|m| − γ` exceeds this many ms, so that a single spike (a key
+        /// frame) does not drag the threshold up (draft-ietf-rmcat-gcc-02 §5.4: 15 ms,
+        /// /60 as above). `None` follows eq. (17) literally.
+        max_adapt_offset_ms: Option<f64>,
+    },
+    /// The static threshold of the 2013 paper (§III-B.3, "remote state region"):
+    /// `γ = γ̄`, halved while the FSM is in Decrease or `Ar` is well below `R`.
+    Static {
+        /// `γ̄` in ms. 2013 default 25/60 ms.
+        gamma_ms: f64,
+        /// "`Ar` considerably lower than `R`": the threshold is halved when
+        /// `Ar < near_ratio · R`. Our reading of the paper's words; default 0.9.
+        near_ratio: f64,
+    },
+}
+
+impl ThresholdModel {
+    /// MMSys16's adaptive threshold with its published gains.
+    pub const fn adaptive() -> Self {
+        ThresholdModel::Adaptive {
+            k_up: 0.01,
+            k_down: 0.000_18,
+            initial_ms: 12.5 / 60.0,
+            min_ms: 6.0 / 60.0,
+            max_ms: 600.0 / 60.0,
+            max_adapt_offset_ms: Some(15.0 / 60.0),
+        }
+    }
+
+    /// The 2013 paper's static threshold `γ̄ = 25/60 ms`.
+    pub const fn static_2013() -> Self {
+        ThresholdModel::Static {
+            gamma_ms: 25.0 / 60.0,
+            near_ratio: 0.9,
+        }
+    }
+}
+
+/// Which loss-based controller runs at the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LossModel {
+    /// MMSys16 eq. (5).
+    #[default]
+    Mmsys16,
+    /// 2013 eq. (1): as eq. (5) but the decrease never goes below the TFRC throughput
+    /// `X(tk)` (RFC 5348 §3.1) and the increase adds 1 kbit/s before multiplying.
+    TfrcFloor,
+}
+
+/// Every constant of GCC. `Default` gives the MMSys16 design.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GccConfig {
+    /// Receiver-side REMB (the papers) or send-side over transport-wide feedback.
+    pub mode: GccMode,
+    /// Rate used before any estimate exists. Default 300 kbit/s (libwebrtc's default).
+    pub start_bitrate: Bitrate,
+    /// Lower bound of every rate. Default 50 kbit/s (2013 §IV-A: the encoder's minimum).
+    pub min_bitrate: Bitrate,
+    /// Upper bound of every rate. Default 2 Mbit/s (2013 §IV-A / MMSys16 §6.1: VP8's maximum).
+    pub max_bitrate: Bitrate,
+
+    /// Packet grouping for eq. (4). Default [`Grouping::Frame`].
+    pub grouping: Grouping,
+    /// A gap between group arrivals longer than this (or arrival time going backwards)
+    /// restarts the delta computation of eq. (4) instead of feeding a meaningless `dm`.
+    /// Default 3 s (libwebrtc's `kArrivalTimeOffsetThresholdMs`).
+    pub max_group_gap: Duration,
+
+    /// Arrival-time filter model. Default [`ArrivalFilterModel::Scalar`].
+    pub filter: ArrivalFilterModel,
+    /// `Q`, eq. (15): state noise variance (ms²). Default 1e-3.
+    pub kalman_q: f64,
+    /// `β`, eq. (16): EWMA factor of the measurement noise variance. Default 0.95.
+    pub kalman_beta: f64,
+    /// `P(0)`, §4.1.2: initial error variance. Default 0.1.
+    pub kalman_p0: f64,
+    /// `m(0)`, §4.1.2: initial estimate (ms). Default 0.
+    pub kalman_m0: f64,
+    /// Two-state model (eq. (7)) only: state noise variance of the `1/C` component
+    /// (ms²/byte²). Default 1e-13 (libwebrtc's `OveruseEstimator`).
+    pub kalman2_q_inv_capacity: f64,
+    /// Two-state model only: initial error variance of `1/C`. Default 100 (libwebrtc).
+    pub kalman2_p0_inv_capacity: f64,
+    /// Two-state model only: initial `1/C` in ms per byte. Default 8/512 (libwebrtc; i.e.
+    /// 512 kbit/s).
+    pub kalman2_inv_capacity0: f64,
+    /// `σ²n(0)` (ms²): initial measurement noise variance; MMSys16 gives none. Default 1.0.
+    pub kalman_noise_var0: f64,
+    /// Floor of `σ²n` (ms²); MMSys16 has none, libwebrtc uses 1. Keeps the gain from reaching
+    /// 1 on a jitter-free path. Default 1.0.
+    pub kalman_noise_var_min: f64,
+
+    /// Threshold `γ(ti)`. Default [`ThresholdModel::adaptive`].
+    pub threshold: ThresholdModel,
+    /// `t̄OU`, Algorithm 1: time `m` must stay above `γ` before over-use. Default 100 ms.
+    pub overuse_time: Duration,
+
+    /// `η`, eq. (3): multiplicative increase. Default 1.05. Applied as
+    /// `η^(Δt / increase_period)` so that growth does not depend on the frame rate
+    /// (draft-ietf-rmcat-gcc-02 §5.5 does the same with `Δt` capped at 1 s).
+    pub eta: f64,
+    /// Period over which one factor `η` applies. Default 1 s.
+    pub increase_period: Duration,
+    /// `α`, eq. (3): decrease factor applied to the receive rate. Default 0.85.
+    pub alpha: f64,
+    /// Window of the receive rate `R`, eq. (3). Default 500 ms.
+    pub receive_rate_window: Duration,
+    /// `Ar ≤ k·R` (MMSys16 §3.3). Default 1.5.
+    pub max_rate_ratio: f64,
+
+    /// REMB period (MMSys16 §3.3, "REMB Processing"). Default 1 s.
+    pub remb_interval: Duration,
+    /// Send a REMB at once when `Ar` falls below this fraction of the last sent value.
+    /// Default 0.97 (a drop of more than 3 %).
+    pub remb_drop_ratio: f64,
+
+    /// Loss-based controller. Default [`LossModel::Mmsys16`].
+    pub loss: LossModel,
+    /// Above this fraction lost, decrease (eq. (5)). Default 0.1.
+    pub loss_high: f64,
+    /// Below this fraction lost, increase (eq. (5)). Default 0.02.
+    pub loss_low: f64,
+    /// Increase factor of eq. (5). Default 1.05.
+    pub loss_increase: f64,
+    /// Send-side mode: how often the loss fraction computed from transport-wide feedback
+    /// drives eq. (5) (the papers' RTCP RR interval). Default 1 s.
+    pub loss_interval: Duration,
+
+    /// Pacing factor `f` (MMSys16 §3.5). Default 1.5.
+    pub pacing_factor: f64,
+}
+
+impl Default for GccConfig {
+    fn default() -> Self {
+        GccConfig {
+            mode: GccMode::ReceiverSideRemb,
+            start_bitrate: Bitrate::kbps(300),
+            min_bitrate: Bitrate::kbps(50),
+            max_bitrate: Bitrate::mbps(2),
+            grouping: Grouping::Frame,
+            max_group_gap: Duration::from_secs(3),
+            filter: ArrivalFilterModel::Scalar,
+            kalman_q: 1e-3,
+            kalman_beta: 0.95,
+            kalman_p0: 0.1,
+            kalman_m0: 0.0,
+            kalman2_q_inv_capacity: 1e-13,
+            kalman2_p0_inv_capacity: 100.0,
+            kalman2_inv_capacity0: 8.0 / 512.0,
+            kalman_noise_var0: 1.0,
+            kalman_noise_var_min: 1.0,
+            threshold: ThresholdModel::adaptive(),
+            overuse_time: Duration::from_millis(100),
+            eta: 1.05,
+            increase_period: Duration::from_secs(1),
+            alpha: 0.85,
+            receive_rate_window: Duration::from_millis(500),
+            max_rate_ratio: 1.5,
+            remb_interval: Duration::from_secs(1),
+            remb_drop_ratio: 0.97,
+            loss: LossModel::Mmsys16,
+            loss_high: 0.1,
+            loss_low: 0.02,
+            loss_increase: 1.05,
+            loss_interval: Duration::from_secs(1),
+            pacing_factor: 1.5,
+        }
+    }
+}
+
+impl GccConfig {
+    /// The default configuration in send-side (transport-wide feedback) mode.
+    pub fn send_side() -> Self {
+        GccConfig {
+            mode: GccMode::SendSideTwcc,
+            ..GccConfig::default()
+        }
+    }
+
+    /// `rate` clamped to `[min_bitrate, max_bitrate]` (a misconfigured `min > max` yields `min`).
+    pub fn clamp(&self, rate: Bitrate) -> Bitrate {
+        rate.min(self.max_bitrate).max(self.min_bitrate)
+    }
+
+    /// The sender-side controller.
+    pub fn build_controller(&self, now: Instant) -> GccController {
+        GccController::new(self, now)
+    }
+
+    /// The receiver-side estimator for [`GccMode::ReceiverSideRemb`].
+    pub fn build_receiver(&self, now: Instant) -> GccReceiver {
+        GccReceiver::new(self, now)
+    }
+}
+
+impl ControllerConfig for GccConfig {
+    fn build(&self, now: Instant) -> Box<dyn Controller> {
+        Box::new(self.build_controller(now))
+    }
+}

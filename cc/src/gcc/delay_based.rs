@@ -1,0 +1,236 @@
+//! The delay-based controller (MMSys16 §3.3, Figure 1): arrival-time filter → over-use
+//! detector (with its threshold) → remote rate controller, plus the receive-rate meter.
+//!
+//! The same block runs at the receiver (REMB mode, [`crate::gcc::GccReceiver`]) and at the
+//! sender over transport-wide feedback ([`crate::gcc::GccController`] in send-side mode).
+//! It is fed one packet at a time with its send time (sender clock) and arrival time
+//! (receiver clock), both in signed microseconds; `Ar` is updated once per completed group.
+
+use cg_types::{Bitrate, DataSize};
+
+use crate::gcc::arrival::{GroupKey, InterArrival};
+use crate::gcc::config::{ArrivalFilterModel, GccConfig, ThresholdModel};
+use crate::gcc::detector::{OveruseDetector, Signal};
+use crate::gcc::kalman::{ScalarKalman, TwoStateKalman};
+use crate::gcc::rate_control::{RateControlParams, RateState, RemoteRateController};
+use crate::gcc::receive_rate::ReceiveRate;
+use crate::gcc::threshold::{RegionHint, Threshold};
+
+#[derive(Debug, Clone)]
+enum Filter {
+    Scalar(ScalarKalman),
+    TwoState(TwoStateKalman),
+}
+
+/// The quantities the papers plot, as of the last completed group.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DelayBasedStats {
+    /// `m(ti)`, ms.
+    pub m: f64,
+    /// `γ(ti)`, ms.
+    pub gamma: f64,
+    /// The last `dm(ti)`, ms.
+    pub dm: f64,
+    /// The detector's signal `s`.
+    pub signal: Signal,
+    /// The FSM state `σ`.
+    pub state: RateState,
+    /// `Ar`.
+    pub a_r: Bitrate,
+    /// `R`, if a whole window has been seen.
+    pub receive_rate: Option<Bitrate>,
+    /// Groups processed.
+    pub groups: u64,
+}
+
+/// The delay-based controller.
+#[derive(Debug, Clone)]
+pub struct DelayBasedController {
+    inter_arrival: InterArrival,
+    filter: Filter,
+    threshold: Threshold,
+    detector: OveruseDetector,
+    rate: RemoteRateController,
+    receive_rate: ReceiveRate,
+    near_ratio: f64,
+    stats: DelayBasedStats,
+}
+
+impl DelayBasedController {
+    /// Built from the GCC config.
+    pub fn new(c: &GccConfig) -> Self {
+        let filter = match c.filter {
+            ArrivalFilterModel::Scalar => Filter::Scalar(ScalarKalman::new(
+                c.kalman_m0,
+                c.kalman_p0,
+                c.kalman_q,
+                c.kalman_beta,
+                c.kalman_noise_var0,
+                c.kalman_noise_var_min,
+            )),
+            ArrivalFilterModel::TwoState => Filter::TwoState(TwoStateKalman::new(
+                c.kalman2_inv_capacity0,
+                c.kalman_m0,
+                c.kalman2_p0_inv_capacity,
+                c.kalman_p0,
+                c.kalman2_q_inv_capacity,
+                c.kalman_q,
+                c.kalman_beta,
+                c.kalman_noise_var0,
+                c.kalman_noise_var_min,
+            )),
+        };
+        let near_ratio = match c.threshold {
+            ThresholdModel::Static { near_ratio, .. } => near_ratio,
+            ThresholdModel::Adaptive { .. } => 0.0,
+        };
+        let rate = RemoteRateController::new(
+            RateControlParams {
+                eta: c.eta,
+                increase_period: c.increase_period,
+                alpha: c.alpha,
+                max_rate_ratio: c.max_rate_ratio,
+                min: c.min_bitrate,
+                max: c.max_bitrate,
+            },
+            c.start_bitrate,
+        );
+        let threshold = Threshold::new(c.threshold);
+        DelayBasedController {
+            inter_arrival: InterArrival::new(c.max_group_gap),
+            filter,
+            stats: DelayBasedStats {
+                m: c.kalman_m0,
+                gamma: threshold.gamma(),
+                a_r: rate.estimate(),
+                state: rate.state(),
+                ..DelayBasedStats::default()
+            },
+            threshold,
+            detector: OveruseDetector::new(c.overuse_time),
+            rate,
+            receive_rate: ReceiveRate::new(c.receive_rate_window),
+            near_ratio,
+        }
+    }
+
+    /// One packet. Returns `true` when a group completed and `Ar` was recomputed.
+    pub fn on_packet(
+        &mut self,
+        send_us: i64,
+        arrival_us: i64,
+        size: DataSize,
+        key: GroupKey,
+    ) -> bool {
+        self.receive_rate.on_packet(arrival_us, size);
+        let Some(delta) =
+            self.inter_arrival
+                .on_packet(send_us, arrival_us, size.as_bytes(), key)
+        else {
+            return false;
+        };
+        let dm = delta.dm_ms();
+        let m = match &mut self.filter {
+            Filter::Scalar(f) => f.update(dm),
+            Filter::TwoState(f) => f.update(dm, delta.size_delta_bytes),
+        };
+        let r = self.receive_rate.rate();
+        // The detector compares m(ti) with the threshold in force before this sample,
+        // then the threshold adapts (libwebrtc's order).
+        let gamma_before = self.threshold.gamma();
+        let signal = self.detector.detect(m, gamma_before, delta.send_delta_ms);
+        let a_r = self.rate.update(signal, r, delta.arrival_us);
+        let hint = RegionHint {
+            decreasing: self.rate.state() == RateState::Decrease,
+            ar_well_below_r: r.is_some_and(|r| a_r.as_bps_f64() < self.near_ratio * r.as_bps_f64()),
+        };
+        let gamma = self.threshold.update(m, delta.arrival_us, hint);
+        self.stats = DelayBasedStats {
+            m,
+            gamma,
+            dm,
+            signal,
+            state: self.rate.state(),
+            a_r,
+            receive_rate: r,
+            groups: self.stats.groups + 1,
+        };
+        true
+    }
+
+    /// `Ar`.
+    pub fn estimate(&self) -> Bitrate {
+        self.rate.estimate()
+    }
+
+    /// The last plotted quantities.
+    pub fn stats(&self) -> DelayBasedStats {
+        self.stats
+    }
+
+    /// `R` as of the latest arrival.
+    pub fn receive_rate(&self) -> Option<Bitrate> {
+        self.receive_rate.rate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fluid bottleneck: frames every 33 ms cut into 1000-byte packets, served at `cap_bps`,
+    /// 25 ms of propagation delay.
+    struct Fluid {
+        t: i64,
+        link_free: f64,
+        frame: u64,
+    }
+
+    impl Fluid {
+        fn drive(&mut self, c: &mut DelayBasedController, rate_bps: f64, cap_bps: f64, secs: f64) {
+            let end = self.t + (secs * 1e6) as i64;
+            while self.t < end {
+                let pkts = (rate_bps / 8.0 / 30.0 / 1000.0).round().max(1.0) as i64;
+                for _ in 0..pkts {
+                    let tx = 1000.0 * 8.0 / cap_bps * 1e6;
+                    self.link_free = self.link_free.max(self.t as f64) + tx;
+                    let arrival = self.link_free as i64 + 25_000;
+                    c.on_packet(self.t, arrival, DataSize::bytes(1000), GroupKey::Frame(self.frame));
+                }
+                self.frame += 1;
+                self.t += 33_333;
+            }
+        }
+    }
+
+    #[test]
+    fn sending_above_capacity_leads_to_overuse_and_decrease_below_capacity() {
+        let mut c = DelayBasedController::new(&GccConfig::default());
+        let mut f = Fluid { t: 0, link_free: 0.0, frame: 0 };
+        f.drive(&mut c, 720e3, 1e6, 3.0);
+        assert_ne!(c.stats().signal, Signal::Overuse);
+        let mut decreased = false;
+        for _ in 0..60 {
+            f.drive(&mut c, 1.2e6, 1e6, 0.1);
+            if c.stats().state == RateState::Decrease {
+                decreased = true;
+                break;
+            }
+        }
+        assert!(decreased, "stats {:?}", c.stats());
+        assert!(c.stats().m > c.stats().gamma);
+        // α·R with R ≈ capacity.
+        let ar = c.estimate().as_bps_f64();
+        assert!(ar < 0.9e6 && ar > 0.75e6, "Ar = {ar}");
+    }
+
+    #[test]
+    fn below_capacity_the_rate_increases() {
+        let mut c = DelayBasedController::new(&GccConfig::default());
+        let mut f = Fluid { t: 0, link_free: 0.0, frame: 0 };
+        f.drive(&mut c, 240e3, 1e6, 5.0);
+        let s = c.stats();
+        assert_eq!(s.state, RateState::Increase, "{s:?}");
+        assert!(s.a_r > Bitrate::kbps(300));
+    }
+}
