@@ -21,6 +21,8 @@
 
 mod controller;
 pub mod gcc;
+pub mod sim;
+pub mod scream;
 
 pub use controller::{
     Controller, ControllerConfig, ControllerEvent, ControllerStats, Feedback, FeedbackKind,

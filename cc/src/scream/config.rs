@@ -1,0 +1,339 @@
+//! SCReAM v2 configuration: every constant of the algorithm, in one plain struct.
+//!
+//! Two constant sets exist in the literature and both are available:
+//!
+//! - [`ScreamConfig::reference`] — Ericsson's reference implementation
+//!   (`EricssonResearch/scream`, `code/ScreamV2Tx.cpp`, `ScreamV2TxStream.cpp`), the code the
+//!   TMA 2024 cloud-gaming study ran (../shared/papers/cloud-gaming-htb-vs-l4s-tma2024.txt §III).
+//! - [`ScreamConfig::draft`] — draft-johansson-ccwg-rfc8298bis-screamv2 (the SCReAM v2 draft,
+//!   §4.2 "Network Congestion Control", §4.3 "Sender Transmission Control", §4.4 "Media Rate
+//!   Control").
+//!
+//! **The default is the reference set.** Reason: the measured behaviour we compare against
+//! (TMA24 Table II, shared/notes/scream-v2.md "Measured behaviour of the reference") is the
+//! reference code's, and its constants (classic-ECN β 0.9, multiplicative increase 0.05,
+//! 200-RTT post-congestion ramp, bytes-in-flight headroom 2.0) are the ones that have been run
+//! over real bottlenecks; the draft's values are the authors' later proposal and remain one
+//! call away. The queue-delay target is 60 ms in both (the draft's QDELAY_TARGET_LO and the
+//! reference test tool's setting; the reference *library* default of 0.1 s is not used).
+//!
+//! Building: `ScreamConfig` implements [`ControllerConfig`], so
+//! `ScreamConfig::default().build(now)` gives a `Box<dyn Controller>`.
+
+use std::time::{Duration, Instant};
+
+use cg_types::{Bitrate, DataSize, Ecn};
+
+use crate::{Controller, ControllerConfig};
+
+use super::Scream;
+
+/// When a detected loss is allowed to reduce the window (reference implementation).
+///
+/// Random (non-congestion) loss on an otherwise empty path would otherwise pin the window;
+/// the reference only reacts when losses are frequent or a queue is building.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LossGate {
+    /// React if the packet-loss-rate EWMA exceeds this fraction. Default 0.01 (1 %).
+    pub min_loss_rate: f64,
+    /// …or if `qdelay_avg` exceeds this fraction of the queue-delay target. Default 0.25.
+    pub qdelay_fraction: f64,
+}
+
+impl Default for LossGate {
+    fn default() -> Self {
+        LossGate {
+            min_loss_rate: 0.01,
+            qdelay_fraction: 0.25,
+        }
+    }
+}
+
+/// Pacing relaxation near the maximum bit rate (draft §4.3.2, "relaxed pacing").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RelaxedPacing {
+    /// Target/maximum ratio above which pacing is relaxed (RELAXED_PACING_LIMIT_LOW, 0.8).
+    pub limit_low: f64,
+    /// Largest pacing speed-up (MAX_RELAXED_PACING_FACTOR, 4.0).
+    pub max_factor: f64,
+}
+
+impl Default for RelaxedPacing {
+    fn default() -> Self {
+        RelaxedPacing {
+            limit_low: 0.8,
+            max_factor: 4.0,
+        }
+    }
+}
+
+/// Every constant of SCReAM v2. See the module docs for the two constant sets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScreamConfig {
+    // ---- media rate bounds ----
+    /// Lowest target bit rate (TARGET_BITRATE_MIN). Default 150 kbit/s.
+    pub min_bitrate: Bitrate,
+    /// Highest target bit rate (TARGET_BITRATE_MAX). Default 100 Mbit/s (the TMA24 platform
+    /// streams 1080p60 H.265 at up to 30 Mbit/s; 100 Mbit/s leaves room for 4K).
+    pub max_bitrate: Bitrate,
+    /// Rate the encoder starts at; sets the initial window as `start × 50 ms` (no slow start in
+    /// v2). Default 1 Mbit/s.
+    pub start_bitrate: Bitrate,
+    /// ECN code point the transport should send with ([`Scream::ecn`]): ECT(1) for L4S
+    /// (default — the TMA24 use case), ECT(0) for classic ECN, Not-ECT for none. The reaction to
+    /// a CE mark follows the code point the marked packet was *sent* with, so mixed traffic is
+    /// handled correctly.
+    pub ecn: Ecn,
+
+    // ---- delay ----
+    /// Queue-delay target T (QDELAY_TARGET_LO). Default 60 ms (draft and reference test tool).
+    pub qdelay_target: Duration,
+    /// Number of base-delay history slots. Default 50 (reference `kBaseOwdHistSize`).
+    pub base_delay_slots: usize,
+    /// Length of one base-delay slot. Default 10 s (reference `kBaseDelayUpdateInterval`).
+    pub base_delay_slot: Duration,
+    /// EWMA gain for a rising `qdelay_avg` (QDELAY_AVG_G). Default 1/4.
+    pub qdelay_avg_gain: f64,
+    /// Normalisation of the queue-delay deviation (QDELAY_DEV_NORM). Default 25 ms.
+    pub qdelay_dev_norm: Duration,
+    /// EWMA gain of the queue-delay deviation (QDELAY_DEV_AVG_G). Default 1/64.
+    pub qdelay_dev_gain: f64,
+    /// Lowest scaling of increase/back-off from delay jitter (MIN_QUEUE_DELAY_DEV_SCALE).
+    /// Default 0.1.
+    pub min_qdelay_dev_scale: f64,
+    /// Initial smoothed RTT. Default 50 ms (reference `sRtt(0.05f)`).
+    pub initial_rtt: Duration,
+    /// EWMA gain of the smoothed RTT. Default 1/8 (RFC 6298 α).
+    pub srtt_gain: f64,
+    /// EWMA gain of the smoothed RTT while application-limited and the sample is lower
+    /// (keeps a source-limited flow from inflating its rate on an empty queue). Default 1/1024.
+    pub srtt_gain_app_limited: f64,
+
+    // ---- congestion reactions ----
+    /// Shortest time between two window reductions, as `min(this, sRTT)`; also the RTT the
+    /// back-offs are scaled against (`÷ max(1, sRTT / this)`). Reference 30 ms
+    /// (`kMinCongestionBackOffInterval`), draft 25 ms (VIRTUAL_RTT).
+    pub reaction_interval: Duration,
+    /// The "virtual RTT" below which the increase is scaled down (`× min(1, sRTT / this)`),
+    /// mimicking Prague's RTT independence (VIRTUAL_RTT / `kSrttVirtual`). Default 25 ms.
+    pub virtual_rtt: Duration,
+    /// Window scale on a loss event (BETA_LOSS). Default 0.7.
+    pub loss_beta: f64,
+    /// Window scale on a classic-ECN CE event (BETA_ECN). Reference 0.9, draft 0.8.
+    pub ecn_beta: f64,
+    /// RACK-like reorder window: a packet still unacknowledged this long after a later packet
+    /// was acknowledged is lost (RFC 8985 idea; reference `kReorderTime`). Default 30 ms.
+    pub reorder_window: Duration,
+    /// Loss-reaction gate (reference); `None` reacts to every loss event (draft).
+    pub loss_gate: Option<LossGate>,
+    /// EWMA gain of the packet-loss rate used by [`LossGate`]. Default 1/16 per feedback.
+    pub loss_rate_gain: f64,
+    /// L4S α gain while the marked fraction is at or above α (L4S_AVG_G_UP). Default 1/8.
+    pub l4s_gain_up: f64,
+    /// L4S α decay while the marked fraction is below α (L4S_AVG_G_DOWN). Default 1/128.
+    pub l4s_gain_down: f64,
+    /// α is updated at most every `min(this, sRTT)`. Default 10 ms.
+    pub l4s_alpha_interval: Duration,
+    /// L4S back-off is multiplied by this while the target rate is below
+    /// `backoff_rate_limited_ratio ×` the acknowledged rate (the encoder lags; the window
+    /// needs no further cut). Default 0.25.
+    pub backoff_rate_limited_scale: f64,
+    /// See [`backoff_rate_limited_scale`](Self::backoff_rate_limited_scale). Default 0.8.
+    pub backoff_rate_limited_ratio: f64,
+    /// The inflection point (window at the last reduction) is refreshed at most every this many
+    /// sRTTs. Reference 1 (every RTT with CE), draft 10.
+    pub inflection_update_rtts: f64,
+    /// After this many congestion-free "long" intervals (× max(virtual RTT, sRTT)) an L4S CE
+    /// event first pulls the window down to the bytes actually in flight. Default 100.
+    pub idle_restore_rtts: f64,
+    /// Damp the window increase as `qdelay_avg` approaches T/4 when L4S is not in use
+    /// (reference `increment *= max(0.1, 1 − qdelay_avg / (T/4))`). Reference true, draft false.
+    pub delay_increase_damping: bool,
+
+    // ---- increase ----
+    /// Multiplicative-increase factor per RTT (MUL_INCREASE_FACTOR). Reference 0.05, draft 0.02.
+    pub multiplicative_increase: f64,
+    /// The multiplicative increase ramps 0 → 1 over this many sRTTs after congestion
+    /// (POST_CONGESTION_DELAY_RTT). Reference 200, draft 100.
+    pub post_congestion_rtts: f64,
+    /// The window grows only while `cwnd + inc ≤ MSS + this × max bytes in flight`
+    /// (BYTES_IN_FLIGHT_HEAD_ROOM). Reference 2.0, draft 1.5.
+    pub bytes_in_flight_headroom: f64,
+
+    // ---- sending ----
+    /// Segment size assumed before the first packet is sent (MSS). Reference 1200 B
+    /// (`kRecommendedMss`), draft 1000 B. After that the largest packet sent in the last 1–2 s.
+    pub initial_mss: DataSize,
+    /// Smallest window (MIN_REF_WND); the window is also never below 2 MSS. Default 3000 B.
+    pub min_cwnd: DataSize,
+    /// Send-gate headroom with a jittery queue (REF_WND_OVERHEAD_MIN). Default 1.5.
+    pub window_headroom_min: f64,
+    /// Send-gate headroom with a steady queue (REF_WND_OVERHEAD_MAX). Default 3.0.
+    pub window_headroom_max: f64,
+    /// Pacing rate over the target (PACKET_PACING_HEADROOM). Default 1.5.
+    pub pacing_headroom: f64,
+    /// Largest adaptive pacing scale for frames larger than average (reference
+    /// `maxAdaptivePacingRateScale`). Default 1.5.
+    pub max_adaptive_pacing_scale: f64,
+    /// Lowest pacing rate (RATE_PACE_MIN). Default 50 kbit/s.
+    pub min_pacing_rate: Bitrate,
+    /// Relaxed pacing near the maximum rate: draft `Some`, reference `None` (disabled there).
+    pub relaxed_pacing: Option<RelaxedPacing>,
+    /// Bytes in flight are forgotten (the window reopens) when no feedback has arrived for
+    /// this long — a guard against deadlock when feedback is lost (reference: 0.5 s).
+    pub feedback_timeout: Duration,
+
+    // ---- media rate ----
+    /// Per-packet packetisation overhead in the rate (PACKET_OVERHEAD). Default 20 B.
+    pub packet_overhead: DataSize,
+    /// The target is `8 × cwnd / sRTT ÷ (this + rate_adjust)`. Reference 1.1
+    /// (`rateLeft /= 1.1`), draft 1.2.
+    pub rate_margin: f64,
+    /// Gain of the RTP-queue integral controller (RATE_ADJUST_GAIN). Default 1/16 per frame.
+    pub rate_adjust_gain: f64,
+    /// Upper bound of the integral term. Default 0.5 (draft).
+    pub max_rate_adjust: f64,
+    /// Media frame period, for the integral controller and adaptive pacing. Default 1/60 s
+    /// (TMA24: 1080p at 60 fps).
+    pub frame_period: Duration,
+    /// RTP queue delay above which the queue is discarded and a key frame requested.
+    /// Default 0.1 s (reference library `kMaxRtpQueueDelay`; its test tool uses 0.2 s).
+    pub max_rtp_queue_delay: Duration,
+    /// Shortest time between two discards. Default 0.25 s (`kMinRtpQueueDiscardInterval`).
+    pub min_discard_interval: Duration,
+    /// Bound on tracked sent packets (older ones are forgotten). Default 65 536.
+    pub max_tracked_packets: usize,
+}
+
+impl ScreamConfig {
+    /// The reference implementation's constants (the default; see module docs).
+    pub fn reference() -> Self {
+        ScreamConfig {
+            min_bitrate: Bitrate::kbps(150),
+            max_bitrate: Bitrate::mbps(100),
+            start_bitrate: Bitrate::mbps(1),
+            ecn: Ecn::Ect1,
+            qdelay_target: Duration::from_millis(60),
+            base_delay_slots: 50,
+            base_delay_slot: Duration::from_secs(10),
+            qdelay_avg_gain: 1.0 / 4.0,
+            qdelay_dev_norm: Duration::from_millis(25),
+            qdelay_dev_gain: 1.0 / 64.0,
+            min_qdelay_dev_scale: 0.1,
+            initial_rtt: Duration::from_millis(50),
+            srtt_gain: 1.0 / 8.0,
+            srtt_gain_app_limited: 1.0 / 1024.0,
+            reaction_interval: Duration::from_millis(30),
+            virtual_rtt: Duration::from_millis(25),
+            loss_beta: 0.7,
+            ecn_beta: 0.9,
+            reorder_window: Duration::from_millis(30),
+            loss_gate: Some(LossGate::default()),
+            loss_rate_gain: 1.0 / 16.0,
+            l4s_gain_up: 1.0 / 8.0,
+            l4s_gain_down: 1.0 / 128.0,
+            l4s_alpha_interval: Duration::from_millis(10),
+            backoff_rate_limited_scale: 0.25,
+            backoff_rate_limited_ratio: 0.8,
+            inflection_update_rtts: 1.0,
+            idle_restore_rtts: 100.0,
+            delay_increase_damping: true,
+            multiplicative_increase: 0.05,
+            post_congestion_rtts: 200.0,
+            bytes_in_flight_headroom: 2.0,
+            initial_mss: DataSize::bytes(1200),
+            min_cwnd: DataSize::bytes(3000),
+            window_headroom_min: 1.5,
+            window_headroom_max: 3.0,
+            pacing_headroom: 1.5,
+            max_adaptive_pacing_scale: 1.5,
+            min_pacing_rate: Bitrate::kbps(50),
+            relaxed_pacing: None,
+            feedback_timeout: Duration::from_millis(500),
+            packet_overhead: DataSize::bytes(20),
+            rate_margin: 1.1,
+            rate_adjust_gain: 1.0 / 16.0,
+            max_rate_adjust: 0.5,
+            frame_period: Duration::from_micros(16_667),
+            max_rtp_queue_delay: Duration::from_millis(100),
+            min_discard_interval: Duration::from_millis(250),
+            max_tracked_packets: 65_536,
+        }
+    }
+
+    /// The SCReAM v2 draft's constants (draft-johansson-ccwg-rfc8298bis-screamv2 §4).
+    pub fn draft() -> Self {
+        ScreamConfig {
+            reaction_interval: Duration::from_millis(25),
+            ecn_beta: 0.8,
+            loss_gate: None,
+            inflection_update_rtts: 10.0,
+            delay_increase_damping: false,
+            multiplicative_increase: 0.02,
+            post_congestion_rtts: 100.0,
+            bytes_in_flight_headroom: 1.5,
+            initial_mss: DataSize::bytes(1000),
+            relaxed_pacing: Some(RelaxedPacing::default()),
+            rate_margin: 1.2,
+            ..Self::reference()
+        }
+    }
+
+    /// Builds the concrete controller (use [`ControllerConfig::build`] for a trait object).
+    pub fn build_scream(&self, now: Instant) -> Scream {
+        Scream::new(self.clone(), now)
+    }
+}
+
+impl Default for ScreamConfig {
+    /// [`ScreamConfig::reference`]; see the module docs for why.
+    fn default() -> Self {
+        Self::reference()
+    }
+}
+
+impl ControllerConfig for ScreamConfig {
+    fn build(&self, now: Instant) -> Box<dyn Controller> {
+        Box::new(self.build_scream(now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draft_and_reference_differ_where_the_notes_say() {
+        let r = ScreamConfig::reference();
+        let d = ScreamConfig::draft();
+        assert_eq!(r, ScreamConfig::default());
+        assert_eq!((r.ecn_beta, d.ecn_beta), (0.9, 0.8));
+        assert_eq!(
+            (r.multiplicative_increase, d.multiplicative_increase),
+            (0.05, 0.02)
+        );
+        assert_eq!(
+            (r.post_congestion_rtts, d.post_congestion_rtts),
+            (200.0, 100.0)
+        );
+        assert_eq!(
+            (r.bytes_in_flight_headroom, d.bytes_in_flight_headroom),
+            (2.0, 1.5)
+        );
+        assert_eq!(r.reaction_interval, Duration::from_millis(30));
+        assert_eq!(d.reaction_interval, Duration::from_millis(25));
+        // Shared constants.
+        for c in [&r, &d] {
+            assert_eq!(c.qdelay_target, Duration::from_millis(60));
+            assert_eq!(c.loss_beta, 0.7);
+            assert_eq!(c.reorder_window, Duration::from_millis(30));
+            assert_eq!((c.l4s_gain_up, c.l4s_gain_down), (1.0 / 8.0, 1.0 / 128.0));
+            assert_eq!(
+                (c.base_delay_slots, c.base_delay_slot),
+                (50, Duration::from_secs(10))
+            );
+            assert_eq!(c.min_pacing_rate, Bitrate::kbps(50));
+            assert_eq!(c.pacing_headroom, 1.5);
+        }
+    }
+}

@@ -1,0 +1,762 @@
+//! SCReAM v2 with L4S: self-clocked, window-based congestion control for real-time media.
+//!
+//! Sources: RFC 8298 (SCReAM v1), draft-johansson-ccwg-rfc8298bis-screamv2 (v2, "the draft")
+//! and Ericsson's reference implementation (`EricssonResearch/scream`, `code/ScreamV2Tx.cpp`,
+//! `ScreamV2TxStream.cpp`; "the reference"). Facts and constants: ../shared/notes/scream-v2.md.
+//! Both constant sets are in [`ScreamConfig`]; the default is the reference's (see
+//! [`config`](self::config) for why).
+//!
+//! One file per rule block:
+//!
+//! | file | rule |
+//! |---|---|
+//! | `flight.rs` | sent-packet history, bytes in flight, received edge |
+//! | `loss.rs` | RACK-like loss detection (30 ms reorder window), loss gate |
+//! | `delay.rs` | base delay (50 × 10 s), qdelay, qdelay_avg, deviation, sRTT |
+//! | `l4s.rs` | DCTCP-like α (gains 1/8 up, 1/128 down) |
+//! | `backoff.rs` | loss / classic-ECN / L4S / virtual-CE window reductions |
+//! | `inflection.rs` | inflection point and `sclI` |
+//! | `increase.rs` | additive + multiplicative increase, post-congestion ramp (no slow start) |
+//! | `send.rs` | send gate (window × headroom) and pacing rate |
+//! | `media.rs` | encoder target, RTP-queue integral controller, queue discard |
+//!
+//! Driving it (sans-IO, [`Controller`]): report every packet sent (its ECN code point decides
+//! whether a CE mark gets the classic or the L4S reaction — send with [`Scream::ecn`]); feed RFC
+//! 8888 per-packet feedback; report the media queue through
+//! [`Controller::on_media_queue`]; gate the pacer with [`Controller::send_allowance`] and
+//! [`Controller::pacing_rate`]; give [`Controller::target_bitrate`] to the encoder; act on
+//! [`ControllerEvent::DiscardQueue`] (drop the queue, request a key frame); call
+//! [`Controller::handle_timeout`] at [`Controller::poll_timeout`] (loss detection, the discard
+//! deadline and the feedback-loss guard are timers).
+//!
+//! Every state variable that grows multiplicatively is bounded (the window by the bytes actually
+//! in flight and by `max_bitrate × 200 ms`; α, scales and the integral term by `[0, 1]`-style
+//! clamps; delays by 10 s), so a session can run indefinitely — see the 15-minute scenario in
+//! `cc/tests/scream_scenarios.rs` and shared/notes/scream-v2.md on the reference's defect.
+//!
+//! Not implemented (optional in the draft, off by default in the reference): competing-flow
+//! compensation (qdelay-target adaptation, draft §4.2.1.4.1), clock-drift compensation and the
+//! base-delay reset (draft §4.5), multi-stream scheduling.
+
+mod backoff;
+pub mod config;
+mod delay;
+mod flight;
+mod increase;
+mod inflection;
+mod l4s;
+mod loss;
+mod media;
+mod send;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use cg_types::{Bitrate, DataSize, Ecn};
+
+pub use config::{LossGate, RelaxedPacing, ScreamConfig};
+
+use crate::{
+    Controller, ControllerEvent, ControllerStats, Feedback, FeedbackKind, MediaQueue, SentPacket,
+};
+use backoff::{Congestion, L4sBackoffInputs};
+use delay::{BaseDelay, DelayState};
+use flight::Flight;
+use increase::IncreaseInputs;
+use inflection::Inflection;
+use l4s::L4sAlpha;
+use loss::LossRate;
+use media::{MediaQueueControl, TargetInputs};
+
+/// Window over which the acknowledged rate is measured (reference `kRateUpdateInterval`).
+const RATE_WINDOW: Duration = Duration::from_millis(50);
+/// The MSS is the largest packet of the last one to two such windows (reference: 1 s).
+const MSS_WINDOW: Duration = Duration::from_secs(1);
+/// At most this many undrained events are kept.
+const MAX_EVENTS: usize = 16;
+/// Initial α: the reference starts at 0.1 so the first CE events already back off.
+const INITIAL_ALPHA: f64 = 0.1;
+
+/// A SCReAM v2 sender-side controller. Build it from a [`ScreamConfig`].
+#[derive(Debug, Clone)]
+pub struct Scream {
+    cfg: ScreamConfig,
+    epoch: Instant,
+    flight: Flight,
+    base: BaseDelay,
+    delay: DelayState,
+    alpha: L4sAlpha,
+    loss_rate: LossRate,
+    inflection: Inflection,
+    media: MediaQueueControl,
+    media_report_time: Option<Instant>,
+
+    /// Congestion window ("reference window") in bytes.
+    cwnd: f64,
+    mss_current: u64,
+    mss_prev: u64,
+    mss_window_start: Option<Instant>,
+
+    last_reaction: Option<Instant>,
+    last_congestion: Option<Instant>,
+    pending_loss: bool,
+    pending_classic_ce: bool,
+    pending_l4s_ce: bool,
+    newly_acked: u64,
+    newly_acked_ce: u64,
+    max_bif: u64,
+    max_bif_prev: u64,
+    bif_window_start: Option<Instant>,
+    last_progress: Option<Instant>,
+
+    acked_bytes_window: u64,
+    acked_window_start: Option<Instant>,
+    acked_rate_bps: f64,
+
+    target: Bitrate,
+    pacing: Bitrate,
+    headroom: f64,
+    last_event: Option<Congestion>,
+    last_backoff: f64,
+    events: VecDeque<ControllerEvent>,
+    lost_packets: u64,
+    ce_packets: u64,
+}
+
+impl Scream {
+    /// A controller starting at `now`. Nonsensical config values are brought into range
+    /// (`min ≤ start ≤ max`, gains into `[0, 1]`) rather than trusted.
+    pub fn new(cfg: ScreamConfig, now: Instant) -> Self {
+        let cfg = sanitize(cfg);
+        let mss = cfg.initial_mss.as_bytes().max(1) as f64;
+        let cwnd0 = (cfg.start_bitrate.as_bps_f64() / 8.0
+            * cfg.initial_rtt.as_secs_f64()
+            * cfg.rate_margin)
+            .max(cfg.min_cwnd.as_bytes_f64())
+            .max(2.0 * mss);
+        let mut s = Scream {
+            epoch: now,
+            flight: Flight::new(cfg.max_tracked_packets),
+            base: BaseDelay::new(cfg.base_delay_slots, cfg.base_delay_slot),
+            delay: DelayState::new(cfg.initial_rtt),
+            alpha: L4sAlpha::new(INITIAL_ALPHA),
+            loss_rate: LossRate::default(),
+            inflection: Inflection::default(),
+            media: MediaQueueControl::default(),
+            media_report_time: None,
+            cwnd: cwnd0,
+            mss_current: 0,
+            mss_prev: 0,
+            mss_window_start: None,
+            last_reaction: None,
+            last_congestion: None,
+            pending_loss: false,
+            pending_classic_ce: false,
+            pending_l4s_ce: false,
+            newly_acked: 0,
+            newly_acked_ce: 0,
+            max_bif: 0,
+            max_bif_prev: 0,
+            bif_window_start: None,
+            last_progress: None,
+            acked_bytes_window: 0,
+            acked_window_start: None,
+            acked_rate_bps: 0.0,
+            target: cfg.start_bitrate,
+            pacing: Bitrate::ZERO,
+            headroom: cfg.window_headroom_max,
+            last_event: None,
+            last_backoff: 0.0,
+            events: VecDeque::new(),
+            lost_packets: 0,
+            ce_packets: 0,
+            cfg,
+        };
+        s.update_rates();
+        s.target = s.cfg.start_bitrate;
+        s.update_pacing();
+        s
+    }
+
+    /// The ECN code point the transport should send media with.
+    pub fn ecn(&self) -> Ecn {
+        self.cfg.ecn
+    }
+
+    /// The configuration in force (after sanitising).
+    pub fn config(&self) -> &ScreamConfig {
+        &self.cfg
+    }
+
+    /// Congestion window.
+    pub fn cwnd(&self) -> DataSize {
+        DataSize::from_bytes_f64(self.cwnd)
+    }
+
+    /// Bytes in flight.
+    pub fn bytes_in_flight(&self) -> DataSize {
+        DataSize::bytes(self.flight.bytes_in_flight())
+    }
+
+    /// L4S α.
+    pub fn l4s_alpha(&self) -> f64 {
+        self.alpha.alpha
+    }
+
+    /// Latest queuing-delay estimate and its average.
+    pub fn queue_delay(&self) -> (Duration, Duration) {
+        (self.delay.qdelay, self.delay.qdelay_avg)
+    }
+
+    /// Smoothed RTT.
+    pub fn srtt(&self) -> Duration {
+        self.delay.srtt
+    }
+
+    fn mss(&self) -> f64 {
+        let seen = self.mss_current.max(self.mss_prev);
+        if seen == 0 {
+            self.cfg.initial_mss.as_bytes().max(1) as f64
+        } else {
+            seen as f64
+        }
+    }
+
+    fn min_cwnd(&self) -> f64 {
+        self.cfg.min_cwnd.as_bytes_f64().max(2.0 * self.mss())
+    }
+
+    fn cwnd_ratio(&self) -> f64 {
+        (self.mss() / self.cwnd.max(1.0)).min(1.0)
+    }
+
+    fn micros_since_epoch(&self, t: Instant) -> i64 {
+        i64::try_from(t.saturating_duration_since(self.epoch).as_micros()).unwrap_or(i64::MAX)
+    }
+
+    fn app_limited(&self) -> bool {
+        self.target >= self.cfg.max_bitrate
+    }
+
+    fn on_loss_detection(&mut self, now: Instant, delivered: u64) {
+        let lost = self.flight.detect_losses(now, self.cfg.reorder_window);
+        self.loss_rate
+            .update(lost.packets, delivered, self.cfg.loss_rate_gain);
+        if lost.packets > 0 {
+            self.lost_packets += lost.packets;
+            if self.loss_rate.counts(
+                self.cfg.loss_gate.as_ref(),
+                self.delay.qdelay_avg,
+                self.cfg.qdelay_target,
+            ) {
+                self.pending_loss = true;
+            }
+        }
+    }
+
+    /// Rotates the per-RTT maximum of bytes in flight.
+    fn rotate_max_bif(&mut self, now: Instant) {
+        let start = *self.bif_window_start.get_or_insert(now);
+        if now.saturating_duration_since(start) >= self.delay.srtt.max(Duration::from_millis(1)) {
+            self.max_bif_prev = self.max_bif;
+            self.max_bif = self.flight.bytes_in_flight();
+            self.bif_window_start = Some(now);
+        }
+    }
+
+    /// Reaction to congestion and window increase (draft §4.2.2), then the rates.
+    fn update_window(&mut self, now: Instant) {
+        let cfg = &self.cfg;
+        self.alpha.update(
+            now,
+            cfg.l4s_alpha_interval,
+            self.delay.srtt,
+            cfg.l4s_gain_up,
+            cfg.l4s_gain_down,
+        );
+        let th = delay::dev_threshold(self.cwnd_ratio());
+        self.delay.update_avg(
+            now,
+            cfg.reaction_interval,
+            cfg.qdelay_avg_gain,
+            cfg.qdelay_dev_norm,
+            cfg.qdelay_dev_gain,
+            th,
+        );
+        self.rotate_max_bif(now);
+        let cfg = &self.cfg;
+        let raw_dev_scale = self.delay.dev_scale(th);
+        let dev_scale = raw_dev_scale.max(cfg.min_qdelay_dev_scale);
+        let srtt = self.delay.srtt;
+
+        // --- reduction ---
+        if self.pending_loss || self.pending_classic_ce || self.pending_l4s_ce {
+            self.last_congestion_mark(now);
+        }
+        let cfg = &self.cfg;
+        let interval = cfg.reaction_interval.min(srtt);
+        let due = self
+            .last_reaction
+            .is_none_or(|t| now.saturating_duration_since(t) >= interval);
+        if due {
+            let event = if self.pending_loss {
+                Some(Congestion::Loss)
+            } else if self.pending_classic_ce {
+                Some(Congestion::ClassicCe)
+            } else if self.pending_l4s_ce {
+                Some(Congestion::L4sCe)
+            } else if self.delay.qdelay_avg > cfg.qdelay_target / 2 {
+                Some(Congestion::VirtualCe(backoff::virtual_alpha(
+                    self.delay.qdelay_avg,
+                    cfg.qdelay_target,
+                )))
+            } else {
+                None
+            };
+            if let Some(ev) = event {
+                self.react(ev, now, dev_scale);
+            }
+        }
+
+        // --- increase ---
+        let cfg = &self.cfg;
+        let scl_i = self.inflection.scale(self.cwnd);
+        let l4s_active = self.alpha.alpha > 1e-4;
+        let damping = if cfg.delay_increase_damping && !l4s_active {
+            increase::delay_damping(self.delay.qdelay_avg, cfg.qdelay_target)
+        } else {
+            1.0
+        };
+        let inc = increase::increment(&IncreaseInputs {
+            acked_not_ce: self.newly_acked.saturating_sub(self.newly_acked_ce) as f64,
+            cwnd: self.cwnd,
+            mss: self.mss(),
+            srtt,
+            virtual_rtt: cfg.virtual_rtt,
+            scl_i,
+            delay_damping: damping,
+            dev_scale,
+            multiplicative_increase: cfg.multiplicative_increase,
+            post_congestion: increase::post_congestion_scale(
+                now,
+                self.last_congestion,
+                cfg.post_congestion_rtts,
+                srtt,
+                cfg.virtual_rtt,
+            ),
+        });
+        let max_bif = self.max_bif.max(self.max_bif_prev) as f64;
+        if self.cwnd + inc
+            <= increase::max_allowed(self.mss(), max_bif, cfg.bytes_in_flight_headroom)
+            && self.target < cfg.max_bitrate
+        {
+            self.cwnd += inc;
+        }
+        self.newly_acked = 0;
+        self.newly_acked_ce = 0;
+
+        // --- bounds ---
+        let rtt_c = (srtt.as_secs_f64() + 0.001).clamp(0.001, 0.2);
+        let max_bytes_per_rtt = cfg.max_bitrate.as_bps_f64() / 8.0 * rtt_c;
+        if self.target.as_bps_f64() >= 0.95 * cfg.max_bitrate.as_bps_f64() {
+            // Reference: at the maximum rate keep the window near what is actually used, so a
+            // later capacity drop does not start from an inflated window.
+            let cap = max_bif.max(cfg.pacing_headroom * max_bytes_per_rtt);
+            self.cwnd = self.cwnd.min(cap);
+        }
+        let hard_cap =
+            4.0 * max_bytes_per_rtt * (cfg.rate_margin + cfg.max_rate_adjust) + 2.0 * self.mss();
+        self.cwnd = self
+            .cwnd
+            .clamp(self.min_cwnd(), hard_cap.max(self.min_cwnd()));
+        self.headroom = send::window_headroom(
+            cfg.window_headroom_min,
+            cfg.window_headroom_max,
+            raw_dev_scale,
+        );
+        self.update_rates();
+    }
+
+    fn last_congestion_mark(&mut self, now: Instant) {
+        self.last_congestion = Some(now);
+    }
+
+    /// Applies one congestion reaction (draft §4.2.2.1, `backoff.rs`).
+    fn react(&mut self, ev: Congestion, now: Instant, dev_scale: f64) {
+        let cfg = &self.cfg;
+        let srtt = self.delay.srtt;
+        let long_idle = self.last_reaction.is_none_or(|t| {
+            now.saturating_duration_since(t).as_secs_f64()
+                > cfg.idle_restore_rtts * srtt.max(cfg.virtual_rtt).as_secs_f64()
+        });
+        let scl_i = self.inflection.scale(self.cwnd);
+        self.inflection
+            .on_congestion(self.cwnd, now, srtt, cfg.inflection_update_rtts);
+        let cfg = &self.cfg;
+        let factor = match ev {
+            Congestion::Loss => cfg.loss_beta,
+            Congestion::ClassicCe => cfg.ecn_beta,
+            Congestion::L4sCe => {
+                if long_idle {
+                    // Draft: after >100 RTTs without congestion the window may have grown far
+                    // beyond what the (source-limited) flow used; restart from the flight.
+                    let used = self.max_bif.max(self.max_bif_prev) as f64;
+                    if used > 0.0 {
+                        self.cwnd = self.cwnd.min(used);
+                    }
+                }
+                let rate_limited =
+                    self.target.as_bps_f64() < cfg.backoff_rate_limited_ratio * self.acked_rate_bps;
+                1.0 - backoff::l4s_backoff(&L4sBackoffInputs {
+                    alpha: self.alpha.alpha,
+                    srtt,
+                    interval: cfg.reaction_interval,
+                    cwnd_ratio: self.cwnd_ratio(),
+                    qdelay: self.delay.qdelay,
+                    qdelay_target: cfg.qdelay_target,
+                    scl_i,
+                    dev_scale,
+                    rate_limited,
+                    rate_limited_scale: cfg.backoff_rate_limited_scale,
+                })
+            }
+            Congestion::VirtualCe(av) => {
+                1.0 - backoff::virtual_backoff(av, srtt, cfg.reaction_interval, self.cwnd_ratio())
+            }
+        };
+        let factor = if factor.is_finite() {
+            factor.clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        self.last_backoff = 1.0 - factor;
+        self.cwnd = (self.cwnd * factor).max(self.min_cwnd());
+        self.last_event = Some(ev);
+        self.last_reaction = Some(now);
+        self.last_congestion = Some(now);
+        self.pending_loss = false;
+        self.pending_classic_ce = false;
+        self.pending_l4s_ce = false;
+    }
+
+    fn update_rates(&mut self) {
+        let cfg = &self.cfg;
+        self.target = media::target_bitrate(&TargetInputs {
+            cwnd: self.cwnd,
+            srtt: self.delay.srtt,
+            mss: self.mss(),
+            overhead: cfg.packet_overhead.as_bytes_f64(),
+            margin: cfg.rate_margin,
+            rate_adjust: self.media.rate_adjust,
+            min: cfg.min_bitrate,
+            max: cfg.max_bitrate,
+        });
+        self.update_pacing();
+    }
+
+    fn update_pacing(&mut self) {
+        let cfg = &self.cfg;
+        let adaptive = send::adaptive_scale(
+            self.media.queue.size,
+            self.target,
+            cfg.frame_period.as_secs_f64(),
+            cfg.max_adaptive_pacing_scale,
+        );
+        self.pacing = send::pacing_rate(
+            self.target,
+            cfg.max_bitrate,
+            cfg.pacing_headroom,
+            adaptive,
+            cfg.min_pacing_rate,
+            cfg.relaxed_pacing.as_ref(),
+        );
+    }
+
+    fn push_event(&mut self, ev: ControllerEvent) {
+        if self.events.len() < MAX_EVENTS {
+            self.events.push_back(ev);
+        }
+    }
+
+    fn feedback_deadline(&self) -> Option<Instant> {
+        if self.flight.bytes_in_flight() == 0 {
+            return None;
+        }
+        self.last_progress.map(|t| t + self.cfg.feedback_timeout)
+    }
+
+    fn discard_deadline(&self) -> Option<Instant> {
+        let at = self.media_report_time?;
+        let q = self.media.queue;
+        if q.size == DataSize::ZERO && q.delay == Duration::ZERO {
+            return None;
+        }
+        let left = self.cfg.max_rtp_queue_delay.saturating_sub(q.delay);
+        Some(at + left + Duration::from_micros(1))
+    }
+}
+
+impl Controller for Scream {
+    fn on_packet_sent(&mut self, p: &SentPacket) {
+        if !self
+            .flight
+            .on_sent(p.seq, p.size.as_bytes(), p.send_time, p.ecn)
+        {
+            return;
+        }
+        let start = *self.mss_window_start.get_or_insert(p.send_time);
+        if p.send_time.saturating_duration_since(start) >= MSS_WINDOW {
+            self.mss_prev = self.mss_current;
+            self.mss_current = 0;
+            self.mss_window_start = Some(p.send_time);
+        }
+        self.mss_current = self.mss_current.max(p.size.as_bytes().clamp(64, 65_535));
+        let bif = self.flight.bytes_in_flight();
+        self.max_bif = self.max_bif.max(bif);
+        if self.last_progress.is_none() || bif == p.size.as_bytes() {
+            // The flight was empty: the feedback guard starts now.
+            self.last_progress = Some(p.send_time);
+        }
+    }
+
+    fn on_feedback(&mut self, feedback: &Feedback<'_>, now: Instant) {
+        let mut delivered = 0u64;
+        let mut newest: Option<Instant> = None;
+        for r in feedback.packets {
+            let Some(arrival) = r.arrival else { continue };
+            let Some(a) = self.flight.on_acked(r.seq, now) else {
+                continue;
+            };
+            delivered += 1;
+            let rec = a.record;
+            self.newly_acked += a.edge_bytes;
+            self.acked_bytes_window += u64::from(rec.size);
+            let ce = r.ecn.is_ce();
+            if ce {
+                match rec.ecn {
+                    Ecn::Ect1 => self.pending_l4s_ce = true,
+                    Ecn::Ect0 => self.pending_classic_ce = true,
+                    // CE on a packet we did not send ECN-capable: nonsense, ignore.
+                    _ => {}
+                }
+                if rec.ecn.is_ect() {
+                    self.newly_acked_ce += u64::from(rec.size);
+                    self.ce_packets += 1;
+                }
+            }
+            if rec.ecn == Ecn::Ect1 {
+                self.alpha.on_delivered(ce);
+            }
+            let owd = arrival
+                .as_micros()
+                .saturating_sub(self.micros_since_epoch(rec.sent));
+            self.delay.qdelay = self.base.update(owd, now);
+            if a.is_new_edge {
+                newest = Some(rec.sent);
+            }
+        }
+        if let Some(sent) = newest {
+            let rtt = now.saturating_duration_since(sent);
+            let gain = if self.app_limited() && rtt < self.delay.srtt {
+                self.cfg.srtt_gain_app_limited
+            } else {
+                self.cfg.srtt_gain
+            };
+            self.delay.on_rtt(rtt, gain);
+        }
+        if delivered > 0 {
+            self.last_progress = Some(now);
+        }
+        // Acknowledged rate over 50 ms windows, EWMA 0.2 (reference `rateTransmittedAvg`).
+        let start = *self.acked_window_start.get_or_insert(now);
+        let dt = now.saturating_duration_since(start);
+        if dt >= RATE_WINDOW {
+            let r = self.acked_bytes_window as f64 * 8.0 / dt.as_secs_f64();
+            self.acked_rate_bps = 0.8 * self.acked_rate_bps + 0.2 * r;
+            self.acked_bytes_window = 0;
+            self.acked_window_start = Some(now);
+        }
+        self.on_loss_detection(now, delivered);
+        self.update_window(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self
+            .flight
+            .loss_deadline(self.cfg.reorder_window)
+            .is_some_and(|t| t <= now)
+        {
+            self.on_loss_detection(now, 0);
+            self.update_window(now);
+        }
+        if self.feedback_deadline().is_some_and(|t| t <= now) {
+            // No feedback for `feedback_timeout`: forget the flight instead of deadlocking.
+            self.flight.clear();
+            self.last_progress = Some(now);
+        }
+        if let Some(at) = self.media_report_time
+            && self.discard_deadline().is_some_and(|t| t <= now)
+        {
+            // Extrapolate the queue's age since the last report.
+            let mut q = self.media.queue;
+            q.delay += now.saturating_duration_since(at);
+            self.on_media_queue(q, now);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        [
+            self.flight.loss_deadline(self.cfg.reorder_window),
+            self.feedback_deadline(),
+            self.discard_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn on_media_queue(&mut self, queue: MediaQueue, now: Instant) {
+        self.media_report_time = Some(now);
+        let cfg = &self.cfg;
+        if self.media.on_queue(
+            queue,
+            now,
+            cfg.frame_period,
+            cfg.rate_adjust_gain,
+            cfg.max_rate_adjust,
+            cfg.max_rtp_queue_delay,
+            cfg.min_discard_interval,
+        ) {
+            self.push_event(ControllerEvent::DiscardQueue);
+        }
+        self.update_rates();
+    }
+
+    fn poll_event(&mut self) -> Option<ControllerEvent> {
+        self.events.pop_front()
+    }
+
+    fn target_bitrate(&self) -> Bitrate {
+        self.target
+    }
+
+    fn pacing_rate(&self) -> Bitrate {
+        self.pacing
+    }
+
+    fn send_allowance(&self) -> Option<DataSize> {
+        Some(send::allowance(
+            self.cwnd,
+            self.headroom,
+            self.mss(),
+            self.flight.bytes_in_flight(),
+        ))
+    }
+
+    fn feedback_kind(&self) -> FeedbackKind {
+        FeedbackKind::Rfc8888
+    }
+
+    fn stats(&self) -> ControllerStats {
+        let event = match self.last_event {
+            None => 0.0,
+            Some(Congestion::Loss) => 1.0,
+            Some(Congestion::ClassicCe) => 2.0,
+            Some(Congestion::L4sCe) => 3.0,
+            Some(Congestion::VirtualCe(_)) => 4.0,
+        };
+        ControllerStats {
+            target: self.target,
+            pacing: self.pacing,
+            cwnd: Some(self.cwnd()),
+            bytes_in_flight: Some(self.bytes_in_flight()),
+            rtt: Some(self.delay.srtt),
+            queue_delay: Some(self.delay.qdelay),
+            extra: vec![
+                ("alpha", self.alpha.alpha),
+                ("marked_fraction", self.alpha.last_fraction),
+                ("qdelay_avg_ms", self.delay.qdelay_avg.as_secs_f64() * 1e3),
+                ("qdelay_dev_norm", self.delay.qdelay_dev_norm),
+                ("cwnd_i", self.inflection.cwnd_i),
+                ("window_headroom", self.headroom),
+                ("rate_adjust", self.media.rate_adjust),
+                ("loss_rate", self.loss_rate.rate),
+                ("last_backoff", self.last_backoff),
+                ("last_event", event),
+                ("acked_rate_bps", self.acked_rate_bps),
+                ("mss", self.mss()),
+                ("lost_packets", self.lost_packets as f64),
+                ("ce_packets", self.ce_packets as f64),
+                ("discards", self.media.discards as f64),
+                ("tracked_packets", self.flight.len() as f64),
+            ],
+        }
+    }
+}
+
+/// Brings a user-supplied config into a range the algorithm can run with.
+fn sanitize(mut c: ScreamConfig) -> ScreamConfig {
+    fn unit(x: f64, default: f64) -> f64 {
+        if x.is_finite() {
+            x.clamp(0.0, 1.0)
+        } else {
+            default
+        }
+    }
+    fn pos(x: f64, default: f64) -> f64 {
+        if x.is_finite() && x > 0.0 { x } else { default }
+    }
+    let d = ScreamConfig::reference();
+    c.max_bitrate = c.max_bitrate.max(Bitrate::kbps(1));
+    c.min_bitrate = c.min_bitrate.min(c.max_bitrate);
+    c.start_bitrate = c.start_bitrate.clamp(c.min_bitrate, c.max_bitrate);
+    c.qdelay_target = c
+        .qdelay_target
+        .clamp(Duration::from_millis(1), Duration::from_secs(5));
+    c.initial_rtt = c
+        .initial_rtt
+        .clamp(Duration::from_millis(1), Duration::from_secs(5));
+    c.qdelay_avg_gain = unit(c.qdelay_avg_gain, d.qdelay_avg_gain);
+    c.qdelay_dev_gain = unit(c.qdelay_dev_gain, d.qdelay_dev_gain);
+    c.min_qdelay_dev_scale = unit(c.min_qdelay_dev_scale, d.min_qdelay_dev_scale);
+    c.srtt_gain = unit(c.srtt_gain, d.srtt_gain);
+    c.srtt_gain_app_limited = unit(c.srtt_gain_app_limited, d.srtt_gain_app_limited);
+    c.loss_beta = unit(c.loss_beta, d.loss_beta);
+    c.ecn_beta = unit(c.ecn_beta, d.ecn_beta);
+    c.loss_rate_gain = unit(c.loss_rate_gain, d.loss_rate_gain);
+    c.l4s_gain_up = unit(c.l4s_gain_up, d.l4s_gain_up);
+    c.l4s_gain_down = unit(c.l4s_gain_down, d.l4s_gain_down);
+    c.backoff_rate_limited_scale = unit(c.backoff_rate_limited_scale, d.backoff_rate_limited_scale);
+    c.backoff_rate_limited_ratio = pos(c.backoff_rate_limited_ratio, d.backoff_rate_limited_ratio);
+    c.inflection_update_rtts = pos(c.inflection_update_rtts, d.inflection_update_rtts);
+    c.idle_restore_rtts = pos(c.idle_restore_rtts, d.idle_restore_rtts);
+    c.multiplicative_increase = pos(c.multiplicative_increase, d.multiplicative_increase).min(1.0);
+    c.post_congestion_rtts = pos(c.post_congestion_rtts, d.post_congestion_rtts);
+    c.bytes_in_flight_headroom =
+        pos(c.bytes_in_flight_headroom, d.bytes_in_flight_headroom).clamp(1.0, 10.0);
+    c.initial_mss = c
+        .initial_mss
+        .clamp(DataSize::bytes(64), DataSize::bytes(65_535));
+    c.window_headroom_min = pos(c.window_headroom_min, d.window_headroom_min).clamp(1.0, 10.0);
+    c.window_headroom_max =
+        pos(c.window_headroom_max, d.window_headroom_max).clamp(c.window_headroom_min, 10.0);
+    c.pacing_headroom = pos(c.pacing_headroom, d.pacing_headroom).clamp(1.0, 10.0);
+    c.max_adaptive_pacing_scale =
+        pos(c.max_adaptive_pacing_scale, d.max_adaptive_pacing_scale).clamp(1.0, 10.0);
+    c.rate_margin = pos(c.rate_margin, d.rate_margin).clamp(0.5, 10.0);
+    c.rate_adjust_gain = unit(c.rate_adjust_gain, d.rate_adjust_gain);
+    c.max_rate_adjust = pos(c.max_rate_adjust, d.max_rate_adjust).min(5.0);
+    if let Some(g) = c.loss_gate.as_mut() {
+        g.min_loss_rate = unit(g.min_loss_rate, 0.01);
+        g.qdelay_fraction = pos(g.qdelay_fraction, 0.25);
+    }
+    if let Some(r) = c.relaxed_pacing.as_mut() {
+        r.limit_low = if r.limit_low.is_finite() {
+            r.limit_low.clamp(0.0, 0.99)
+        } else {
+            0.8
+        };
+        r.max_factor = pos(r.max_factor, 4.0).clamp(1.0, 100.0);
+    }
+    c
+}
