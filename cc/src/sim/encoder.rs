@@ -1,0 +1,240 @@
+//! A synthetic video encoder: the statistical reference model of RFC 8593 §5.
+//!
+//! - Frames every `t0 = 1/FPS`, the interval perturbed by a zero-mean Laplacian of scale
+//!   `SCALE_t` (§5.3).
+//! - Frame size `B0 = R_v / 8 / FPS` perturbed by a zero-mean Laplacian of scale `SCALE_B`
+//!   (§5.3).
+//! - The encoder adopts a new target at most every `tau_v` (§5.1).
+//! - The output rate is clipped to `[R_min, R_max]` (§5.4); MMSys16 §6.1 / 2013 §IV-A: VP8
+//!   produces at most 2 Mbit/s, the default here.
+//! - Periodic key frames of `K_B = key_frame_factor · B0`, followed by `K_d` smaller frames
+//!   that give the extra bytes back, so that the mean rate still matches the target
+//!   (§5.2's burst-then-compensate shape; the RFC example is 13.5 KB at 1 Mbit/s, i.e. 3.24 B0,
+//!   and `K_d` = 8 frames). A key frame can also be requested (PLI, SCReAM queue discard).
+//!
+//! Randomness comes from a seeded [`cg_types::Rng`].
+
+use std::time::{Duration, Instant};
+
+use cg_types::{Bitrate, DataSize, Rng};
+
+/// Parameters of the model (RFC 8593 Figure 2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncoderConfig {
+    /// FPS. Default 30.
+    pub fps: f64,
+    /// `SCALE_t`. Default 0.15.
+    pub scale_t: f64,
+    /// `SCALE_B`. Default 0.15.
+    pub scale_b: f64,
+    /// `tau_v`. Default 0.2 s.
+    pub tau_v: Duration,
+    /// `R_min`. Default 50 kbit/s (2013 §IV-A).
+    pub min_rate: Bitrate,
+    /// `R_max`. Default 2 Mbit/s (VP8 in the papers).
+    pub max_rate: Bitrate,
+    /// Period of key frames; `None` for key frames only on request. Default 10 s.
+    pub key_frame_interval: Option<Duration>,
+    /// `K_B / B0`. Default 3.24 (RFC 8593's 13.5 KB at 1 Mbit/s, 30 fps).
+    pub key_frame_factor: f64,
+    /// `K_d`: frames over which a key frame's extra bytes are given back. Default 8.
+    pub key_recovery_frames: u32,
+    /// Seed of the size and interval noise. Default 1.
+    pub seed: u64,
+}
+
+impl Default for EncoderConfig {
+    fn default() -> Self {
+        EncoderConfig {
+            fps: 30.0,
+            scale_t: 0.15,
+            scale_b: 0.15,
+            tau_v: Duration::from_millis(200),
+            min_rate: Bitrate::kbps(50),
+            max_rate: Bitrate::mbps(2),
+            key_frame_interval: Some(Duration::from_secs(10)),
+            key_frame_factor: 3.24,
+            key_recovery_frames: 8,
+            seed: 1,
+        }
+    }
+}
+
+/// One encoded frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// Frame number (the RTP timestamp's role).
+    pub id: u64,
+    /// Encoded size.
+    pub size: DataSize,
+    /// Capture time.
+    pub capture: Instant,
+    /// A key frame.
+    pub key: bool,
+}
+
+/// The encoder.
+#[derive(Debug, Clone)]
+pub struct SyntheticEncoder {
+    cfg: EncoderConfig,
+    rng: Rng,
+    rate: Bitrate,
+    last_rate_change: Option<Instant>,
+    next_frame: Instant,
+    next_key: Option<Instant>,
+    key_requested: bool,
+    payback_left: u32,
+    payback_bytes: f64,
+    next_id: u64,
+}
+
+impl SyntheticEncoder {
+    /// An encoder producing its first frame (a key frame) at `now`, at `initial` rate.
+    pub fn new(cfg: EncoderConfig, initial: Bitrate, now: Instant) -> Self {
+        SyntheticEncoder {
+            rng: Rng::new(cfg.seed),
+            rate: initial.min(cfg.max_rate).max(cfg.min_rate),
+            last_rate_change: None,
+            next_frame: now,
+            next_key: Some(now),
+            key_requested: false,
+            payback_left: 0,
+            payback_bytes: 0.0,
+            next_id: 0,
+            cfg,
+        }
+    }
+
+    /// The controller's target `R_v`; adopted unless the last change was less than `tau_v` ago.
+    pub fn set_target(&mut self, target: Bitrate, now: Instant) {
+        let target = target.min(self.cfg.max_rate).max(self.cfg.min_rate);
+        if target == self.rate {
+            return;
+        }
+        if self
+            .last_rate_change
+            .is_some_and(|t| now.saturating_duration_since(t) < self.cfg.tau_v)
+        {
+            return;
+        }
+        self.rate = target;
+        self.last_rate_change = Some(now);
+    }
+
+    /// Ask for a key frame as the next frame.
+    pub fn request_key_frame(&mut self) {
+        self.key_requested = true;
+    }
+
+    /// When the next frame is due.
+    pub fn next_frame_time(&self) -> Instant {
+        self.next_frame
+    }
+
+    /// The rate the encoder currently aims at.
+    pub fn rate(&self) -> Bitrate {
+        self.rate
+    }
+
+    /// The frame due at `now`, if any.
+    pub fn poll_frame(&mut self, now: Instant) -> Option<Frame> {
+        if now < self.next_frame {
+            return None;
+        }
+        let capture = self.next_frame;
+        let b0 = self.rate.as_bps_f64() / 8.0 / self.cfg.fps.max(1.0);
+        let key = self.key_requested || self.next_key.is_some_and(|k| capture >= k);
+        let mut size = b0 * (1.0 + laplacian(&mut self.rng, self.cfg.scale_b).clamp(-0.9, 3.0));
+        if key {
+            self.key_requested = false;
+            if let Some(p) = self.cfg.key_frame_interval {
+                self.next_key = Some(capture + p);
+            } else {
+                self.next_key = None;
+            }
+            let extra = (self.cfg.key_frame_factor - 1.0).max(0.0) * b0;
+            size = b0 + extra;
+            self.payback_left = self.cfg.key_recovery_frames;
+            self.payback_bytes = if self.payback_left > 0 {
+                extra / f64::from(self.payback_left)
+            } else {
+                0.0
+            };
+        } else if self.payback_left > 0 {
+            self.payback_left -= 1;
+            size = (size - self.payback_bytes).max(0.2 * b0);
+        }
+        let t0 = 1.0 / self.cfg.fps.max(1.0);
+        let dt = t0 * (1.0 + laplacian(&mut self.rng, self.cfg.scale_t).clamp(-0.5, 0.5));
+        self.next_frame = capture + Duration::from_secs_f64(dt);
+        let id = self.next_id;
+        self.next_id += 1;
+        Some(Frame {
+            id,
+            size: DataSize::from_bytes_f64(size.max(1.0)),
+            capture,
+            key,
+        })
+    }
+}
+
+/// A zero-mean Laplacian draw of scale `b`.
+fn laplacian(rng: &mut Rng, b: f64) -> f64 {
+    let u = rng.next_f64() - 0.5;
+    let x = -b * u.signum() * (1.0 - 2.0 * u.abs()).max(f64::MIN_POSITIVE).ln();
+    if x.is_finite() { x } else { 0.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(enc: &mut SyntheticEncoder, start: Instant, secs: u64) -> Vec<Frame> {
+        let end = start + Duration::from_secs(secs);
+        let mut out = Vec::new();
+        let mut now = start;
+        while now < end {
+            if let Some(f) = enc.poll_frame(now) {
+                out.push(f);
+            }
+            now = enc.next_frame_time();
+        }
+        out
+    }
+
+    #[test]
+    fn mean_rate_and_frame_rate_follow_the_target() {
+        let t0 = Instant::now();
+        let mut enc = SyntheticEncoder::new(EncoderConfig::default(), Bitrate::mbps(1), t0);
+        let frames = run(&mut enc, t0, 60);
+        let bytes: u64 = frames.iter().map(|f| f.size.as_bytes()).sum();
+        let rate = bytes as f64 * 8.0 / 60.0;
+        assert!((rate / 1e6 - 1.0).abs() < 0.05, "rate {rate}");
+        assert!((frames.len() as f64 / 60.0 - 30.0).abs() < 1.5, "{} frames", frames.len());
+        let keys = frames.iter().filter(|f| f.key).count();
+        assert_eq!(keys, 6, "one key frame every 10 s");
+        let sizes: Vec<f64> = frames.iter().map(|f| f.size.as_bytes_f64()).collect();
+        let b0 = 1e6 / 8.0 / 30.0;
+        assert!(sizes.iter().any(|s| *s > 1.1 * b0) && sizes.iter().any(|s| *s < 0.9 * b0));
+    }
+
+    #[test]
+    fn rate_is_capped_and_changes_at_most_every_tau_v() {
+        let t0 = Instant::now();
+        let mut enc = SyntheticEncoder::new(EncoderConfig::default(), Bitrate::mbps(1), t0);
+        enc.set_target(Bitrate::mbps(10), t0);
+        assert_eq!(enc.rate(), Bitrate::mbps(2));
+        enc.set_target(Bitrate::kbps(500), t0 + Duration::from_millis(100));
+        assert_eq!(enc.rate(), Bitrate::mbps(2), "within tau_v");
+        enc.set_target(Bitrate::kbps(500), t0 + Duration::from_millis(200));
+        assert_eq!(enc.rate(), Bitrate::kbps(500));
+    }
+
+    #[test]
+    fn same_seed_same_frames() {
+        let t0 = Instant::now();
+        let mut a = SyntheticEncoder::new(EncoderConfig::default(), Bitrate::mbps(1), t0);
+        let mut b = SyntheticEncoder::new(EncoderConfig::default(), Bitrate::mbps(1), t0);
+        assert_eq!(run(&mut a, t0, 5), run(&mut b, t0, 5));
+    }
+}

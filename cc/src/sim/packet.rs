@@ -1,0 +1,61 @@
+//! What travels between the simulated endpoints.
+
+use std::time::{Duration, Instant};
+
+use cg_types::{Bitrate, DataSize};
+
+use crate::controller::{LossReport, PacketResult};
+
+/// A packet in a controller simulation (the `Payload` of [`cg_link::sim::Endpoint`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimPacket {
+    /// Sender → receiver media.
+    Media(MediaPacket),
+    /// Receiver → sender feedback.
+    Feedback(FeedbackMessage),
+}
+
+/// One RTP-like media packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MediaPacket {
+    /// Transport-wide sequence number.
+    pub seq: u64,
+    /// Frame number (the RTP timestamp's role: packets of one frame share it).
+    pub frame: u64,
+    /// Send time on the sender's clock (what abs-send-time carries).
+    pub send_time: Instant,
+    /// Size counted by the controller (equals the size on the wire in the simulation).
+    pub size: DataSize,
+    /// Last packet of its frame (RTP marker bit).
+    pub marker: bool,
+}
+
+/// One feedback datagram: any combination of per-packet results, REMB, RR.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FeedbackMessage {
+    /// Transport-wide CC or RFC 8888 results, in sequence order.
+    pub packets: Vec<PacketResult>,
+    /// A REMB value.
+    pub remb: Option<Bitrate>,
+    /// RR loss figures.
+    pub loss: Option<LossReport>,
+    /// For RTT: the newest sequence number received and how long the receiver held it
+    /// before sending this message (the role of RR's LSR/DLSR).
+    pub echo: Option<(u64, Duration)>,
+}
+
+impl FeedbackMessage {
+    /// An approximate wire size: RTCP header plus per-packet status and timestamps
+    /// (transport-wide CC: ~2 bytes per packet, RFC 8888: 2 bytes per packet), REMB 20 bytes,
+    /// RR block 32 bytes, IP/UDP 28 bytes.
+    pub fn wire_size(&self) -> DataSize {
+        let mut b = 28 + 20 + 2 * self.packets.len() as u64;
+        if self.remb.is_some() {
+            b += 20;
+        }
+        if self.loss.is_some() {
+            b += 32;
+        }
+        DataSize::bytes(b)
+    }
+}

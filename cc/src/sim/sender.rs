@@ -1,0 +1,292 @@
+//! The simulated media sender: encoder model → packetiser → pacer, driven by any
+//! [`Controller`].
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use cg_link::sim::{Delivered, Endpoint, Transmit};
+use cg_types::{Bitrate, DataSize, Ecn};
+
+use crate::controller::{
+    Controller, ControllerEvent, ControllerStats, Feedback, MediaQueue, PacketKind, SentPacket,
+};
+use crate::sim::encoder::{EncoderConfig, SyntheticEncoder};
+use crate::sim::packet::{MediaPacket, SimPacket};
+
+/// Sender parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderConfig {
+    /// The encoder model.
+    pub encoder: EncoderConfig,
+    /// Largest media packet. Default 1200 bytes.
+    pub max_packet: DataSize,
+    /// ECN code point of media packets. Default Not-ECT (ECT(1) for L4S controllers).
+    pub ecn: Ecn,
+    /// Frames whose packets waited longer than this in the pacer are dropped and a key
+    /// frame is requested (a bounded sender queue). Default 2 s.
+    pub max_queue_delay: Duration,
+    /// Period of the samples kept in [`SimSender::samples`]. Default 100 ms.
+    pub sample_interval: Duration,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig {
+            encoder: EncoderConfig::default(),
+            max_packet: DataSize::bytes(1200),
+            ecn: Ecn::NotEct,
+            max_queue_delay: Duration::from_secs(2),
+            sample_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// A periodic sample of the sender's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderSample {
+    /// When.
+    pub time: Instant,
+    /// The controller's stats then.
+    pub stats: ControllerStats,
+    /// The encoder's current rate.
+    pub encoder_rate: Bitrate,
+    /// Bytes waiting in the pacer.
+    pub queue: DataSize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    frame: u64,
+    size: DataSize,
+    marker: bool,
+    enqueued: Instant,
+}
+
+/// Ring of recent send times for RTT computation.
+const SENT_RING: usize = 1 << 12;
+
+/// The simulated sender.
+#[derive(Debug)]
+pub struct SimSender {
+    cfg: SenderConfig,
+    controller: Box<dyn Controller>,
+    encoder: SyntheticEncoder,
+    queue: VecDeque<Queued>,
+    queue_bytes: DataSize,
+    next_send: Instant,
+    next_seq: u64,
+    sent: Box<[(u64, Instant)]>,
+    samples: Vec<SenderSample>,
+    next_sample: Instant,
+    sent_bytes: DataSize,
+    dropped_frames: u64,
+}
+
+impl SimSender {
+    /// A sender starting at `now`, encoding at the controller's initial target.
+    pub fn new(cfg: SenderConfig, controller: Box<dyn Controller>, now: Instant) -> Self {
+        let encoder =
+            SyntheticEncoder::new(cfg.encoder.clone(), controller.target_bitrate(), now);
+        SimSender {
+            controller,
+            encoder,
+            queue: VecDeque::new(),
+            queue_bytes: DataSize::ZERO,
+            next_send: now,
+            next_seq: 0,
+            sent: vec![(u64::MAX, now); SENT_RING].into_boxed_slice(),
+            samples: Vec::new(),
+            next_sample: now,
+            sent_bytes: DataSize::ZERO,
+            dropped_frames: 0,
+            cfg,
+        }
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &dyn Controller {
+        self.controller.as_ref()
+    }
+
+    /// Samples taken every `sample_interval`.
+    pub fn samples(&self) -> &[SenderSample] {
+        &self.samples
+    }
+
+    /// Media bytes sent so far.
+    pub fn sent_bytes(&self) -> DataSize {
+        self.sent_bytes
+    }
+
+    /// Frames dropped from the pacer queue (older than `max_queue_delay`, or discarded on the
+    /// controller's request).
+    pub fn dropped_frames(&self) -> u64 {
+        self.dropped_frames
+    }
+
+    fn media_queue(&self, now: Instant) -> MediaQueue {
+        MediaQueue {
+            size: self.queue_bytes,
+            delay: self
+                .queue
+                .front()
+                .map_or(Duration::ZERO, |q| now.saturating_duration_since(q.enqueued)),
+        }
+    }
+
+    fn drain_events(&mut self) {
+        while let Some(e) = self.controller.poll_event() {
+            match e {
+                ControllerEvent::DiscardQueue => {
+                    let frames: std::collections::HashSet<u64> =
+                        self.queue.iter().map(|q| q.frame).collect();
+                    self.dropped_frames += frames.len() as u64;
+                    self.queue.clear();
+                    self.queue_bytes = DataSize::ZERO;
+                    self.encoder.request_key_frame();
+                }
+                ControllerEvent::RequestKeyFrame => self.encoder.request_key_frame(),
+                // Probing is not modelled: the synthetic encoder sends no padding.
+                _ => {}
+            }
+        }
+    }
+
+    fn produce_frames(&mut self, now: Instant) {
+        while let Some(frame) = self.encoder.poll_frame(now) {
+            let mut left = frame.size.as_bytes().max(1);
+            let max = self.cfg.max_packet.as_bytes().max(1);
+            let n = left.div_ceil(max);
+            let per = left.div_ceil(n);
+            while left > 0 {
+                let size = per.min(left);
+                left -= size;
+                self.queue.push_back(Queued {
+                    frame: frame.id,
+                    size: DataSize::bytes(size),
+                    marker: left == 0,
+                    enqueued: now,
+                });
+                self.queue_bytes += DataSize::bytes(size);
+            }
+            self.encoder.set_target(self.controller.target_bitrate(), now);
+        }
+        // Bound the queue: drop whole frames that waited too long.
+        while let Some(front) = self.queue.front() {
+            if now.saturating_duration_since(front.enqueued) <= self.cfg.max_queue_delay {
+                break;
+            }
+            let frame = front.frame;
+            while self.queue.front().is_some_and(|q| q.frame == frame) {
+                if let Some(q) = self.queue.pop_front() {
+                    self.queue_bytes -= q.size;
+                }
+            }
+            self.dropped_frames += 1;
+            self.encoder.request_key_frame();
+        }
+        let mq = self.media_queue(now);
+        self.controller.on_media_queue(mq, now);
+        self.drain_events();
+    }
+
+    fn sample(&mut self, now: Instant) {
+        if now < self.next_sample {
+            return;
+        }
+        self.samples.push(SenderSample {
+            time: now,
+            stats: self.controller.stats(),
+            encoder_rate: self.encoder.rate(),
+            queue: self.queue_bytes,
+        });
+        self.next_sample = now + self.cfg.sample_interval;
+    }
+
+    fn window_blocks(&self, size: DataSize) -> bool {
+        self.controller.send_allowance().is_some_and(|a| a < size)
+    }
+}
+
+impl Endpoint for SimSender {
+    type Payload = SimPacket;
+
+    fn handle_packet(&mut self, packet: Delivered<SimPacket>, now: Instant) {
+        let SimPacket::Feedback(msg) = packet.payload else {
+            return;
+        };
+        let rtt = msg.echo.and_then(|(seq, hold)| {
+            let (s, sent) = self.sent[seq as usize % SENT_RING];
+            (s == seq).then(|| now.saturating_duration_since(sent).saturating_sub(hold))
+        });
+        let fb = Feedback {
+            packets: &msg.packets,
+            remb: msg.remb,
+            loss: msg.loss,
+            rtt,
+        };
+        self.controller.on_feedback(&fb, now);
+        self.drain_events();
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<SimPacket>> {
+        self.produce_frames(now);
+        self.sample(now);
+        let head = *self.queue.front()?;
+        if now < self.next_send || self.window_blocks(head.size) {
+            return None;
+        }
+        self.queue.pop_front();
+        self.queue_bytes -= head.size;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let rate = self.controller.pacing_rate().max(Bitrate::kbps(10));
+        let tx = rate.time_to_send(head.size).unwrap_or(Duration::from_millis(10));
+        self.next_send = self.next_send.max(now) + tx;
+        self.sent[seq as usize % SENT_RING] = (seq, now);
+        self.sent_bytes += head.size;
+        self.controller.on_packet_sent(&SentPacket {
+            seq,
+            size: head.size,
+            send_time: now,
+            ecn: self.cfg.ecn,
+            kind: PacketKind::Media,
+        });
+        let mq = self.media_queue(now);
+        self.controller.on_media_queue(mq, now);
+        self.drain_events();
+        Some(Transmit {
+            size: head.size,
+            ecn: self.cfg.ecn,
+            payload: SimPacket::Media(MediaPacket {
+                seq,
+                frame: head.frame,
+                send_time: now,
+                size: head.size,
+                marker: head.marker,
+            }),
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.encoder.next_frame_time().min(self.next_sample);
+        if let Some(head) = self.queue.front()
+            && !self.window_blocks(head.size)
+        {
+            t = t.min(self.next_send);
+        }
+        if let Some(c) = self.controller.poll_timeout() {
+            t = t.min(c);
+        }
+        Some(t)
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.controller.poll_timeout().is_some_and(|t| t <= now) {
+            self.controller.handle_timeout(now);
+            self.drain_events();
+        }
+        self.produce_frames(now);
+        self.sample(now);
+    }
+}
