@@ -688,6 +688,10 @@ impl Controller for Scream {
                 ("lost_packets", self.lost_packets as f64),
                 ("ce_packets", self.ce_packets as f64),
                 ("discards", self.media.discards as f64),
+                (
+                    "rtp_queue_delay_ms",
+                    self.media.queue.delay.as_secs_f64() * 1e3,
+                ),
                 ("tracked_packets", self.flight.len() as f64),
             ],
         }
@@ -759,4 +763,272 @@ fn sanitize(mut c: ScreamConfig) -> ScreamConfig {
         r.max_factor = pos(r.max_factor, 4.0).clamp(1.0, 100.0);
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PacketResult;
+    use cg_types::RemoteTime;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A minimal driver: sends `n` packets of 1200 B at `t`, acknowledges them at `t + rtt`
+    /// with one-way delay `owd` and the given ECN.
+    struct Driver {
+        s: Scream,
+        t: Instant,
+        seq: u64,
+        ecn: Ecn,
+    }
+
+    impl Driver {
+        fn new(cfg: ScreamConfig) -> Self {
+            let t = Instant::now();
+            Driver {
+                s: Scream::new(cfg, t),
+                t,
+                seq: 0,
+                ecn: Ecn::Ect1,
+            }
+        }
+
+        fn send(&mut self, n: u64) -> Vec<(u64, Instant)> {
+            (0..n)
+                .map(|_| {
+                    let p = SentPacket {
+                        seq: self.seq,
+                        size: DataSize::bytes(1200),
+                        send_time: self.t,
+                        ecn: self.ecn,
+                        kind: crate::PacketKind::Media,
+                    };
+                    self.s.on_packet_sent(&p);
+                    self.seq += 1;
+                    (p.seq, p.send_time)
+                })
+                .collect()
+        }
+
+        /// One round: send `n`, advance `rtt`, acknowledge them (`ce` of them marked,
+        /// `lost` of them — the first ones — missing), with queuing delay `q`.
+        fn round(&mut self, n: u64, ce: u64, lost: u64, q: Duration, rtt: Duration) {
+            let sent = self.send(n);
+            self.t += rtt;
+            let results: Vec<PacketResult> = sent
+                .iter()
+                .enumerate()
+                .map(|(i, &(seq, at))| {
+                    let i = i as u64;
+                    let arrival = (i >= lost).then(|| {
+                        RemoteTime::from_micros(
+                            5_000_000
+                                + (at - self.epoch()).as_micros() as i64
+                                + 10_000
+                                + q.as_micros() as i64,
+                        )
+                    });
+                    let ecn = if i >= lost && i - lost < ce {
+                        Ecn::Ce
+                    } else {
+                        self.ecn
+                    };
+                    PacketResult { seq, arrival, ecn }
+                })
+                .collect();
+            self.s.on_feedback(
+                &Feedback {
+                    packets: &results,
+                    ..Feedback::default()
+                },
+                self.t,
+            );
+        }
+
+        fn epoch(&self) -> Instant {
+            self.s.epoch
+        }
+    }
+
+    #[test]
+    fn window_grows_without_congestion_and_no_slow_start() {
+        let mut d = Driver::new(ScreamConfig::default());
+        let w0 = d.s.cwnd;
+        // One window per RTT, no marks: growth ≈ MSS + MI × cwnd per RTT, never doubling.
+        for _ in 0..20 {
+            let n = (d.s.cwnd / 1200.0).ceil() as u64;
+            let before = d.s.cwnd;
+            d.round(n, 0, 0, Duration::ZERO, 30 * MS);
+            assert!(d.s.cwnd > before);
+            assert!(
+                d.s.cwnd < 1.2 * before,
+                "growth per RTT must be ≪ slow start's 2×"
+            );
+        }
+        assert!(d.s.cwnd > 1.5 * w0);
+        assert!(d.s.target_bitrate() > ScreamConfig::default().start_bitrate);
+    }
+
+    #[test]
+    fn l4s_ce_reduces_the_window_by_about_alpha_over_two() {
+        let mut d = Driver::new(ScreamConfig::default());
+        // The very first reaction also pulls the window down to the bytes in flight (draft:
+        // no congestion for > 100 RTTs); get it out of the way.
+        d.round(40, 1, 0, Duration::ZERO, 30 * MS);
+        for _ in 0..10 {
+            d.round(40, 0, 0, Duration::ZERO, 30 * MS);
+        }
+        let alpha = d.s.l4s_alpha();
+        let before = d.s.cwnd;
+        d.round(40, 20, 0, Duration::ZERO, 30 * MS);
+        let after = d.s.cwnd;
+        assert_eq!(d.s.last_event, Some(Congestion::L4sCe));
+        // α was updated with F = 0.5 before the reaction.
+        let a = d.s.l4s_alpha();
+        assert!(a > alpha);
+        let cut = 1.0 - after / before;
+        assert!(cut > 0.0 && cut <= a / 2.0 + 1e-9, "cut {cut}, α {a}");
+    }
+
+    #[test]
+    fn classic_ce_scales_by_ecn_beta_and_loss_by_loss_beta() {
+        let mut cfg = ScreamConfig::default();
+        cfg.loss_gate = None;
+        let mut d = Driver::new(cfg);
+        d.ecn = Ecn::Ect0;
+        for _ in 0..10 {
+            d.round(30, 0, 0, Duration::ZERO, 30 * MS);
+        }
+        let before = d.s.cwnd;
+        d.round(30, 1, 0, Duration::ZERO, 30 * MS);
+        assert_eq!(d.s.last_event, Some(Congestion::ClassicCe));
+        assert!(
+            (d.s.cwnd / before - 0.9).abs() < 0.02,
+            "{}",
+            d.s.cwnd / before
+        );
+
+        for _ in 0..5 {
+            d.round(30, 0, 0, Duration::ZERO, 30 * MS);
+        }
+        // Packet 0 of this round is missing; detected 30 ms after the edge passed it.
+        d.round(30, 0, 1, Duration::ZERO, 30 * MS);
+        let before = d.s.cwnd;
+        d.t += 31 * MS;
+        let deadline = d.s.poll_timeout().expect("a loss timer is armed");
+        assert!(deadline <= d.t);
+        d.s.handle_timeout(d.t);
+        assert_eq!(d.s.last_event, Some(Congestion::Loss));
+        assert!((d.s.cwnd / before - 0.7).abs() < 1e-9);
+    }
+
+    #[test]
+    fn at_most_one_reaction_per_interval() {
+        let mut d = Driver::new(ScreamConfig::default());
+        d.ecn = Ecn::Ect0;
+        for _ in 0..10 {
+            d.round(30, 0, 0, Duration::ZERO, 30 * MS);
+        }
+        d.round(30, 5, 0, Duration::ZERO, 30 * MS);
+        let after_first = d.s.cwnd;
+        // Another CE only 5 ms later: no second cut.
+        d.round(3, 3, 0, Duration::ZERO, 5 * MS);
+        assert!(d.s.cwnd >= after_first);
+    }
+
+    #[test]
+    fn queue_delay_above_half_target_is_a_virtual_ce() {
+        let mut d = Driver::new(ScreamConfig::default());
+        d.ecn = Ecn::NotEct;
+        for _ in 0..10 {
+            d.round(30, 0, 0, Duration::ZERO, 30 * MS);
+        }
+        let before = d.s.cwnd;
+        for _ in 0..10 {
+            d.round(30, 0, 0, 55 * MS, 30 * MS);
+        }
+        assert!(matches!(d.s.last_event, Some(Congestion::VirtualCe(a)) if a > 0.5));
+        assert!(d.s.cwnd < before);
+    }
+
+    #[test]
+    fn send_gate_closes_at_window_times_headroom_plus_mss() {
+        let mut d = Driver::new(ScreamConfig::default());
+        let limit = d.s.cwnd * d.s.headroom + 1200.0;
+        let fits = (limit / 1200.0).floor() as u64;
+        d.send(fits - 1);
+        assert!(d.s.send_allowance().unwrap() >= DataSize::bytes(1200));
+        d.send(1);
+        assert!(d.s.send_allowance().unwrap() < DataSize::bytes(1200));
+        // Feedback opens it again.
+        d.t += 30 * MS;
+        let results: Vec<PacketResult> = (0..fits)
+            .map(|seq| PacketResult {
+                seq,
+                arrival: Some(RemoteTime::from_micros(1_000_000)),
+                ecn: Ecn::Ect1,
+            })
+            .collect();
+        d.s.on_feedback(
+            &Feedback {
+                packets: &results,
+                ..Feedback::default()
+            },
+            d.t,
+        );
+        assert_eq!(d.s.bytes_in_flight(), DataSize::ZERO);
+        assert!(d.s.send_allowance().unwrap() > DataSize::bytes(1200));
+    }
+
+    #[test]
+    fn lost_feedback_does_not_deadlock_the_gate() {
+        let mut d = Driver::new(ScreamConfig::default());
+        d.send(100);
+        assert_eq!(d.s.send_allowance(), Some(DataSize::ZERO));
+        let t = d.s.poll_timeout().expect("feedback guard armed");
+        assert_eq!(t, d.t + Duration::from_millis(500));
+        d.s.handle_timeout(t);
+        assert_eq!(d.s.bytes_in_flight(), DataSize::ZERO);
+    }
+
+    #[test]
+    fn rtp_queue_over_100ms_emits_one_discard() {
+        let mut d = Driver::new(ScreamConfig::default());
+        let q = |ms| MediaQueue {
+            size: DataSize::bytes(50_000),
+            delay: Duration::from_millis(ms),
+        };
+        d.s.on_media_queue(q(40), d.t);
+        assert_eq!(d.s.poll_event(), None);
+        // No further report: the controller's own timer fires when the queue turns 100 ms old.
+        let t = d.s.poll_timeout().expect("discard deadline armed");
+        assert!(t > d.t + Duration::from_millis(60) && t <= d.t + Duration::from_millis(61));
+        d.s.handle_timeout(t);
+        assert_eq!(d.s.poll_event(), Some(ControllerEvent::DiscardQueue));
+        assert_eq!(d.s.poll_event(), None);
+        // The queue is assumed empty after a discard; a fresh old queue needs 250 ms.
+        d.s.on_media_queue(q(150), t + Duration::from_millis(100));
+        assert_eq!(d.s.poll_event(), None);
+        d.s.on_media_queue(q(150), t + Duration::from_millis(250));
+        assert_eq!(d.s.poll_event(), Some(ControllerEvent::DiscardQueue));
+    }
+
+    #[test]
+    fn stats_expose_the_internals() {
+        let d = Driver::new(ScreamConfig::default());
+        let st = d.s.stats();
+        assert!(st.cwnd.is_some() && st.bytes_in_flight.is_some() && st.queue_delay.is_some());
+        for k in [
+            "alpha",
+            "qdelay_avg_ms",
+            "cwnd_i",
+            "rate_adjust",
+            "window_headroom",
+        ] {
+            assert!(st.extra.iter().any(|(n, _)| *n == k), "{k} missing");
+        }
+        assert_eq!(d.s.feedback_kind(), FeedbackKind::Rfc8888);
+        assert_eq!(st.target, ScreamConfig::default().start_bitrate);
+        assert!(st.pacing >= Bitrate::kbps(50));
+    }
 }
