@@ -1,0 +1,350 @@
+//! The tokio task that runs a [`Session`] on a [`UdpSocket`] in real time.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::io::unix::AsyncFd;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::Error;
+use crate::session::Session;
+use crate::socket::{Transmit, UdpSocket};
+use crate::stats::{Stats, StatsSnapshot};
+use crate::timer::{Timer, TimerKind};
+
+/// How a [`Driver`] runs.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// The only address datagrams are accepted from and sent to; datagrams from anyone else are
+    /// counted ([`StatsSnapshot::foreign_datagrams`]) and dropped. No default: it is required.
+    pub peer: SocketAddr,
+    /// Kernel messages per `recvmmsg`. Default 32.
+    pub recv_batch: usize,
+    /// `recvmmsg` calls per wake-up before timers and sends get their turn. Default 8.
+    pub recv_calls_per_wake: usize,
+    /// Datagrams gathered from `poll_transmit` per `sendmmsg`. Default 64.
+    pub send_batch: usize,
+    /// The timer behind `poll_timeout`. Default [`TimerKind::Precise`] (see `timer.rs`: tokio's
+    /// wheel rounds up to 1 ms, too coarse for pacing).
+    pub timer: TimerKind,
+    /// Session events buffered for the application before further ones are dropped (and
+    /// counted in [`StatsSnapshot::events_dropped`]). Default 1024.
+    pub event_capacity: usize,
+    /// Application commands buffered before [`DriverHandle::call`] waits. Default 64.
+    pub command_capacity: usize,
+}
+
+impl DriverConfig {
+    /// The defaults, talking to `peer`.
+    pub fn new(peer: SocketAddr) -> Self {
+        DriverConfig {
+            peer,
+            recv_batch: 32,
+            recv_calls_per_wake: 8,
+            send_batch: 64,
+            timer: TimerKind::Precise,
+            event_capacity: 1024,
+            command_capacity: 64,
+        }
+    }
+}
+
+/// Something the application asks the driver to do with its session.
+type Command<S> = Box<dyn FnOnce(&mut S, Instant) + Send>;
+
+/// Runs a [`Session`]: owns the socket, the session and the timer; see [`Driver::run`].
+pub struct Driver<S: Session> {
+    socket: UdpSocket,
+    session: S,
+    config: DriverConfig,
+    commands: mpsc::Receiver<Command<S>>,
+    events: mpsc::Sender<S::Event>,
+    stats: Arc<Stats>,
+}
+
+/// The application's side of a running [`Driver`].
+pub struct DriverHandle<S: Session> {
+    commands: mpsc::Sender<Command<S>>,
+    events: mpsc::Receiver<S::Event>,
+    stats: Arc<Stats>,
+}
+
+/// What [`Driver::run`] hands back after a clean shutdown.
+#[derive(Debug)]
+pub struct Finished<S> {
+    /// The session, for its own statistics.
+    pub session: S,
+    /// The driver's counters at the end.
+    pub stats: StatsSnapshot,
+}
+
+impl<S: Session> Driver<S> {
+    /// A driver for `session` on `socket`, and the handle to talk to it.
+    pub fn new(
+        socket: UdpSocket,
+        session: S,
+        config: DriverConfig,
+    ) -> Result<(Self, DriverHandle<S>), Error> {
+        let local = socket.local_addr();
+        let peer = canonical(config.peer);
+        if local.is_ipv6() != peer.is_ipv6() {
+            return Err(Error::AddressFamily { local, peer });
+        }
+        let config = DriverConfig { peer, ..config };
+        let (command_tx, commands) = mpsc::channel(config.command_capacity.max(1));
+        let (events, event_rx) = mpsc::channel(config.event_capacity.max(1));
+        let stats = Arc::new(Stats::new());
+        let handle = DriverHandle {
+            commands: command_tx,
+            events: event_rx,
+            stats: Arc::clone(&stats),
+        };
+        Ok((
+            Driver {
+                socket,
+                session,
+                config,
+                commands,
+                events,
+                stats,
+            },
+            handle,
+        ))
+    }
+
+    /// Runs until `shutdown` completes (e.g. `async { rx.await.ok(); }` on a oneshot, or a
+    /// cancellation token's `cancelled()`), then returns the session and the counters.
+    ///
+    /// Per-datagram trouble (send errors, foreign peers, truncation) is counted, never fatal;
+    /// an `Err` means the socket or timer itself failed. Must run inside a tokio runtime with
+    /// I/O and time enabled.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<Finished<S>, Error> {
+        let Driver {
+            socket,
+            mut session,
+            config,
+            mut commands,
+            events,
+            stats,
+        } = self;
+        let peer = config.peer;
+        let mut rb = socket.recv_batch_buffer(config.recv_batch);
+        // SAFETY: the `UdpSocket` owns its descriptor and returns the same one from `as_raw_fd`
+        // for its whole life; this module never replaces the socket behind `get_mut`.
+        let mut fd = unsafe { AsyncFd::register(socket) }.map_err(|e| Error::Io {
+            op: "register socket with tokio",
+            source: e.into(),
+        })?;
+        let mut timer = Timer::new(config.timer).map_err(Error::io("timerfd_create"))?;
+        let send_batch = config.send_batch.max(1);
+        let mut pending: Vec<Transmit> = Vec::with_capacity(send_batch);
+        let mut blocked = false;
+        let mut commands_open = true;
+        tokio::pin!(shutdown);
+        loop {
+            if !blocked {
+                blocked = flush(
+                    &mut fd,
+                    &mut session,
+                    &mut pending,
+                    peer,
+                    &stats,
+                    send_batch,
+                );
+            }
+            while let Some(event) = session.poll_event() {
+                if events.try_send(event).is_err() {
+                    stats.event_dropped();
+                }
+            }
+            timer
+                .set(session.poll_timeout())
+                .map_err(Error::io("timerfd_settime"))?;
+            let deadline = timer.armed();
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                woke = timer.wait(), if deadline.is_some() => {
+                    woke.map_err(Error::io("timer"))?;
+                    let now = Instant::now();
+                    if let Some(d) = deadline {
+                        stats.timer(now.saturating_duration_since(d));
+                    }
+                    session.handle_timeout(now);
+                }
+                ready = fd.readable() => {
+                    let mut guard = ready.map_err(Error::io("poll readable"))?;
+                    for _ in 0..config.recv_calls_per_wake.max(1) {
+                        let before = rb.stats();
+                        match guard.try_io(|inner| inner.get_ref().recv_batch(&mut rb)) {
+                            Err(_would_block) => break,
+                            Ok(Err(e)) if transient_recv_error(&e) => {
+                                tracing::debug!(error = %e, "transient receive error");
+                                continue;
+                            }
+                            Ok(Err(e)) => return Err(Error::Io { op: "recvmmsg", source: e }),
+                            Ok(Ok(_)) => {}
+                        }
+                        stats.recv_call(&rb.stats(), &before);
+                        let now = rb.received_at();
+                        for datagram in rb.datagrams() {
+                            if datagram.source != peer {
+                                stats.foreign(datagram.payload.len());
+                                continue;
+                            }
+                            stats.datagram_in(datagram.payload.len(), datagram.ecn);
+                            session.handle_datagram(&datagram, now);
+                        }
+                    }
+                }
+                ready = fd.writable(), if blocked => {
+                    ready.map_err(Error::io("poll writable"))?.clear_ready();
+                    blocked = false;
+                }
+                command = commands.recv(), if commands_open => match command {
+                    Some(f) => f(&mut session, Instant::now()),
+                    None => commands_open = false,
+                },
+            }
+        }
+        Ok(Finished {
+            session,
+            stats: stats.snapshot(),
+        })
+    }
+}
+
+/// Drains `poll_transmit` into batches and sends them; returns whether the socket buffer is
+/// full (the rest waits in `pending` until the socket is writable).
+fn flush<S: Session>(
+    fd: &mut AsyncFd<UdpSocket>,
+    session: &mut S,
+    pending: &mut Vec<Transmit>,
+    peer: SocketAddr,
+    stats: &Stats,
+    max: usize,
+) -> bool {
+    let now = Instant::now();
+    loop {
+        while pending.len() < max {
+            match session.poll_transmit(now) {
+                Some(t) => pending.push(t),
+                None => break,
+            }
+        }
+        if pending.is_empty() {
+            return false;
+        }
+        stats.send_call();
+        match fd.get_mut().send_batch(peer, pending) {
+            Ok(n) => {
+                for t in pending.drain(..n) {
+                    stats.datagram_out(t.payload.len(), t.ecn);
+                }
+            }
+            Err(failure) if failure.error.kind() == io::ErrorKind::WouldBlock => {
+                stats.would_block();
+                return true;
+            }
+            Err(failure) => {
+                let lost = failure.datagrams.clamp(1, pending.len());
+                tracing::debug!(error = %failure.error, lost, "send failed; datagrams dropped");
+                stats.send_error(failure.error.raw_os_error(), lost);
+                pending.drain(..lost);
+            }
+        }
+    }
+}
+
+/// Receive errors that concern one datagram or an ICMP report, not the socket.
+fn transient_recv_error(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Interrupted
+        || matches!(
+            e.raw_os_error(),
+            Some(
+                libc::ECONNREFUSED
+                    | libc::EHOSTUNREACH
+                    | libc::ENETUNREACH
+                    | libc::ENOMEM
+                    | libc::ENOBUFS
+            )
+        )
+}
+
+/// IPv4-mapped IPv6 addresses as IPv4, the way received sources are reported.
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V6(a) => match a.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::from((v4, a.port())),
+            None => addr,
+        },
+        v4 => v4,
+    }
+}
+
+impl<S: Session> DriverHandle<S> {
+    /// Runs `f` on the session inside the driver (e.g. to push an encoded frame), with the
+    /// driver's `now`. Waits if the command queue is full; fails once the driver has stopped.
+    pub async fn call(
+        &self,
+        f: impl FnOnce(&mut S, Instant) + Send + 'static,
+    ) -> Result<(), Error> {
+        self.commands
+            .send(Box::new(f))
+            .await
+            .map_err(|_| Error::DriverStopped)
+    }
+
+    /// Runs `f` on the session inside the driver and returns its answer (e.g. the session's
+    /// statistics).
+    pub async fn query<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut S, Instant) -> R + Send + 'static,
+    ) -> Result<R, Error> {
+        let (tx, rx) = oneshot::channel();
+        self.call(move |s, now| {
+            // The caller may have given up waiting; then nobody needs the answer.
+            let _ = tx.send(f(s, now));
+        })
+        .await?;
+        rx.await.map_err(|_| Error::DriverStopped)
+    }
+
+    /// The next session event; `None` once the driver has stopped and all were taken.
+    pub async fn next_event(&mut self) -> Option<S::Event> {
+        self.events.recv().await
+    }
+
+    /// A session event if one is waiting.
+    pub fn try_next_event(&mut self) -> Option<S::Event> {
+        self.events.try_recv().ok()
+    }
+
+    /// The driver's counters now.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// The live counters, to read from elsewhere.
+    pub fn stats_handle(&self) -> Arc<Stats> {
+        Arc::clone(&self.stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_peer_is_compared_as_ipv4() {
+        assert_eq!(
+            canonical("[::ffff:10.0.0.1]:5".parse().unwrap()),
+            "10.0.0.1:5".parse::<SocketAddr>().unwrap()
+        );
+        let v6: SocketAddr = "[2001:db8::1]:5".parse().unwrap();
+        assert_eq!(canonical(v6), v6);
+    }
+}

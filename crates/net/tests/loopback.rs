@@ -1,0 +1,312 @@
+//! The driver on real loopback sockets: a paced ECT(1) flow end to end, peer filtering, send
+//! errors, shutdown, IPv6, and ECN under GRO coalescing at high packet rates.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use cg_net::probe::{FrameSink, PacedSource, ProbeConfig, ProbeEvent};
+use cg_net::{Datagram, Driver, DriverConfig, Session, SocketConfig, Transmit, UdpSocket};
+use cg_types::{Bitrate, DataSize, Ecn};
+use tokio::sync::oneshot;
+
+fn socket(bind: &str) -> UdpSocket {
+    UdpSocket::bind(&SocketConfig {
+        bind: bind.parse().unwrap(),
+        ..SocketConfig::default()
+    })
+    .unwrap()
+}
+
+/// Runs `source` → `sink` over loopback until the source has sent `total` datagrams and the
+/// sink has had 300 ms more; returns (sender stats, receiver stats, sink, sink events).
+async fn run_probe(
+    bind: &str,
+    config: ProbeConfig,
+) -> (
+    cg_net::StatsSnapshot,
+    cg_net::StatsSnapshot,
+    FrameSink,
+    Vec<ProbeEvent>,
+) {
+    let tx = socket(bind);
+    let rx = socket(bind);
+    let (tx_addr, rx_addr) = (tx.local_addr(), rx.local_addr());
+    let source = PacedSource::new(config);
+    let total = source.total().expect("finite flow");
+    let (send_driver, send_handle) = Driver::new(tx, source, DriverConfig::new(rx_addr)).unwrap();
+    let (recv_driver, mut recv_handle) =
+        Driver::new(rx, FrameSink::new(1), DriverConfig::new(tx_addr)).unwrap();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let (stop_rx_tx, stop_rx_rx) = oneshot::channel::<()>();
+    let sender = tokio::spawn(send_driver.run(async move {
+        stop_tx_wait(stop_rx).await;
+    }));
+    let receiver = tokio::spawn(recv_driver.run(async move {
+        stop_tx_wait(stop_rx_rx).await;
+    }));
+    // Wait for the source to finish (it stops scheduling after its last frame).
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if send_handle
+            .query(|s: &mut PacedSource, _| s.sent())
+            .await
+            .unwrap()
+            >= total
+        {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop_tx.send(()).unwrap();
+    stop_rx_tx.send(()).unwrap();
+    let sent = sender.await.unwrap().unwrap();
+    let received = receiver.await.unwrap().unwrap();
+    let mut events = Vec::new();
+    while let Some(e) = recv_handle.try_next_event() {
+        events.push(e);
+    }
+    assert!(
+        send_handle.call(|_, _| {}).await.is_err(),
+        "a stopped driver refuses commands"
+    );
+    (sent.stats, received.stats, received.session, events)
+}
+
+async fn stop_tx_wait(rx: oneshot::Receiver<()>) {
+    let _ = rx.await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn five_seconds_at_5_mbps_ect1_arrive_complete_ecn_intact_and_bit_exact() {
+    let config = ProbeConfig {
+        rate: Bitrate::mbps(5),
+        ecn: Ecn::Ect1,
+        frames: Some(150),
+        ..ProbeConfig::default()
+    };
+    let started = Instant::now();
+    let (sent, received, sink, events) = run_probe("127.0.0.1:0", config).await;
+    let elapsed = started.elapsed();
+    let total = 150 * 18;
+    assert!(
+        elapsed >= Duration::from_millis(4900),
+        "paced over ~5 s, took {elapsed:?}"
+    );
+    assert_eq!(sent.datagrams_out, total);
+    assert_eq!(sent.ecn_out[usize::from(Ecn::Ect1.bits())], total);
+    assert_eq!(sent.send_errors, 0);
+    assert_eq!(received.datagrams_in, total, "every datagram arrives");
+    assert_eq!(
+        received.ecn_in(Ecn::Ect1),
+        total,
+        "every one recorded as ECT(1)"
+    );
+    assert_eq!(received.ecn_in_missing, 0);
+    assert_eq!(received.foreign_datagrams, 0);
+    let c = sink.counts();
+    assert_eq!(c.frames_intact, 150, "every frame bit-exact");
+    assert_eq!(
+        (c.frames_corrupt, c.malformed, c.frames_abandoned),
+        (0, 0, 0)
+    );
+    assert_eq!(events.len(), 150);
+    assert!(
+        events
+            .iter()
+            .all(|e| matches!(e, ProbeEvent::Frame { intact: true, .. }))
+    );
+    // 5 Mb/s of 1200-byte datagrams: 521/s; the timer fires about once per datagram.
+    assert!(
+        sent.timer_wakeups > total / 2 && sent.timer_wakeups < total * 2,
+        "{} wake-ups",
+        sent.timer_wakeups
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn ipv6_flow_arrives_with_its_ecn() {
+    let config = ProbeConfig {
+        rate: Bitrate::mbps(20),
+        ecn: Ecn::Ect0,
+        frame: DataSize::bytes(50_000),
+        frames: Some(10),
+        ..ProbeConfig::default()
+    };
+    let (sent, received, sink, _) = run_probe("[::1]:0", config).await;
+    assert_eq!(received.datagrams_in, sent.datagrams_out);
+    assert_eq!(received.ecn_in(Ecn::Ect0), sent.datagrams_out);
+    assert_eq!(sink.counts().frames_intact, 10);
+}
+
+/// Counts what it is handed; sends one datagram per command.
+#[derive(Default)]
+struct Echo {
+    got: Vec<(Vec<u8>, Option<Ecn>, bool)>,
+    out: Vec<Transmit>,
+    polls: Arc<AtomicU64>,
+}
+
+impl Session for Echo {
+    type Event = ();
+    fn handle_datagram(&mut self, d: &Datagram<'_>, now: Instant) {
+        assert!(d.arrival <= now, "kernel arrival precedes the read");
+        self.got
+            .push((d.payload.to_vec(), d.ecn, d.kernel_time.is_some()));
+    }
+    fn handle_timeout(&mut self, _: Instant) {}
+    fn poll_transmit(&mut self, _: Instant) -> Option<Transmit> {
+        if self.out.is_empty() {
+            None
+        } else {
+            Some(self.out.remove(0))
+        }
+    }
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+}
+
+async fn wait_for(mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !cond() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn datagrams_from_anyone_but_the_peer_are_counted_and_dropped() {
+    let rx = socket("127.0.0.1:0");
+    let mut peer = socket("127.0.0.1:0");
+    let mut stranger = socket("127.0.0.1:0");
+    let rx_addr = rx.local_addr();
+    let (driver, handle) =
+        Driver::new(rx, Echo::default(), DriverConfig::new(peer.local_addr())).unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(driver.run(stop_tx_wait(stopped)));
+    for i in 0..5u8 {
+        stranger
+            .send(
+                rx_addr,
+                &Transmit {
+                    payload: Bytes::from(vec![0xee; 100]),
+                    ecn: Some(Ecn::Ce),
+                },
+            )
+            .unwrap();
+        peer.send(
+            rx_addr,
+            &Transmit {
+                payload: Bytes::from(vec![i; 10]),
+                ecn: Some(Ecn::Ect1),
+            },
+        )
+        .unwrap();
+    }
+    wait_for(|| handle.stats().datagrams_in + handle.stats().foreign_datagrams >= 10).await;
+    stop.send(()).unwrap();
+    let done = task.await.unwrap().unwrap();
+    assert_eq!(done.stats.datagrams_in, 5);
+    assert_eq!(done.stats.foreign_datagrams, 5);
+    assert_eq!(done.stats.foreign_bytes, DataSize::bytes(500));
+    let got = &done.session.got;
+    assert_eq!(got.len(), 5, "only the peer's datagrams reach the session");
+    for (i, (payload, ecn, stamped)) in got.iter().enumerate() {
+        assert_eq!(payload, &vec![i as u8; 10]);
+        assert_eq!(*ecn, Some(Ecn::Ect1));
+        assert!(stamped, "kernel timestamp present");
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_failing_send_is_counted_and_the_driver_carries_on() {
+    let tx = socket("127.0.0.1:0");
+    let rx = socket("127.0.0.1:0");
+    let rx_addr = rx.local_addr();
+    let session = Echo {
+        out: vec![
+            Transmit {
+                payload: Bytes::from(vec![1; 100]),
+                ecn: None,
+            },
+            Transmit {
+                payload: Bytes::from(vec![2; 70_000]),
+                ecn: None,
+            }, // EMSGSIZE
+            Transmit {
+                payload: Bytes::from(vec![3; 100]),
+                ecn: Some(Ecn::Ect1),
+            },
+        ],
+        ..Echo::default()
+    };
+    let (driver, handle) = Driver::new(tx, session, DriverConfig::new(rx_addr)).unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(driver.run(stop_tx_wait(stopped)));
+    wait_for(|| handle.stats().datagrams_out + handle.stats().send_errors >= 3).await;
+    // The driver is still alive and sends what it is given afterwards.
+    handle
+        .call(|s: &mut Echo, _| {
+            s.out.push(Transmit {
+                payload: Bytes::from(vec![4; 10]),
+                ecn: None,
+            })
+        })
+        .await
+        .unwrap();
+    wait_for(|| handle.stats().datagrams_out >= 3).await;
+    stop.send(()).unwrap();
+    let done = task.await.unwrap().unwrap();
+    assert_eq!(done.stats.send_errors, 1);
+    assert_eq!(done.stats.datagrams_out, 3);
+    assert_eq!(done.stats.ecn_out_socket_default, 2);
+    let mut batch = rx.recv_batch_buffer(8);
+    let mut lens = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while lens.len() < 3 && Instant::now() < deadline {
+        if rx.recv_batch(&mut batch).is_ok() {
+            lens.extend(batch.datagrams().map(|d| d.payload.len()));
+        }
+    }
+    assert_eq!(lens, vec![100, 100, 10]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_idle_driver_sleeps_instead_of_spinning() {
+    let rx = socket("127.0.0.1:0");
+    let polls = Arc::new(AtomicU64::new(0));
+    let session = Echo {
+        polls: Arc::clone(&polls),
+        ..Echo::default()
+    };
+    let (driver, _handle) = Driver::new(
+        rx,
+        session,
+        DriverConfig::new("127.0.0.1:9".parse().unwrap()),
+    )
+    .unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(driver.run(stop_tx_wait(stopped)));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.send(()).unwrap();
+    let done = task.await.unwrap().unwrap();
+    assert!(
+        polls.load(Ordering::Relaxed) <= 3,
+        "{} loop turns while idle",
+        polls.load(Ordering::Relaxed)
+    );
+    assert_eq!(done.stats.timer_wakeups, 0);
+}
+
+#[test]
+fn a_peer_of_the_other_family_is_refused() {
+    let rx = socket("127.0.0.1:0");
+    let peer: SocketAddr = "[::1]:5000".parse().unwrap();
+    assert!(matches!(
+        Driver::new(rx, Echo::default(), DriverConfig::new(peer)),
+        Err(cg_net::Error::AddressFamily { .. })
+    ));
+}
