@@ -1,0 +1,690 @@
+//! The bottleneck: random loss → queue discipline → serialisation at the capacity →
+//! propagation (delay, jitter, reordering, duplication) → delivery.
+
+use std::time::Instant;
+
+use cg_types::{Bitrate, DataSize, Rng};
+use serde::{Deserialize, Serialize};
+
+use crate::capacity::{Capacity, CapacityConfig};
+use crate::delay::{DelayConfig, DelayLine};
+use crate::error::Error;
+use crate::event::{DropReason, EventKind, EventLog, EventSink, LinkEvent};
+use crate::loss::{Loss, LossConfig};
+use crate::packet::Packet;
+use crate::qdisc::{BoxQdisc, LinkInfo, Qdisc, QdiscConfig};
+use crate::stats::{LinkStats, Recorder};
+
+/// Everything that defines a link. Deserialises from a netlab scenario's TOML; every field
+/// may be omitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Serialisation rate. Default: constant 10 Mb/s.
+    pub capacity: CapacityConfig,
+    /// Propagation delay, jitter, reordering, duplication. Default: none.
+    pub delay: DelayConfig,
+    /// Random loss before the queue. Default: none.
+    pub loss: LossConfig,
+    /// Queue discipline. Default: `pfifo` 1000 packets (Linux's default device queue).
+    pub qdisc: QdiscConfig,
+    /// Largest packet expected (qdisc MTU guards, FQ quanta). Default 1514 B.
+    pub mtu: DataSize,
+    /// Seed of every random decision of this link (loss, jitter, AQM drops). Default 1.
+    pub seed: u64,
+    /// Newest per-packet events kept in [`Link::events`] (`None`: keep all). Default 1 Mi
+    /// events; counters in [`Link::stats`] are kept regardless.
+    pub event_limit: Option<usize>,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            capacity: CapacityConfig::default(),
+            delay: DelayConfig::default(),
+            loss: LossConfig::None,
+            qdisc: QdiscConfig::default(),
+            mtu: DataSize::bytes(1514),
+            seed: 1,
+            event_limit: Some(1 << 20),
+        }
+    }
+}
+
+impl LinkConfig {
+    /// A constant-rate link with the default qdisc and no delay.
+    pub fn constant(rate: Bitrate) -> Self {
+        LinkConfig {
+            capacity: CapacityConfig::constant(rate),
+            ..LinkConfig::default()
+        }
+    }
+
+    /// This config with one-way propagation delay `d`.
+    pub fn with_delay(mut self, d: std::time::Duration) -> Self {
+        self.delay.base = d;
+        self
+    }
+
+    /// This config with queue discipline `q`.
+    pub fn with_qdisc(mut self, q: impl Into<QdiscConfig>) -> Self {
+        self.qdisc = q.into();
+        self
+    }
+
+    /// This config with random loss `loss`.
+    pub fn with_loss(mut self, loss: LossConfig) -> Self {
+        self.loss = loss;
+        self
+    }
+
+    /// This config with seed `seed`.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// What the qdisc is told about the link.
+    pub fn link_info(&self) -> LinkInfo {
+        LinkInfo {
+            rate: self.capacity.mean_rate(),
+            mtu: self.mtu,
+        }
+    }
+
+    /// Checks the whole config (what [`Link::new`] does, without keeping the link).
+    pub fn validate(&self) -> Result<(), Error> {
+        Link::<()>::new(self.clone()).map(drop)
+    }
+}
+
+/// A sans-IO bottleneck link carrying packets with payload `P`.
+///
+/// Drive it with [`Link::handle_packet`] for each arriving packet, [`Link::poll_delivery`]
+/// until it returns `None`, and [`Link::handle_timeout`] at [`Link::poll_timeout`]. Everything
+/// that happens between two calls is computed at its exact instant (a dequeue at the
+/// serialisation end, not at the late wake-up), so a real-time driver that wakes late loses
+/// no accuracy, and a simulation just jumps from one `poll_timeout` to the next. Time never
+/// goes backwards: an earlier `now` than already seen is treated as the latest one seen.
+pub struct Link<P = ()> {
+    config: LinkConfig,
+    capacity: Capacity,
+    qdisc: BoxQdisc<P>,
+    loss: Loss,
+    line: DelayLine<P>,
+    /// The packet being serialised and when its last bit leaves.
+    serving: Option<(Instant, Packet<P>)>,
+    /// When to try the next dequeue, if the link is free and the queue is not empty.
+    next_dequeue: Option<Instant>,
+    /// The qdisc returned nothing while holding packets (HTB rate limits).
+    throttled: bool,
+    rec: Recorder,
+    now: Option<Instant>,
+}
+
+impl<P: Clone + Send + 'static> Link<P> {
+    /// Validates `config` and builds the link. Its schedule or trace starts at the first
+    /// `now` it is given (or at [`Link::start`]).
+    pub fn new(config: LinkConfig) -> Result<Self, Error> {
+        if config.mtu == DataSize::ZERO {
+            return Err(Error::ZeroLimit { what: "link mtu" });
+        }
+        let mut rng = Rng::new(config.seed);
+        let capacity = Capacity::new(&config.capacity)?;
+        let qdisc = config.qdisc.build(config.link_info(), &mut rng.fork())?;
+        let loss = Loss::new(config.loss, rng.fork())?;
+        let line = DelayLine::new(config.delay, rng.fork())?;
+        let rec = Recorder {
+            log: EventLog::new(config.event_limit),
+            stats: LinkStats::default(),
+        };
+        Ok(Link {
+            config,
+            capacity,
+            qdisc,
+            loss,
+            line,
+            serving: None,
+            next_dequeue: None,
+            throttled: false,
+            rec,
+            now: None,
+        })
+    }
+
+    /// Starts the capacity schedule or trace at `epoch` (if no earlier `now` did).
+    pub fn start(&mut self, epoch: Instant) {
+        self.capacity.anchor(epoch);
+        self.now.get_or_insert(epoch);
+    }
+
+    /// A packet arrives at the link at `now`: random loss, then the qdisc.
+    pub fn handle_packet(&mut self, mut packet: Packet<P>, now: Instant) {
+        let now = self.advance(now);
+        packet.arrival = now;
+        packet.enqueued = now;
+        self.rec.stats.arrived(&packet.flow, packet.size);
+        if self.loss.lose() {
+            self.rec.push(LinkEvent::new(
+                &packet,
+                now,
+                EventKind::Dropped(DropReason::RandomLoss),
+            ));
+            return;
+        }
+        self.qdisc.enqueue(packet, now, &mut self.rec);
+        if self.serving.is_none() && !self.qdisc.is_empty() {
+            self.next_dequeue = Some(match self.next_dequeue {
+                Some(t) if t > now && !self.throttled => t,
+                _ => self.capacity.service_start(now),
+            });
+            self.throttled = false;
+        }
+        self.advance(now);
+    }
+
+    /// Runs everything due at or before `now` (serialisation ends, dequeues, qdisc timers).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+    }
+
+    /// The next packet delivered at or before `now` (call until `None`). Its `ecn` may have
+    /// been set to CE on the way.
+    pub fn poll_delivery(&mut self, now: Instant) -> Option<Packet<P>> {
+        self.advance(now);
+        let (at, packet) = self.line.pop_due(now)?;
+        let latency = at.saturating_duration_since(packet.arrival);
+        self.rec.push(LinkEvent::new(
+            &packet,
+            at,
+            EventKind::Delivered { latency },
+        ));
+        Some(packet)
+    }
+
+    /// The oldest event not yet taken (for drivers that stream events out; tests usually read
+    /// [`Link::events`] instead).
+    pub fn poll_event(&mut self) -> Option<LinkEvent> {
+        self.rec.log.pop()
+    }
+
+    /// The next instant anything happens: a serialisation end, a dequeue, a qdisc timer or a
+    /// delivery. `None` when the link is idle and empty.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let dequeue = if self.serving.is_none() && !self.qdisc.is_empty() {
+            self.next_dequeue
+        } else {
+            None
+        };
+        [
+            self.serving.as_ref().map(|s| s.0),
+            dequeue,
+            self.qdisc.poll_timeout(),
+            self.line.next_delivery(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Processes everything due at or before `now`, in time order; returns the effective now.
+    fn advance(&mut self, now: Instant) -> Instant {
+        let now = match self.now {
+            Some(prev) if prev > now => prev,
+            _ => now,
+        };
+        self.capacity.anchor(now);
+        self.now = Some(now);
+        let mut timer_stuck_at = None;
+        loop {
+            let finish = self.serving.as_ref().map(|s| s.0);
+            let dequeue = if self.serving.is_none() && !self.qdisc.is_empty() {
+                self.next_dequeue
+            } else {
+                None
+            };
+            let timer = self
+                .qdisc
+                .poll_timeout()
+                .filter(|t| Some(*t) != timer_stuck_at);
+            let Some(t) = [finish, dequeue, timer].into_iter().flatten().min() else {
+                break;
+            };
+            if t > now {
+                break;
+            }
+            if finish == Some(t) {
+                let (_, packet) = self
+                    .serving
+                    .take()
+                    .expect("finish is Some only while serving");
+                self.line.push(packet, t, &mut self.rec);
+                self.next_dequeue = Some(self.capacity.service_start(t));
+            } else if timer == Some(t) {
+                self.qdisc.handle_timeout(t, &mut self.rec);
+                if self.qdisc.poll_timeout().is_some_and(|next| next <= t) {
+                    // A qdisc breaking the timer contract must not hang the link.
+                    timer_stuck_at = Some(t);
+                }
+            } else {
+                match self.qdisc.dequeue(t, &mut self.rec) {
+                    Some(packet) => {
+                        let sojourn = t.saturating_duration_since(packet.enqueued);
+                        self.rec
+                            .push(LinkEvent::new(&packet, t, EventKind::Dequeued { sojourn }));
+                        let end = self.capacity.finish(t, packet.size);
+                        self.serving = Some((end, packet));
+                        self.throttled = false;
+                    }
+                    None => {
+                        // Empty after dequeue-time drops, or throttled: retry at the qdisc's
+                        // timer, or when the next packet arrives.
+                        self.throttled = !self.qdisc.is_empty();
+                        self.next_dequeue = self.qdisc.poll_timeout().filter(|x| *x > t);
+                    }
+                }
+            }
+        }
+        now
+    }
+}
+
+impl<P> Link<P> {
+    /// The configuration it was built from.
+    pub fn config(&self) -> &LinkConfig {
+        &self.config
+    }
+
+    /// The newest per-packet events (bounded by [`LinkConfig::event_limit`]).
+    pub fn events(&self) -> &EventLog {
+        &self.rec.log
+    }
+
+    /// Totals and per-flow counters since the start.
+    pub fn stats(&self) -> &LinkStats {
+        &self.rec.stats
+    }
+
+    /// The queue discipline (its backlog, its AQM state through its own accessors).
+    pub fn qdisc(&self) -> &dyn Qdisc<P> {
+        &*self.qdisc
+    }
+
+    /// Packets queued (not counting the one being serialised).
+    pub fn backlog(&self) -> usize {
+        self.qdisc.len()
+    }
+
+    /// Bytes queued.
+    pub fn backlog_bytes(&self) -> DataSize {
+        self.qdisc.bytes()
+    }
+
+    /// Packets serialised and not yet delivered.
+    pub fn in_flight(&self) -> usize {
+        self.line.len()
+    }
+
+    /// Whether a packet is being serialised.
+    pub fn busy(&self) -> bool {
+        self.serving.is_some()
+    }
+
+    /// The capacity in force at `t` (a trace's mean rate for traces).
+    pub fn rate_at(&self, t: Instant) -> Bitrate {
+        self.capacity.rate_at(t)
+    }
+}
+
+impl<P> std::fmt::Debug for Link<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("config", &self.config)
+            .field("backlog", &self.qdisc.len())
+            .field("in_flight", &self.line.len())
+            .field("busy", &self.serving.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::time::Duration;
+
+    use cg_types::Ecn;
+
+    use super::*;
+    use crate::capacity::{MahimahiTrace, RateStep};
+    use crate::packet::{FlowId, PacketId};
+    use crate::qdisc::DropTailConfig;
+
+    /// A constant-bit-rate source for link tests.
+    pub(crate) struct Cbr {
+        pub flow: FlowId,
+        pub rate: Bitrate,
+        pub size: DataSize,
+        pub ecn: Ecn,
+        pub next: Instant,
+        pub stop: Option<Instant>,
+    }
+
+    impl Cbr {
+        pub(crate) fn new(i: u16, rate: Bitrate, size: u64, start: Instant) -> Self {
+            Cbr {
+                flow: FlowId::from_index(i),
+                rate,
+                size: DataSize::bytes(size),
+                ecn: Ecn::NotEct,
+                next: start,
+                stop: None,
+            }
+        }
+    }
+
+    /// Feeds `link` from `sources` until `until`; returns deliveries with their times.
+    pub(crate) fn drive(
+        link: &mut Link<()>,
+        sources: &mut [Cbr],
+        until: Instant,
+    ) -> Vec<(Instant, Packet<()>)> {
+        let mut out = Vec::new();
+        let mut id = 0;
+        loop {
+            let src = sources
+                .iter()
+                .filter(|s| s.stop.is_none_or(|stop| s.next < stop))
+                .map(|s| s.next)
+                .min();
+            let Some(now) = [src, link.poll_timeout()].into_iter().flatten().min() else {
+                break;
+            };
+            if now > until {
+                break;
+            }
+            for s in sources.iter_mut() {
+                if s.next == now && s.stop.is_none_or(|stop| s.next < stop) {
+                    let p = Packet::new(PacketId(id), s.flow, s.size, now, ()).with_ecn(s.ecn);
+                    id += 1;
+                    link.handle_packet(p, now);
+                    s.next += s
+                        .rate
+                        .time_to_send(s.size)
+                        .expect("source rate is positive");
+                }
+            }
+            link.handle_timeout(now);
+            while let Some(p) = link.poll_delivery(now) {
+                out.push((now, p));
+            }
+        }
+        out
+    }
+
+    /// Bytes delivered in each whole window of `w` from `t0`.
+    pub(crate) fn per_window(
+        out: &[(Instant, Packet<()>)],
+        t0: Instant,
+        w: Duration,
+        n: usize,
+    ) -> Vec<u64> {
+        let mut bins = vec![0u64; n];
+        for (t, p) in out {
+            let k = ((*t - t0).as_nanos() / w.as_nanos()) as usize;
+            if k < n {
+                bins[k] += p.size.as_bytes();
+            }
+        }
+        bins
+    }
+
+    #[test]
+    fn a_packet_takes_serialisation_plus_propagation() {
+        let t0 = Instant::now();
+        let mut link =
+            Link::new(LinkConfig::constant(Bitrate::mbps(1)).with_delay(Duration::from_millis(20)))
+                .unwrap();
+        link.handle_packet(
+            Packet::new(
+                PacketId(7),
+                FlowId::from_index(0),
+                DataSize::bytes(1250),
+                t0,
+                (),
+            ),
+            t0,
+        );
+        assert_eq!(link.poll_timeout(), Some(t0 + Duration::from_millis(10)));
+        link.handle_timeout(t0 + Duration::from_millis(10));
+        assert_eq!(link.poll_timeout(), Some(t0 + Duration::from_millis(30)));
+        assert!(link.poll_delivery(t0 + Duration::from_millis(29)).is_none());
+        let p = link.poll_delivery(t0 + Duration::from_millis(30)).unwrap();
+        assert_eq!(p.id, PacketId(7));
+        assert_eq!(link.poll_timeout(), None);
+        let kinds: Vec<_> = link.events().iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                EventKind::Enqueued,
+                EventKind::Dequeued {
+                    sojourn: Duration::ZERO
+                },
+                EventKind::Delivered {
+                    latency: Duration::from_millis(30)
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_late_driver_gets_exact_times() {
+        // Three back-to-back packets, the driver wakes only once, long after: deliveries and
+        // sojourns are those of an on-time driver.
+        let t0 = Instant::now();
+        let mut link = Link::new(LinkConfig::constant(Bitrate::mbps(1))).unwrap();
+        for i in 0..3 {
+            link.handle_packet(
+                Packet::new(
+                    PacketId(i),
+                    FlowId::from_index(0),
+                    DataSize::bytes(1250),
+                    t0,
+                    (),
+                ),
+                t0,
+            );
+        }
+        let late = t0 + Duration::from_secs(1);
+        while link.poll_delivery(late).is_some() {}
+        let sojourns: Vec<_> = link
+            .events()
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Dequeued { sojourn } => Some(sojourn.as_millis()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sojourns, vec![0, 10, 20]);
+        let delivered: Vec<_> = link
+            .events()
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Delivered { .. }))
+            .map(|e| (e.time - t0).as_millis())
+            .collect();
+        assert_eq!(delivered, vec![10, 20, 30]);
+    }
+
+    #[test]
+    fn dt300_at_1mbps_bounds_delay_and_passes_1mbps_of_a_2mbps_input() {
+        let t0 = Instant::now();
+        let cfg = LinkConfig::constant(Bitrate::mbps(1)).with_qdisc(QdiscConfig::DropTail(
+            DropTailConfig::time(Duration::from_millis(300)),
+        ));
+        let mut link = Link::new(cfg).unwrap();
+        let mut src = [Cbr::new(0, Bitrate::mbps(2), 1200, t0)];
+        let out = drive(&mut link, &mut src, t0 + Duration::from_secs(30));
+        // Queue delay ≤ 300 ms, plus one packet's serialisation (9.6 ms at 1 Mb/s).
+        let max_latency = out.iter().map(|(t, p)| *t - p.arrival).max().unwrap();
+        assert!(
+            max_latency <= Duration::from_millis(300) + Duration::from_micros(9600),
+            "{max_latency:?}"
+        );
+        assert!(
+            max_latency >= Duration::from_millis(290),
+            "the queue did fill: {max_latency:?}"
+        );
+        // Output rate over 5..30 s: 1 Mb/s ± 1 %.
+        let bytes: u64 = out
+            .iter()
+            .filter(|(t, _)| *t >= t0 + Duration::from_secs(5))
+            .map(|(_, p)| p.size.as_bytes())
+            .sum();
+        let rate = DataSize::bytes(bytes) / Duration::from_secs(25);
+        assert!((rate.as_bps_f64() / 1e6 - 1.0).abs() < 0.01, "{rate}");
+        let loss = link.stats().total().loss_ratio();
+        assert!((loss - 0.5).abs() < 0.02, "loss {loss}");
+    }
+
+    #[test]
+    fn delivered_rate_tracks_a_schedule_within_2_percent_per_second() {
+        let t0 = Instant::now();
+        let steps = [1.0, 2.5, 0.5, 1.0]
+            .iter()
+            .map(|&m| RateStep {
+                duration: Duration::from_secs(5),
+                rate: Bitrate::from_mbps_f64(m),
+            })
+            .collect();
+        let cfg = LinkConfig {
+            capacity: CapacityConfig::Schedule {
+                steps,
+                repeat: false,
+            },
+            ..LinkConfig::default()
+        };
+        let mut link = Link::new(cfg).unwrap();
+        link.start(t0);
+        let mut src = [Cbr::new(0, Bitrate::mbps(4), 1000, t0)];
+        let out = drive(&mut link, &mut src, t0 + Duration::from_secs(20));
+        let bins = per_window(&out, t0, Duration::from_secs(1), 20);
+        for (k, b) in bins.iter().enumerate() {
+            let cap = link.rate_at(t0 + Duration::from_secs(k as u64) + Duration::from_millis(500));
+            let got = *b as f64 * 8.0;
+            assert!(
+                (got / cap.as_bps_f64() - 1.0).abs() < 0.02,
+                "window {k}: {got} vs {cap}"
+            );
+        }
+    }
+
+    #[test]
+    fn delivered_rate_tracks_a_mahimahi_trace_within_2_percent_per_second() {
+        let t0 = Instant::now();
+        // A 4-second trace: 6, 12, 3, 9 Mb/s seconds (500, 1000, 250, 750 opportunities).
+        let mut ms = Vec::new();
+        for (sec, n) in [500u64, 1000, 250, 750].into_iter().enumerate() {
+            ms.extend((1..=n).map(|k| sec as u64 * 1000 + k * 1000 / n));
+        }
+        let trace = MahimahiTrace::new(ms.clone()).unwrap();
+        let cfg = LinkConfig {
+            capacity: CapacityConfig::Trace { trace },
+            ..LinkConfig::default()
+        };
+        let mut link = Link::new(cfg).unwrap();
+        link.start(t0);
+        let mut src = [Cbr::new(0, Bitrate::mbps(15), 1500, t0)];
+        let out = drive(&mut link, &mut src, t0 + Duration::from_secs(12));
+        let bins = per_window(&out, t0, Duration::from_secs(1), 12);
+        for (k, b) in bins.iter().enumerate().skip(1) {
+            let opp = ms
+                .iter()
+                .filter(|&&m| (m - 1) / 1000 == (k % 4) as u64)
+                .count() as u64;
+            let cap = opp * 1500;
+            assert!(
+                (*b as f64 / cap as f64 - 1.0).abs() < 0.02,
+                "window {k}: {b} vs {cap}"
+            );
+        }
+    }
+
+    #[test]
+    fn random_loss_happens_before_the_queue() {
+        let t0 = Instant::now();
+        let cfg =
+            LinkConfig::constant(Bitrate::mbps(10)).with_loss(LossConfig::Bernoulli { p: 0.2 });
+        let mut link = Link::new(cfg).unwrap();
+        let mut src = [Cbr::new(0, Bitrate::mbps(1), 1000, t0)];
+        drive(&mut link, &mut src, t0 + Duration::from_secs(20));
+        let s = link.stats().total();
+        assert_eq!(s.dropped, 0);
+        assert!((s.lost as f64 / s.arrived as f64 - 0.2).abs() < 0.02);
+        assert_eq!(s.enqueued + s.lost, s.arrived);
+    }
+
+    #[test]
+    fn same_seed_same_event_log_and_other_seed_differs() {
+        let run = |seed| {
+            let t0 = Instant::now();
+            let mut cfg = LinkConfig::constant(Bitrate::mbps(1))
+                .with_loss(LossConfig::GilbertElliott {
+                    p: 0.05,
+                    r: 0.3,
+                    loss_good: 0.0,
+                    loss_bad: 0.8,
+                })
+                .with_seed(seed);
+            cfg.delay.jitter = Duration::from_millis(5);
+            let mut link = Link::new(cfg).unwrap();
+            let mut src = [Cbr::new(0, Bitrate::mbps(2), 1000, t0)];
+            drive(&mut link, &mut src, t0 + Duration::from_secs(5));
+            link.events()
+                .iter()
+                .map(|e| (e.time - t0, e.id, e.kind))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(9), run(9));
+        assert_ne!(run(9), run(10));
+    }
+
+    #[test]
+    fn invalid_configs_are_typed_errors() {
+        assert!(matches!(
+            Link::<()>::new(LinkConfig::constant(Bitrate::ZERO)),
+            Err(Error::ZeroRate { .. })
+        ));
+        let bad_loss = LinkConfig::default().with_loss(LossConfig::Bernoulli { p: f64::NAN });
+        assert!(matches!(
+            Link::<()>::new(bad_loss),
+            Err(Error::InvalidProbability { .. })
+        ));
+        let bad_q =
+            LinkConfig::default().with_qdisc(QdiscConfig::DropTail(DropTailConfig::packets(0)));
+        assert!(matches!(
+            Link::<()>::new(bad_q),
+            Err(Error::ZeroLimit { .. })
+        ));
+    }
+
+    #[test]
+    fn config_deserialises_from_toml_with_defaults() {
+        let cfg: LinkConfig = toml::from_str(
+            r#"
+            seed = 4
+            capacity = { kind = "constant", rate = "2.5Mbit" }
+            delay = { base = "25ms", jitter = "2ms" }
+            loss = { kind = "gilbert_elliott", p = 0.01, r = 0.5 }
+            qdisc = { kind = "droptail", limit = { time = "300ms" } }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(cfg.capacity, CapacityConfig::constant(Bitrate::kbps(2500)));
+        assert_eq!(cfg.delay.base, Duration::from_millis(25));
+        assert_eq!(
+            cfg.qdisc,
+            QdiscConfig::DropTail(DropTailConfig::time(Duration::from_millis(300)))
+        );
+        assert!(matches!(cfg.loss, LossConfig::GilbertElliott { loss_bad, .. } if loss_bad == 1.0));
+        assert_eq!(cfg.mtu, DataSize::bytes(1514));
+        cfg.validate().unwrap();
+    }
+}

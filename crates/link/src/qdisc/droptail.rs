@@ -1,0 +1,233 @@
+//! DropTail: a FIFO with a limit in packets (`pfifo`), bytes (`bfifo`) or time (DT/300).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use cg_types::DataSize;
+use serde::{Deserialize, Serialize};
+
+use super::{LinkInfo, Qdisc, report_drop, report_enqueue};
+use crate::error::Error;
+use crate::event::{DropReason, EventSink};
+use crate::packet::Packet;
+
+/// The size limit of a FIFO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueLimit {
+    /// At most this many packets (Linux `pfifo limit N`): a packet arriving at a full queue
+    /// is dropped.
+    Packets(u32),
+    /// At most this many bytes (Linux `bfifo limit B`): a packet that would take the backlog
+    /// over the limit is dropped.
+    Bytes(DataSize),
+    /// At most this much time at the link's nominal rate: a byte limit of `time × rate`
+    /// (CCR16 / RFC 8867's DT/300 = 300 ms). With a schedule or trace the nominal rate is the
+    /// mean rate (see [`crate::CapacityConfig`]).
+    #[serde(with = "humantime_serde")]
+    Time(Duration),
+}
+
+/// DropTail parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DropTailConfig {
+    /// Queue limit. Default: 1000 packets (Linux `pfifo` on a device with the default
+    /// `txqueuelen` 1000). CCR16 and MMSys16 use `Time(300 ms)`; TMA24 uses 250 packets.
+    pub limit: QueueLimit,
+}
+
+impl Default for DropTailConfig {
+    fn default() -> Self {
+        DropTailConfig {
+            limit: QueueLimit::Packets(1000),
+        }
+    }
+}
+
+impl DropTailConfig {
+    /// DT/`ms`: a queue holding `ms` milliseconds at the link rate (CCR16 Table 1: DT/300).
+    pub fn time(d: Duration) -> Self {
+        DropTailConfig {
+            limit: QueueLimit::Time(d),
+        }
+    }
+
+    /// A `pfifo` of `n` packets.
+    pub fn packets(n: u32) -> Self {
+        DropTailConfig {
+            limit: QueueLimit::Packets(n),
+        }
+    }
+
+    /// A `bfifo` of `size` bytes.
+    pub fn bytes(size: DataSize) -> Self {
+        DropTailConfig {
+            limit: QueueLimit::Bytes(size),
+        }
+    }
+}
+
+/// The limit after converting time into bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Limit {
+    Packets(usize),
+    Bytes(u64),
+}
+
+/// A tail-drop FIFO.
+pub struct DropTail<P> {
+    queue: VecDeque<Packet<P>>,
+    bytes: u64,
+    limit: Limit,
+}
+
+impl<P> DropTail<P> {
+    /// A FIFO per `config` on `link`.
+    pub fn new(config: &DropTailConfig, link: LinkInfo) -> Result<Self, Error> {
+        let limit = match config.limit {
+            QueueLimit::Packets(0) => {
+                return Err(Error::ZeroLimit {
+                    what: "droptail packet limit",
+                });
+            }
+            QueueLimit::Packets(n) => Limit::Packets(n as usize),
+            QueueLimit::Bytes(b) if b == DataSize::ZERO => {
+                return Err(Error::ZeroLimit {
+                    what: "droptail byte limit",
+                });
+            }
+            QueueLimit::Bytes(b) => Limit::Bytes(b.as_bytes()),
+            QueueLimit::Time(d) => {
+                let b = link.rate * d;
+                if b == DataSize::ZERO {
+                    return Err(Error::ZeroLimit {
+                        what: "droptail time limit (zero bytes at the link rate)",
+                    });
+                }
+                Limit::Bytes(b.as_bytes())
+            }
+        };
+        let cap = match limit {
+            Limit::Packets(n) => n.min(4096),
+            Limit::Bytes(b) => (b / 1000).min(4096) as usize,
+        };
+        Ok(DropTail {
+            queue: VecDeque::with_capacity(cap + 1),
+            bytes: 0,
+            limit,
+        })
+    }
+
+    /// The byte limit, if the queue is limited in bytes (or time).
+    pub fn byte_limit(&self) -> Option<DataSize> {
+        match self.limit {
+            Limit::Bytes(b) => Some(DataSize::bytes(b)),
+            Limit::Packets(_) => None,
+        }
+    }
+}
+
+impl<P: Send> Qdisc<P> for DropTail<P> {
+    fn enqueue(&mut self, mut packet: Packet<P>, now: Instant, events: &mut dyn EventSink) {
+        let size = packet.size.as_bytes();
+        let full = match self.limit {
+            Limit::Packets(n) => self.queue.len() >= n,
+            Limit::Bytes(b) => self.bytes + size > b,
+        };
+        if full {
+            report_drop(&packet, DropReason::QueueFull, now, events);
+            return;
+        }
+        packet.enqueued = now;
+        report_enqueue(&packet, now, events);
+        self.bytes += size;
+        self.queue.push_back(packet);
+    }
+
+    fn dequeue(&mut self, _now: Instant, _events: &mut dyn EventSink) -> Option<Packet<P>> {
+        let p = self.queue.pop_front()?;
+        self.bytes -= p.size.as_bytes();
+        Some(p)
+    }
+
+    fn peek(&self) -> Option<&Packet<P>> {
+        self.queue.front()
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn bytes(&self) -> DataSize {
+        DataSize::bytes(self.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::testing::{Source, drops, run};
+    use cg_types::{Bitrate, Ecn};
+
+    #[test]
+    fn packet_limit_drops_the_arrival_at_a_full_queue() {
+        let now = Instant::now();
+        let mut q =
+            DropTail::new(&DropTailConfig::packets(2), LinkInfo::new(Bitrate::mbps(1))).unwrap();
+        let mut ev = Vec::new();
+        for i in 0..3 {
+            q.enqueue(crate::qdisc::testing::pkt(i, 0, 100, now), now, &mut ev);
+        }
+        assert_eq!(q.len(), 2);
+        assert_eq!(drops(&ev, DropReason::QueueFull), 1);
+        assert_eq!(q.dequeue(now, &mut ev).map(|p| p.id.0), Some(0));
+        assert_eq!(q.bytes(), DataSize::bytes(100));
+    }
+
+    #[test]
+    fn time_limit_is_time_times_rate_in_bytes() {
+        let q = DropTail::<()>::new(
+            &DropTailConfig::time(Duration::from_millis(300)),
+            LinkInfo::new(Bitrate::mbps(1)),
+        )
+        .unwrap();
+        assert_eq!(q.byte_limit(), Some(DataSize::bytes(37_500)));
+    }
+
+    #[test]
+    fn zero_limits_are_errors() {
+        let l = LinkInfo::new(Bitrate::mbps(1));
+        assert!(DropTail::<()>::new(&DropTailConfig::packets(0), l).is_err());
+        assert!(DropTail::<()>::new(&DropTailConfig::bytes(DataSize::ZERO), l).is_err());
+        assert!(DropTail::<()>::new(&DropTailConfig::time(Duration::ZERO), l).is_err());
+    }
+
+    #[test]
+    fn dt300_bounds_the_sojourn_and_halves_a_double_rate_input() {
+        let t0 = Instant::now();
+        let rate = Bitrate::mbps(1);
+        let mut q = DropTail::new(
+            &DropTailConfig::time(Duration::from_millis(300)),
+            LinkInfo::new(rate),
+        )
+        .unwrap();
+        let mut src = [Source {
+            flow: 0,
+            rate: Bitrate::mbps(2),
+            size: 1000,
+            ecn: Ecn::NotEct,
+            next: t0,
+        }];
+        let (ev, out) = run(&mut q, rate, &mut src, t0, Duration::from_secs(20));
+        let max_sojourn = out.iter().map(|(t, p)| *t - p.enqueued).max().unwrap();
+        assert!(max_sojourn <= Duration::from_millis(300), "{max_sojourn:?}");
+        let sent = ev
+            .iter()
+            .filter(|e| e.kind == crate::event::EventKind::Enqueued)
+            .count()
+            + drops(&ev, DropReason::QueueFull);
+        let loss = drops(&ev, DropReason::QueueFull) as f64 / sent as f64;
+        assert!((loss - 0.5).abs() < 0.02, "loss {loss}");
+    }
+}

@@ -1,0 +1,153 @@
+//! Per-flow counters kept by the link from its own events.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use cg_types::DataSize;
+
+use crate::event::{DropReason, EventKind, EventLog, EventSink, LinkEvent};
+use crate::packet::FlowId;
+
+/// Flows tracked individually; packets of further flows count only in the totals, so hostile
+/// input (a port scan through netlab) cannot grow the map without bound.
+pub const MAX_TRACKED_FLOWS: usize = 4096;
+
+/// Counters of one flow (or of all flows together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlowStats {
+    /// Packets offered to the link.
+    pub arrived: u64,
+    /// Bytes offered to the link.
+    pub arrived_bytes: DataSize,
+    /// Packets accepted by the qdisc.
+    pub enqueued: u64,
+    /// Packets lost to random loss before the queue.
+    pub lost: u64,
+    /// Packets dropped by the queue (tail drop or AQM).
+    pub dropped: u64,
+    /// Bytes dropped by the queue.
+    pub dropped_bytes: DataSize,
+    /// Packets CE-marked.
+    pub marked: u64,
+    /// Packets dequeued for serialisation.
+    pub dequeued: u64,
+    /// Sum of the sojourn times of dequeued packets.
+    pub sojourn_total: Duration,
+    /// Largest sojourn time.
+    pub sojourn_max: Duration,
+    /// Packets delivered (duplicates included).
+    pub delivered: u64,
+    /// Bytes delivered.
+    pub delivered_bytes: DataSize,
+    /// Duplicates made.
+    pub duplicated: u64,
+}
+
+impl FlowStats {
+    /// Mean sojourn time of dequeued packets.
+    pub fn mean_sojourn(&self) -> Duration {
+        if self.dequeued == 0 {
+            Duration::ZERO
+        } else {
+            self.sojourn_total / u32::try_from(self.dequeued).unwrap_or(u32::MAX)
+        }
+    }
+
+    /// (random losses + queue drops) / arrivals.
+    pub fn loss_ratio(&self) -> f64 {
+        if self.arrived == 0 {
+            0.0
+        } else {
+            (self.lost + self.dropped) as f64 / self.arrived as f64
+        }
+    }
+
+    fn record(&mut self, e: &LinkEvent) {
+        match e.kind {
+            EventKind::Enqueued => self.enqueued += 1,
+            EventKind::Dropped(DropReason::RandomLoss) => self.lost += 1,
+            EventKind::Dropped(_) => {
+                self.dropped += 1;
+                self.dropped_bytes += e.size;
+            }
+            EventKind::Marked(_) => self.marked += 1,
+            EventKind::Dequeued { sojourn } => {
+                self.dequeued += 1;
+                self.sojourn_total += sojourn;
+                self.sojourn_max = self.sojourn_max.max(sojourn);
+            }
+            EventKind::Duplicated => self.duplicated += 1,
+            EventKind::Delivered { .. } => {
+                self.delivered += 1;
+                self.delivered_bytes += e.size;
+            }
+        }
+    }
+}
+
+/// Totals and per-flow counters.
+#[derive(Debug, Clone, Default)]
+pub struct LinkStats {
+    total: FlowStats,
+    flows: HashMap<FlowId, FlowStats>,
+    untracked: u64,
+}
+
+impl LinkStats {
+    /// All flows together.
+    pub fn total(&self) -> &FlowStats {
+        &self.total
+    }
+
+    /// One flow's counters, if it was seen (and tracked).
+    pub fn flow(&self, flow: &FlowId) -> Option<&FlowStats> {
+        self.flows.get(flow)
+    }
+
+    /// Every tracked flow.
+    pub fn flows(&self) -> impl Iterator<Item = (&FlowId, &FlowStats)> {
+        self.flows.iter()
+    }
+
+    /// Events of flows beyond [`MAX_TRACKED_FLOWS`], counted only in the total.
+    pub fn untracked_events(&self) -> u64 {
+        self.untracked
+    }
+
+    pub(crate) fn arrived(&mut self, flow: &FlowId, size: DataSize) {
+        self.total.arrived += 1;
+        self.total.arrived_bytes += size;
+        if let Some(f) = self.entry(flow) {
+            f.arrived += 1;
+            f.arrived_bytes += size;
+        }
+    }
+
+    fn entry(&mut self, flow: &FlowId) -> Option<&mut FlowStats> {
+        if self.flows.len() >= MAX_TRACKED_FLOWS && !self.flows.contains_key(flow) {
+            self.untracked += 1;
+            return None;
+        }
+        Some(self.flows.entry(*flow).or_default())
+    }
+
+    pub(crate) fn record(&mut self, e: &LinkEvent) {
+        self.total.record(e);
+        if let Some(f) = self.entry(&e.flow) {
+            f.record(e);
+        }
+    }
+}
+
+/// The link's sink: every event updates the counters and goes to the bounded log.
+pub(crate) struct Recorder {
+    pub(crate) log: EventLog,
+    pub(crate) stats: LinkStats,
+}
+
+impl EventSink for Recorder {
+    fn push(&mut self, event: LinkEvent) {
+        self.stats.record(&event);
+        self.log.push(event);
+    }
+}
