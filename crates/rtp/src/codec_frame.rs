@@ -1,0 +1,65 @@
+//! Frames in (encoded, to the sender) and out (reassembled, from the receiver).
+
+use std::time::Instant;
+
+use bytes::Bytes;
+
+/// A video codec and its RTP payload format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Codec {
+    /// VP8, RFC 7741.
+    Vp8,
+    /// H.264, RFC 6184 (packetization-mode 1: single NAL, STAP-A, FU-A). Frames are Annex-B
+    /// byte streams.
+    H264,
+    /// H.265, RFC 7798 (single NAL, AP, FU). Frames are Annex-B byte streams.
+    H265,
+}
+
+impl Codec {
+    /// A short name for logs.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Codec::Vp8 => "VP8",
+            Codec::H264 => "H264",
+            Codec::H265 => "H265",
+        }
+    }
+}
+
+/// An encoded frame handed to [`crate::SenderSession::push_frame`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedFrame {
+    /// The codec bit stream of one frame (VP8 frame; H.264/H.265 access unit in Annex-B form).
+    pub data: Bytes,
+    /// When the frame was captured (local clock); sets the RTP timestamp (90 kHz) and the
+    /// abs-capture-time extension.
+    pub capture_time: Instant,
+    /// Whether the encoder produced a key frame (a new decoding chain starts here).
+    pub key_frame: bool,
+    /// The codec; must have a payload type in [`crate::SenderConfig::payload_types`].
+    pub codec: Codec,
+}
+
+/// A complete, decodable frame out of [`crate::ReceiverSession`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceivedFrame {
+    /// The reassembled bit stream (VP8 frame; Annex-B access unit with 4-byte start codes).
+    pub data: Bytes,
+    /// The codec.
+    pub codec: Codec,
+    /// The RTP timestamp, unwrapped (90 kHz units).
+    pub rtp_timestamp: u64,
+    /// Whether the payload marks it as a key frame.
+    pub key_frame: bool,
+    /// The sender's capture time mapped to the receiver's clock through both sides'
+    /// [`crate::NtpClock`]s (abs-capture-time); `None` when the extension was absent or the
+    /// time maps before the receiver's start.
+    pub capture_time: Option<Instant>,
+    /// When the first packet of the frame arrived.
+    pub first_arrival: Instant,
+    /// When the frame became complete (and was emitted).
+    pub completed: Instant,
+    /// How many of its packets arrived only through retransmission.
+    pub retransmitted_packets: u32,
+}

@@ -1,0 +1,408 @@
+//! The pacer: a sans-IO leaky bucket in front of the socket, with a bounded media queue.
+//!
+//! - Releases packets at the rate the controller asks for ([`cg_cc::Controller::pacing_rate`];
+//!   GCC sets it to 1.5 × its target, draft-ietf-rmcat-gcc-02 §4), and, for window-based
+//!   controllers (SCReAM), only while [`cg_cc::Controller::send_allowance`] covers the packet.
+//! - Retransmissions go before media, media before padding.
+//! - Bounded: when the oldest media packet has waited longer than
+//!   [`PacerConfig::max_queue_delay`], every queued media frame is dropped whole (the frame
+//!   in progress included, since the decoder needs the next key frame anyway) and the caller
+//!   asks the encoder for a key frame. Retransmissions older than the same limit are dropped.
+//! - Padding while a probe ([`cg_cc::ControllerEvent::Probe`]) is active and the media queue
+//!   is empty, at the probe's rate.
+//!
+//! Leaky bucket: after a packet of size `s` the next may leave `s / rate` later. A late
+//! wake-up may catch up by at most [`PacerConfig::max_lag`], so idle time never turns into a
+//! burst.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use cg_cc::MediaQueue;
+use cg_types::{Bitrate, DataSize};
+
+/// Pacer settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacerConfig {
+    /// Media older than this in the queue is dropped (whole frames) and a key frame requested.
+    /// Default 250 ms: above SCReAM's own 100 ms discard threshold (RFC 8298 §4.1.2.2 /
+    /// the v2 draft), so SCReAM's `DiscardQueue` acts first, and far below what makes an
+    /// interactive session useless.
+    pub max_queue_delay: Duration,
+    /// How far behind schedule a late wake-up may catch up. Default 1 ms (keeps the
+    /// pacing error at a driver's timer resolution).
+    pub max_lag: Duration,
+    /// Floor for the pacing rate, so a controller answering 0 cannot stall the queue.
+    /// Default 50 kbit/s (SCReAM v2's minimum pacing rate).
+    pub min_rate: Bitrate,
+    /// Largest number of packets queued (media + retransmissions); beyond it new media frames
+    /// are refused. Default 10 000.
+    pub max_packets: usize,
+}
+
+impl Default for PacerConfig {
+    fn default() -> Self {
+        Self {
+            max_queue_delay: Duration::from_millis(250),
+            max_lag: Duration::from_millis(1),
+            min_rate: Bitrate::kbps(50),
+            max_packets: 10_000,
+        }
+    }
+}
+
+/// Which queue a packet waits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketClass {
+    /// A retransmission (sent first).
+    Retransmission,
+    /// Media.
+    Media,
+}
+
+/// A packet waiting in the pacer.
+#[derive(Debug, Clone)]
+pub struct Queued<T> {
+    /// Whatever the caller needs to build the packet when it leaves.
+    pub item: T,
+    /// Its size on the wire.
+    pub size: DataSize,
+    /// The frame it belongs to (for whole-frame drops).
+    pub frame: u64,
+    /// When it was queued.
+    pub enqueued: Instant,
+}
+
+/// What the pacer releases.
+#[derive(Debug, Clone)]
+pub enum Release<T> {
+    /// A queued packet.
+    Packet(PacketClass, Queued<T>),
+    /// Send a padding packet of about this size.
+    Padding(DataSize),
+}
+
+/// Frames dropped by the queue bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Dropped {
+    /// Whole frames dropped.
+    pub frames: u64,
+    /// Packets dropped.
+    pub packets: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    rate: Bitrate,
+    until: Instant,
+    next: Instant,
+}
+
+/// The pacer.
+#[derive(Debug)]
+pub struct Pacer<T> {
+    config: PacerConfig,
+    media: VecDeque<Queued<T>>,
+    rtx: VecDeque<Queued<T>>,
+    media_bytes: DataSize,
+    rate: Bitrate,
+    next_send: Option<Instant>,
+    probe: Option<Probe>,
+    padding_size: DataSize,
+    window_blocked: bool,
+}
+
+impl<T> Pacer<T> {
+    /// An empty pacer releasing at `rate`; padding packets are `padding_size` on the wire.
+    pub fn new(config: PacerConfig, rate: Bitrate, padding_size: DataSize) -> Self {
+        Self {
+            config,
+            media: VecDeque::new(),
+            rtx: VecDeque::new(),
+            media_bytes: DataSize::ZERO,
+            rate,
+            next_send: None,
+            probe: None,
+            padding_size,
+            window_blocked: false,
+        }
+    }
+
+    /// Sets the pacing rate.
+    pub fn set_rate(&mut self, rate: Bitrate) {
+        self.rate = rate;
+    }
+
+    /// Starts (or replaces) a padding probe.
+    pub fn start_probe(&mut self, rate: Bitrate, duration: Duration, now: Instant) {
+        if rate == Bitrate::ZERO || duration.is_zero() {
+            return;
+        }
+        self.probe = Some(Probe {
+            rate,
+            until: now + duration,
+            next: now,
+        });
+    }
+
+    /// Whether `n` more packets fit under [`PacerConfig::max_packets`].
+    pub fn has_room(&self, n: usize) -> bool {
+        self.media.len() + self.rtx.len() + n <= self.config.max_packets
+    }
+
+    /// Queues a packet.
+    pub fn enqueue(&mut self, class: PacketClass, q: Queued<T>) {
+        match class {
+            PacketClass::Media => {
+                self.media_bytes += q.size;
+                self.media.push_back(q);
+            }
+            PacketClass::Retransmission => self.rtx.push_back(q),
+        }
+    }
+
+    /// Enforces the queue-delay bound; returns what was dropped (frames > 0 means the caller
+    /// must request a key frame).
+    pub fn enforce_limit(&mut self, now: Instant) -> Dropped {
+        while self
+            .rtx
+            .front()
+            .is_some_and(|q| now.saturating_duration_since(q.enqueued) > self.config.max_queue_delay)
+        {
+            self.rtx.pop_front();
+        }
+        if self.media_delay(now) > self.config.max_queue_delay {
+            self.window_blocked = false;
+            self.discard_media()
+        } else {
+            Dropped::default()
+        }
+    }
+
+    /// Drops every queued media packet (SCReAM's `DiscardQueue`, or the queue bound).
+    pub fn discard_media(&mut self) -> Dropped {
+        self.window_blocked = false;
+        let mut frames = 0;
+        let mut last = None;
+        for q in &self.media {
+            if last != Some(q.frame) {
+                frames += 1;
+                last = Some(q.frame);
+            }
+        }
+        let packets = self.media.len() as u64;
+        self.media.clear();
+        self.media_bytes = DataSize::ZERO;
+        Dropped { frames, packets }
+    }
+
+    /// The next packet to send now, if the bucket and the window allow. `allowance` is the
+    /// window-based controller's send allowance (`None` for rate-based controllers).
+    pub fn poll(&mut self, now: Instant, allowance: Option<DataSize>) -> Option<Release<T>> {
+        if self.next_send.is_some_and(|t| t > now) {
+            return None;
+        }
+        let fits = |size: DataSize| allowance.is_none_or(|a| a >= size);
+        let picked = if self.rtx.front().is_some_and(|q| fits(q.size)) {
+            self.rtx.pop_front().map(|q| (PacketClass::Retransmission, q))
+        } else if self.rtx.is_empty() && self.media.front().is_some_and(|q| fits(q.size)) {
+            self.media.pop_front().map(|q| {
+                self.media_bytes -= q.size;
+                (PacketClass::Media, q)
+            })
+        } else {
+            None
+        };
+        if let Some((class, q)) = picked {
+            self.window_blocked = false;
+            self.charge(q.size, now);
+            return Some(Release::Packet(class, q));
+        }
+        self.window_blocked = !self.media.is_empty() || !self.rtx.is_empty();
+        if self.media.is_empty() && self.rtx.is_empty() && fits(self.padding_size) {
+            let probe = self.probe.as_mut()?;
+            if now >= probe.until {
+                self.probe = None;
+                return None;
+            }
+            if probe.next > now {
+                return None;
+            }
+            let gap = probe.rate.time_to_send(self.padding_size).unwrap_or(Duration::MAX);
+            let base = probe.next.max(now.checked_sub(self.config.max_lag).unwrap_or(now));
+            probe.next = base.checked_add(gap).unwrap_or(probe.until);
+            return Some(Release::Padding(self.padding_size));
+        }
+        None
+    }
+
+    fn charge(&mut self, size: DataSize, now: Instant) {
+        let rate = self.rate.max(self.config.min_rate);
+        let gap = rate.time_to_send(size).unwrap_or(Duration::ZERO);
+        let base = match self.next_send {
+            Some(t) => t.max(now.checked_sub(self.config.max_lag).unwrap_or(now)),
+            None => now,
+        };
+        self.next_send = Some(base + gap);
+    }
+
+    /// When [`poll`](Self::poll) may next release something. While the window blocks the
+    /// head packet there is no timer: only feedback opens the window, and the caller polls
+    /// again after feedback.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.window_blocked {
+            return None;
+        }
+        if !self.media.is_empty() || !self.rtx.is_empty() {
+            // `None` before the first send: due at once, and the caller polls after enqueue.
+            return self.next_send;
+        }
+        self.probe.map(|p| p.next.min(p.until))
+    }
+
+    /// When the queue-delay bound will next need enforcing.
+    pub fn limit_deadline(&self) -> Option<Instant> {
+        let oldest = match (self.media.front(), self.rtx.front()) {
+            (Some(a), Some(b)) => a.enqueued.min(b.enqueued),
+            (Some(a), None) | (None, Some(a)) => a.enqueued,
+            (None, None) => return None,
+        };
+        oldest.checked_add(self.config.max_queue_delay + Duration::from_micros(1))
+    }
+
+    /// How long the oldest queued media packet has waited.
+    pub fn media_delay(&self, now: Instant) -> Duration {
+        self.media
+            .front()
+            .map(|q| now.saturating_duration_since(q.enqueued))
+            .unwrap_or(Duration::ZERO)
+    }
+
+    /// The media queue's state, for [`cg_cc::Controller::on_media_queue`].
+    pub fn media_queue(&self, now: Instant) -> MediaQueue {
+        MediaQueue {
+            size: self.media_bytes,
+            delay: self.media_delay(now),
+        }
+    }
+
+    /// Packets waiting (media + retransmissions).
+    pub fn len(&self) -> usize {
+        self.media.len() + self.rtx.len()
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether a padding probe is running.
+    pub fn probing(&self) -> bool {
+        self.probe.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(frame: u64, at: Instant) -> Queued<u32> {
+        Queued {
+            item: frame as u32,
+            size: DataSize::bytes(1250),
+            frame,
+            enqueued: at,
+        }
+    }
+
+    fn drain_times(p: &mut Pacer<u32>, mut now: Instant, until: Instant) -> Vec<Instant> {
+        let mut out = vec![];
+        while now < until {
+            while let Some(Release::Packet(..)) = p.poll(now, None) {
+                out.push(now);
+            }
+            match p.poll_timeout() {
+                Some(t) if t > now => now = t,
+                Some(_) => now += Duration::from_micros(1),
+                None => break,
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn releases_at_the_pacing_rate() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(PacerConfig::default(), Bitrate::mbps(1), DataSize::bytes(255));
+        for i in 0..10 {
+            p.enqueue(PacketClass::Media, q(i, t0));
+        }
+        let times = drain_times(&mut p, t0, t0 + Duration::from_secs(1));
+        assert_eq!(times.len(), 10);
+        // 1250 B at 1 Mbit/s = 10 ms apart
+        for w in times.windows(2) {
+            assert_eq!(w[1] - w[0], Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn retransmissions_go_first() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(PacerConfig::default(), Bitrate::mbps(100), DataSize::bytes(255));
+        p.enqueue(PacketClass::Media, q(1, t0));
+        p.enqueue(PacketClass::Retransmission, q(0, t0));
+        match p.poll(t0, None) {
+            Some(Release::Packet(PacketClass::Retransmission, _)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn window_blocks_until_allowance_covers_the_packet() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(PacerConfig::default(), Bitrate::mbps(100), DataSize::bytes(255));
+        p.enqueue(PacketClass::Media, q(1, t0));
+        assert!(p.poll(t0, Some(DataSize::bytes(1000))).is_none());
+        assert!(p.poll(t0, Some(DataSize::bytes(1250))).is_some());
+    }
+
+    #[test]
+    fn queue_bound_drops_whole_frames_and_reports_them() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(PacerConfig::default(), Bitrate::kbps(100), DataSize::bytes(255));
+        for f in 0..3 {
+            for _ in 0..4 {
+                p.enqueue(PacketClass::Media, q(f, t0));
+            }
+        }
+        assert_eq!(p.enforce_limit(t0 + Duration::from_millis(100)), Dropped::default());
+        let d = p.enforce_limit(t0 + Duration::from_millis(300));
+        assert_eq!(d, Dropped { frames: 3, packets: 12 });
+        assert!(p.is_empty());
+        assert_eq!(p.media_queue(t0).size, DataSize::ZERO);
+    }
+
+    #[test]
+    fn padding_only_while_probing_and_queue_empty() {
+        let t0 = Instant::now();
+        let mut p: Pacer<u32> =
+            Pacer::new(PacerConfig::default(), Bitrate::mbps(1), DataSize::bytes(250));
+        assert!(p.poll(t0, None).is_none());
+        p.start_probe(Bitrate::mbps(2), Duration::from_millis(100), t0);
+        let mut now = t0;
+        let mut pads = 0;
+        while let Some(t) = p.poll_timeout() {
+            now = now.max(t);
+            if let Some(Release::Padding(_)) = p.poll(now, None) {
+                pads += 1;
+            } else if !p.probing() {
+                break;
+            }
+            if now > t0 + Duration::from_secs(1) {
+                break;
+            }
+        }
+        // 2 Mbit/s × 100 ms = 25 kB = 100 packets of 250 B
+        assert!((99..=101).contains(&pads), "{pads}");
+    }
+}

@@ -1,0 +1,287 @@
+//! Writing and parsing RTP packets (RFC 3550 §5.1) with our RFC 8285 one-byte header
+//! extensions, on top of `rtc-rtp`'s `Header`.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use rtc_rtp::header::{EXTENSION_PROFILE_ONE_BYTE, Extension, Header};
+use rtc_shared::marshal::{Marshal, MarshalSize, Unmarshal};
+
+use crate::Error;
+
+/// RFC 8285 one-byte extension ids (1–14) of the header extensions we write and read;
+/// `None` switches one off. Both ends must agree (in SDP this is `a=extmap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtensionIds {
+    /// `http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time`: 24-bit 6.18 fixed-point
+    /// NTP seconds at send time, for receiver-side GCC. Default `Some(1)`.
+    pub abs_send_time: Option<u8>,
+    /// `http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01`: 16-bit
+    /// transport-wide sequence number. Default `Some(2)`.
+    pub transport_cc: Option<u8>,
+    /// `http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time`: 64-bit NTP capture
+    /// timestamp of the frame (the optional clock-offset field is not sent), on the first
+    /// packet of each frame. Default `Some(3)`.
+    pub abs_capture_time: Option<u8>,
+}
+
+impl Default for ExtensionIds {
+    fn default() -> Self {
+        Self {
+            abs_send_time: Some(1),
+            transport_cc: Some(2),
+            abs_capture_time: Some(3),
+        }
+    }
+}
+
+impl ExtensionIds {
+    /// Checks the ids are in 1..=14 and distinct.
+    pub fn validate(&self) -> Result<(), Error> {
+        let ids: Vec<u8> = [self.abs_send_time, self.transport_cc, self.abs_capture_time]
+            .into_iter()
+            .flatten()
+            .collect();
+        if ids.iter().any(|id| !(1..=14).contains(id)) {
+            return Err(Error::Config("one-byte extension ids must be in 1..=14"));
+        }
+        for (i, a) in ids.iter().enumerate() {
+            if ids[i + 1..].contains(a) {
+                return Err(Error::Config("extension ids must be distinct"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The most bytes the extension block can take (header 4 + elements, padded).
+    pub fn max_overhead(&self) -> usize {
+        let mut n: usize = 0;
+        if self.abs_send_time.is_some() {
+            n += 4;
+        }
+        if self.transport_cc.is_some() {
+            n += 3;
+        }
+        if self.abs_capture_time.is_some() {
+            n += 9;
+        }
+        if n == 0 { 0 } else { 4 + n.div_ceil(4) * 4 }
+    }
+}
+
+/// An RTP packet to write.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OutgoingRtp<'a> {
+    pub ssrc: u32,
+    pub payload_type: u8,
+    pub seq: u16,
+    pub timestamp: u32,
+    pub marker: bool,
+    pub payload: &'a [u8],
+    pub abs_send_time: Option<u32>,
+    pub transport_seq: Option<u16>,
+    pub capture_ntp: Option<u64>,
+    /// Bytes of RTP padding to append (P bit, RFC 3550 §5.1); 0 for none.
+    pub padding: u8,
+}
+
+/// Serializes a packet.
+pub(crate) fn write_rtp(p: &OutgoingRtp<'_>, ids: &ExtensionIds) -> Result<Bytes, Error> {
+    let mut h = Header {
+        version: 2,
+        padding: p.padding > 0,
+        marker: p.marker,
+        payload_type: p.payload_type & 0x7F,
+        sequence_number: p.seq,
+        timestamp: p.timestamp,
+        ssrc: p.ssrc,
+        ..Default::default()
+    };
+    let mut exts: Vec<Extension> = Vec::with_capacity(3);
+    if let (Some(id), Some(v)) = (ids.abs_send_time, p.abs_send_time) {
+        exts.push(Extension {
+            id,
+            payload: Bytes::copy_from_slice(&v.to_be_bytes()[1..]),
+        });
+    }
+    if let (Some(id), Some(v)) = (ids.transport_cc, p.transport_seq) {
+        exts.push(Extension {
+            id,
+            payload: Bytes::copy_from_slice(&v.to_be_bytes()),
+        });
+    }
+    if let (Some(id), Some(v)) = (ids.abs_capture_time, p.capture_ntp) {
+        exts.push(Extension {
+            id,
+            payload: Bytes::copy_from_slice(&v.to_be_bytes()),
+        });
+    }
+    for e in exts {
+        if !h.extension {
+            h.extension = true;
+            h.extension_profile = EXTENSION_PROFILE_ONE_BYTE;
+        }
+        h.set_extension(e.id, e.payload)
+            .map_err(|e| Error::Build(e.to_string()))?;
+    }
+    let header_len = h.marshal_size();
+    let total = header_len + p.payload.len() + p.padding as usize;
+    let mut buf = BytesMut::zeroed(header_len);
+    h.marshal_to(&mut buf[..])
+        .map_err(|e| Error::Build(e.to_string()))?;
+    buf.reserve(total - header_len);
+    buf.put_slice(p.payload);
+    if p.padding > 0 {
+        buf.put_bytes(0, p.padding as usize - 1);
+        buf.put_u8(p.padding);
+    }
+    Ok(buf.freeze())
+}
+
+/// A parsed RTP packet with our extensions decoded.
+#[derive(Debug, Clone)]
+pub(crate) struct ParsedRtp {
+    pub ssrc: u32,
+    pub payload_type: u8,
+    pub seq: u16,
+    pub timestamp: u32,
+    pub marker: bool,
+    /// The payload, padding removed.
+    pub payload: Bytes,
+    /// Whether the P bit was set (a padding-only packet has an empty payload).
+    pub padded: bool,
+    pub abs_send_time: Option<u32>,
+    pub transport_seq: Option<u16>,
+    pub capture_ntp: Option<u64>,
+}
+
+/// Parses an RTP packet; every length is checked by `rtc-rtp` (fuzzed) and here.
+pub(crate) fn parse_rtp(data: &[u8], ids: &ExtensionIds) -> Result<ParsedRtp, Error> {
+    if data.len() < 12 {
+        return Err(Error::MalformedRtp("shorter than the fixed header".into()));
+    }
+    if data[0] >> 6 != 2 {
+        return Err(Error::MalformedRtp("version is not 2".into()));
+    }
+    let mut rd = data;
+    let h = Header::unmarshal(&mut rd).map_err(|e| Error::MalformedRtp(e.to_string()))?;
+    let mut payload = rd;
+    if h.padding {
+        let Some(&n) = payload.last() else {
+            return Err(Error::MalformedRtp("padding bit without padding".into()));
+        };
+        let n = n as usize;
+        if n == 0 || n > payload.len() {
+            return Err(Error::MalformedRtp("padding length overruns the packet".into()));
+        }
+        payload = &payload[..payload.len() - n];
+    }
+    let ext = |id: Option<u8>, len: usize| -> Option<Bytes> {
+        let id = id?;
+        h.extensions
+            .iter()
+            .find(|e| e.id == id && e.payload.len() == len)
+            .map(|e| e.payload.clone())
+    };
+    let abs_send_time = ext(ids.abs_send_time, 3)
+        .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
+    let transport_seq = ext(ids.transport_cc, 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let capture_ntp = ids.abs_capture_time.and_then(|id| {
+        // abs-capture-time is 8 bytes, or 16 with the estimated clock offset.
+        h.extensions
+            .iter()
+            .find(|e| e.id == id && (e.payload.len() == 8 || e.payload.len() == 16))
+            .map(|e| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&e.payload[..8]);
+                u64::from_be_bytes(b)
+            })
+    });
+    Ok(ParsedRtp {
+        ssrc: h.ssrc,
+        payload_type: h.payload_type,
+        seq: h.sequence_number,
+        timestamp: h.timestamp,
+        marker: h.marker,
+        payload: Bytes::copy_from_slice(payload),
+        padded: h.padding,
+        abs_send_time,
+        transport_seq,
+        capture_ntp,
+    })
+}
+
+/// RFC 5761 §4: RTCP packet types 192–223 in the second byte tell RTCP from RTP (whose
+/// marker + payload type never take those values with dynamic payload types 96–127).
+pub(crate) fn is_rtcp(data: &[u8]) -> bool {
+    data.len() >= 2 && (192..=223).contains(&data[1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_with_all_extensions_round_trips() {
+        let ids = ExtensionIds::default();
+        let p = OutgoingRtp {
+            ssrc: 0xDEAD_BEEF,
+            payload_type: 96,
+            seq: 65535,
+            timestamp: 123_456,
+            marker: true,
+            payload: &[1, 2, 3, 4, 5],
+            abs_send_time: Some(0x12_3456),
+            transport_seq: Some(777),
+            capture_ntp: Some(0x0102_0304_0506_0708),
+            padding: 0,
+        };
+        let b = write_rtp(&p, &ids).unwrap();
+        assert!(b.len() <= 12 + ids.max_overhead() + 5);
+        let q = parse_rtp(&b, &ids).unwrap();
+        assert_eq!(q.ssrc, 0xDEAD_BEEF);
+        assert_eq!(q.seq, 65535);
+        assert!(q.marker);
+        assert_eq!(&q.payload[..], &[1, 2, 3, 4, 5]);
+        assert_eq!(q.abs_send_time, Some(0x12_3456));
+        assert_eq!(q.transport_seq, Some(777));
+        assert_eq!(q.capture_ntp, Some(0x0102_0304_0506_0708));
+        assert!(!is_rtcp(&b));
+    }
+
+    #[test]
+    fn padding_only_packet_parses_to_empty_payload() {
+        let ids = ExtensionIds::default();
+        let p = OutgoingRtp {
+            payload_type: 97,
+            padding: 255,
+            transport_seq: Some(1),
+            ..Default::default()
+        };
+        let b = write_rtp(&p, &ids).unwrap();
+        let q = parse_rtp(&b, &ids).unwrap();
+        assert!(q.padded && q.payload.is_empty());
+        assert_eq!(q.transport_seq, Some(1));
+    }
+
+    #[test]
+    fn malformed_packets_are_errors() {
+        let ids = ExtensionIds::default();
+        assert!(parse_rtp(&[0x80; 5], &ids).is_err());
+        assert!(parse_rtp(&[0x40; 12], &ids).is_err());
+        // padding count larger than the packet
+        let mut b = vec![0xA0, 96, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 9];
+        assert!(parse_rtp(&b, &ids).is_err());
+        // extension length overruns
+        b = vec![0x90, 96, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0xBE, 0xDE, 0, 9];
+        assert!(parse_rtp(&b, &ids).is_err());
+    }
+
+    #[test]
+    fn extension_ids_are_validated() {
+        assert!(ExtensionIds::default().validate().is_ok());
+        let mut ids = ExtensionIds::default();
+        ids.transport_cc = Some(1);
+        assert!(ids.validate().is_err());
+        ids.transport_cc = Some(15);
+        assert!(ids.validate().is_err());
+    }
+}

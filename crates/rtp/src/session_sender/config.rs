@@ -1,0 +1,156 @@
+//! The sender's configuration.
+
+use std::time::Duration;
+
+use cg_types::Ecn;
+
+use crate::pacer::PacerConfig;
+use crate::{Codec, Error, ExtensionIds, NumReportsConvention};
+
+/// RTP payload types (dynamic range 96–127, RFC 3551 §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadTypes {
+    /// VP8. Default 96.
+    pub vp8: u8,
+    /// H.264. Default 102.
+    pub h264: u8,
+    /// H.265. Default 104.
+    pub h265: u8,
+    /// RTX (RFC 4588) for every media payload type: the receiver learns the original payload
+    /// type from the stored packet's RTP stream, not from `apt`. Default 97.
+    pub rtx: u8,
+}
+
+impl Default for PayloadTypes {
+    fn default() -> Self {
+        Self {
+            vp8: 96,
+            h264: 102,
+            h265: 104,
+            rtx: 97,
+        }
+    }
+}
+
+impl PayloadTypes {
+    /// The payload type of a codec.
+    pub fn of(&self, codec: Codec) -> u8 {
+        match codec {
+            Codec::Vp8 => self.vp8,
+            Codec::H264 => self.h264,
+            Codec::H265 => self.h265,
+        }
+    }
+
+    /// The codec of a payload type.
+    pub fn codec(&self, pt: u8) -> Option<Codec> {
+        [Codec::Vp8, Codec::H264, Codec::H265]
+            .into_iter()
+            .find(|c| self.of(*c) == pt)
+    }
+
+    /// All distinct and within 96..=127.
+    pub fn validate(&self) -> Result<(), Error> {
+        let v = [self.vp8, self.h264, self.h265, self.rtx];
+        if v.iter().any(|pt| !(96..=127).contains(pt)) {
+            return Err(Error::Config("payload types must be dynamic (96..=127)"));
+        }
+        for (i, a) in v.iter().enumerate() {
+            if v[i + 1..].contains(a) {
+                return Err(Error::Config("payload types must be distinct"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sender settings. Every default is chosen for an interactive video session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderConfig {
+    /// Media SSRC. Default 0x6367_0001. RFC 3550 §8 wants it random: a driver with several
+    /// sessions should draw it from its own seeded `Rng`.
+    pub ssrc: u32,
+    /// RTX (retransmission and padding) SSRC, RFC 4588. Default 0x6367_0002.
+    pub rtx_ssrc: u32,
+    /// Payload types.
+    pub payload_types: PayloadTypes,
+    /// Header extension ids.
+    pub extensions: ExtensionIds,
+    /// Largest RTP packet (header, extensions, payload), i.e. the UDP payload. Default 1200
+    /// bytes, the common WebRTC choice that fits IPv6 + tunnels under a 1280-byte path MTU.
+    pub max_packet_size: usize,
+    /// ECN code point for RTP packets (RTCP is always Not-ECT). Default Not-ECT; ECT(1) for
+    /// L4S (RFC 9331), ECT(0) for classic ECN (RFC 6679).
+    pub ecn: Ecn,
+    /// Pacer settings.
+    pub pacer: PacerConfig,
+    /// Retransmission history: packets kept. Default 8192 (≈ 1 s at 100 Mbit/s).
+    pub history_packets: usize,
+    /// Retransmission history: oldest packet kept. Default 1 s (a retransmission later than
+    /// that misses any interactive playout deadline).
+    pub history_age: Duration,
+    /// Sender-report interval. Default 1 s (RFC 4585 §3.4 reduced-interval regime; keeps
+    /// RTT samples frequent for RR-based controllers).
+    pub sr_interval: Duration,
+    /// Circuit-breaker RTCP timeout, RFC 8083 §4.1: 3 × Td with Tmin = 5 s = 15 s (default).
+    pub rtcp_timeout: Duration,
+    /// CNAME for SDES (RFC 3550 §6.5.1). Default "cg-sender".
+    pub cname: String,
+    /// NTP time (RFC 5905 64-bit) at the session's start `Instant`; the driver reads it from
+    /// the system clock. Default 0: session-relative NTP.
+    pub ntp_at_start: u64,
+    /// How to read RFC 8888 `num_reports`. Default [`NumReportsConvention::Count`].
+    pub ccfb_convention: NumReportsConvention,
+    /// Seed for the initial RTP sequence number and timestamp offset (RFC 3550 §5.1 wants
+    /// them random). Default 1.
+    pub seed: u64,
+    /// Bytes of RTP padding in a padding packet (at most 255, the P-bit count field). Default 255.
+    pub padding_bytes: u8,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        Self {
+            ssrc: 0x6367_0001,
+            rtx_ssrc: 0x6367_0002,
+            payload_types: PayloadTypes::default(),
+            extensions: ExtensionIds::default(),
+            max_packet_size: 1200,
+            ecn: Ecn::NotEct,
+            pacer: PacerConfig::default(),
+            history_packets: 8192,
+            history_age: Duration::from_secs(1),
+            sr_interval: Duration::from_secs(1),
+            rtcp_timeout: Duration::from_secs(15),
+            cname: "cg-sender".into(),
+            ntp_at_start: 0,
+            ccfb_convention: NumReportsConvention::Count,
+            seed: 1,
+            padding_bytes: 255,
+        }
+    }
+}
+
+impl SenderConfig {
+    /// Checks the values that would make the session misbehave.
+    pub fn validate(&self) -> Result<(), Error> {
+        self.payload_types.validate()?;
+        self.extensions.validate()?;
+        if self.ssrc == self.rtx_ssrc {
+            return Err(Error::Config("media and RTX SSRC must differ"));
+        }
+        if self.max_packet_size < 12 + self.extensions.max_overhead() + 2 + 64 {
+            return Err(Error::Config("max_packet_size leaves under 64 payload bytes"));
+        }
+        if self.padding_bytes == 0 {
+            return Err(Error::Config("padding_bytes must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// Payload bytes per packet: room for the header, every extension and RTX's 2-byte
+    /// original sequence number, so a retransmission is never larger than the MTU.
+    pub fn max_payload(&self) -> usize {
+        self.max_packet_size - 12 - self.extensions.max_overhead() - 2
+    }
+}

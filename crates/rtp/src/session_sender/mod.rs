@@ -1,0 +1,812 @@
+//! The sending side of a media session: frames in, paced RTP and SR out, feedback to the
+//! congestion controller.
+
+mod breaker;
+mod config;
+mod sent_log;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use cg_cc::{
+    Controller, ControllerConfig, ControllerEvent, Feedback, LossReport, PacketKind, PacketResult,
+    SentPacket,
+};
+use cg_types::{Bitrate, DataSize, Ecn, RemoteTime, Rng};
+use rtc_rtcp::reception_report::ReceptionReport;
+use rtc_rtcp::sender_report::SenderReport;
+
+pub use breaker::BreakerState;
+pub use config::{PayloadTypes, SenderConfig};
+
+use crate::history::{History, Stored};
+use crate::pacer::{PacketClass, Pacer, Queued, Release};
+use crate::rtcp::{self, RtcpMessage, ccfb, twcc};
+use crate::rtp_packet::{OutgoingRtp, is_rtcp, write_rtp};
+use crate::time::{NtpClock, WrapUnwrapper, mid32_to_duration};
+use crate::{EncodedFrame, Error, Transmit, TransmitKind, codec};
+use breaker::Breaker;
+use sent_log::SentLog;
+
+/// Why the encoder is asked for a key frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyFrameReason {
+    /// The receiver sent a PLI (RFC 4585 §6.3.1).
+    Pli,
+    /// The receiver sent a FIR (RFC 5104 §4.3.1).
+    Fir,
+    /// The pacer dropped queued frames (queue delay over its bound, or queue full).
+    QueueOverflow,
+    /// The controller discarded the queue (SCReAM) or asked for one.
+    Controller,
+    /// Media resumes after the circuit breaker closed.
+    CircuitBreakerRecovered,
+}
+
+/// Something the sender tells its driver / encoder.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SenderEvent {
+    /// Encode the next frame as a key frame.
+    KeyFrameRequested(KeyFrameReason),
+    /// Queued media was dropped.
+    FramesDropped {
+        /// Whole frames.
+        frames: u64,
+        /// Packets.
+        packets: u64,
+        /// Why.
+        reason: KeyFrameReason,
+    },
+    /// The RTP circuit breaker changed state.
+    CircuitBreaker(BreakerState),
+}
+
+/// Counters and estimates for logs and plots.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SenderStats {
+    /// Frames accepted by `push_frame`.
+    pub frames_pushed: u64,
+    /// Frames refused or dropped (queue bound, discard, circuit breaker).
+    pub frames_dropped: u64,
+    /// Media packets sent (first transmissions).
+    pub media_packets: u64,
+    /// Retransmissions sent.
+    pub retransmissions: u64,
+    /// Padding packets sent.
+    pub padding_packets: u64,
+    /// RTP bytes sent (all kinds; RTP header + extensions + payload).
+    pub rtp_bytes: u64,
+    /// RTCP packets sent.
+    pub rtcp_sent: u64,
+    /// RTCP datagrams received and parsed.
+    pub rtcp_received: u64,
+    /// Datagrams dropped as malformed or unexpected.
+    pub malformed: u64,
+    /// Feedback items ignored (unknown SSRC or sequence number).
+    pub feedback_ignored: u64,
+    /// NACKed sequence numbers received.
+    pub nacked: u64,
+    /// Key-frame requests raised.
+    pub key_frame_requests: u64,
+    /// Times the circuit breaker tripped.
+    pub breaker_trips: u64,
+    /// Last RTT from RR LSR/DLSR (RFC 3550 §6.4.1).
+    pub rtt: Option<Duration>,
+    /// Last fraction lost from an RR.
+    pub fraction_lost: Option<f64>,
+    /// Last REMB value.
+    pub remb: Option<Bitrate>,
+}
+
+#[derive(Debug, Clone)]
+enum Pending {
+    Media(Stored),
+    Rtx(Stored),
+}
+
+/// The sender session (sans-IO). See the crate docs for the driving loop.
+#[derive(Debug)]
+pub struct SenderSession {
+    config: SenderConfig,
+    controller: Box<dyn Controller>,
+    ntp: NtpClock,
+    start: Instant,
+    seq: u64,
+    rtx_seq: u16,
+    ts_offset: u32,
+    next_tx: u64,
+    frame_id: u64,
+    picture_id: u16,
+    pacer: Pacer<Pending>,
+    history: History,
+    sent_log: SentLog,
+    breaker: Breaker,
+    rtcp_out: VecDeque<Bytes>,
+    events: VecDeque<SenderEvent>,
+    next_sr: Instant,
+    twcc_ref: WrapUnwrapper,
+    ccfb_ts: WrapUnwrapper,
+    sr_packets: u32,
+    sr_octets: u32,
+    last_rtp_ts: Option<(u32, Instant)>,
+    results: Vec<PacketResult>,
+    stats: SenderStats,
+}
+
+impl SenderSession {
+    /// A session starting at `now`, with a controller built from its config.
+    pub fn with_controller_config(
+        config: SenderConfig,
+        cc: &dyn ControllerConfig,
+        now: Instant,
+    ) -> Result<Self, Error> {
+        Self::new(config, cc.build(now), now)
+    }
+
+    /// A session starting at `now` driving `controller`.
+    pub fn new(
+        config: SenderConfig,
+        controller: Box<dyn Controller>,
+        now: Instant,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        let mut rng = Rng::new(config.seed);
+        let seq = (1 << 16) + (rng.next_u64() & 0x7FFF);
+        let rtx_seq = (rng.next_u64() & 0x7FFF) as u16;
+        let ts_offset = rng.next_u64() as u32;
+        let pacer = Pacer::new(
+            config.pacer.clone(),
+            controller.pacing_rate(),
+            DataSize::bytes(12 + config.extensions.max_overhead() as u64 + config.padding_bytes as u64),
+        );
+        Ok(Self {
+            ntp: NtpClock::new(now, config.ntp_at_start),
+            start: now,
+            seq,
+            rtx_seq,
+            ts_offset,
+            next_tx: 0,
+            frame_id: 0,
+            picture_id: (rng.next_u64() & 0x7FFF) as u16,
+            pacer,
+            history: History::new(config.history_packets, config.history_age),
+            sent_log: SentLog::new(config.history_packets.max(4096) * 2),
+            breaker: Breaker::new(config.rtcp_timeout),
+            rtcp_out: VecDeque::new(),
+            events: VecDeque::new(),
+            next_sr: now + config.sr_interval,
+            twcc_ref: WrapUnwrapper::default(),
+            ccfb_ts: WrapUnwrapper::default(),
+            sr_packets: 0,
+            sr_octets: 0,
+            last_rtp_ts: None,
+            results: Vec::new(),
+            stats: SenderStats::default(),
+            controller,
+            config,
+        })
+    }
+
+    /// Queues an encoded frame for packetization and pacing.
+    ///
+    /// While the circuit breaker is open the frame is dropped (counted) and `Ok` is returned:
+    /// that is policy, not an error of the caller.
+    pub fn push_frame(&mut self, frame: EncodedFrame, now: Instant) -> Result<(), Error> {
+        if self.breaker.tripped() {
+            self.stats.frames_dropped += 1;
+            return Ok(());
+        }
+        let pt = self.config.payload_types.of(frame.codec);
+        let payloads = codec::packetize(
+            frame.codec,
+            &frame.data,
+            self.config.max_payload(),
+            self.picture_id,
+        )?;
+        self.picture_id = self.picture_id.wrapping_add(1) & 0x7FFF;
+        if !self.pacer.has_room(payloads.len()) {
+            self.stats.frames_dropped += 1;
+            let dropped = self.pacer.discard_media();
+            self.frames_dropped(dropped.frames, dropped.packets, KeyFrameReason::QueueOverflow);
+            self.request_key_frame(KeyFrameReason::QueueOverflow);
+            return Ok(());
+        }
+        let ts = self.rtp_timestamp(frame.capture_time);
+        let capture_ntp = Some(self.ntp.ntp(frame.capture_time));
+        let n = payloads.len();
+        self.frame_id += 1;
+        for (i, payload) in payloads.into_iter().enumerate() {
+            let size = DataSize::bytes((12 + payload.len()) as u64);
+            let stored = Stored {
+                seq: self.seq,
+                timestamp: ts,
+                marker: i + 1 == n,
+                payload_type: pt,
+                capture_ntp: if i == 0 { capture_ntp } else { None },
+                payload,
+                sent: now,
+                last_retransmit: None,
+            };
+            self.seq += 1;
+            self.pacer.enqueue(
+                PacketClass::Media,
+                Queued {
+                    item: Pending::Media(stored),
+                    size,
+                    frame: self.frame_id,
+                    enqueued: now,
+                },
+            );
+        }
+        self.stats.frames_pushed += 1;
+        self.controller.on_media_queue(self.pacer.media_queue(now), now);
+        self.drain_controller(now);
+        Ok(())
+    }
+
+    /// A datagram from the receiver (RTCP).
+    pub fn handle_input(&mut self, data: &[u8], ecn: Ecn, now: Instant) -> Result<(), Error> {
+        let _ = ecn;
+        if !is_rtcp(data) {
+            self.stats.malformed += 1;
+            return Err(Error::NotRtp("sender expects RTCP only"));
+        }
+        let msgs = match rtcp::parse(data, self.config.ccfb_convention) {
+            Ok(m) => m,
+            Err(e) => {
+                self.stats.malformed += 1;
+                return Err(e);
+            }
+        };
+        self.stats.rtcp_received += 1;
+        for m in msgs {
+            self.handle_rtcp(m, now);
+        }
+        self.drain_controller(now);
+        Ok(())
+    }
+
+    /// Timers: controller, sender reports, circuit breaker, queue bound, history expiry.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.controller.handle_timeout(now);
+        self.drain_controller(now);
+        if now >= self.next_sr {
+            self.queue_sr(now);
+            self.next_sr = now + self.config.sr_interval;
+        }
+        if let Some(state) = self.breaker.check(now) {
+            self.stats.breaker_trips += 1;
+            let dropped = self.pacer.discard_media();
+            if dropped.frames > 0 {
+                self.stats.frames_dropped += dropped.frames;
+            }
+            self.events.push_back(SenderEvent::CircuitBreaker(state));
+        }
+        self.enforce_queue_bound(now);
+        self.history.expire(now);
+    }
+
+    /// The next datagram to send.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(bytes) = self.rtcp_out.pop_front() {
+            self.stats.rtcp_sent += 1;
+            return Some(Transmit {
+                bytes,
+                ecn: Ecn::NotEct,
+                kind: TransmitKind::Rtcp,
+            });
+        }
+        if self.breaker.tripped() {
+            return None;
+        }
+        self.enforce_queue_bound(now);
+        self.pacer.set_rate(self.controller.pacing_rate());
+        let allowance = self.controller.send_allowance();
+        let release = self.pacer.poll(now, allowance)?;
+        let t = match release {
+            Release::Packet(PacketClass::Media, q) => match q.item {
+                Pending::Media(s) | Pending::Rtx(s) => self.send_media(s, now),
+            },
+            Release::Packet(PacketClass::Retransmission, q) => match q.item {
+                Pending::Media(s) | Pending::Rtx(s) => self.send_rtx(Some(s), now),
+            },
+            Release::Padding(_) => self.send_rtx(None, now),
+        };
+        match t {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::error!("dropping a packet that failed to serialize: {e}");
+                None
+            }
+        }
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) or
+    /// [`poll_transmit`](Self::poll_transmit) is next due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let pacer = if self.breaker.tripped() {
+            None
+        } else {
+            self.pacer.poll_timeout()
+        };
+        [
+            pacer,
+            self.pacer.limit_deadline(),
+            Some(self.next_sr),
+            self.breaker.deadline(),
+            self.controller.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<SenderEvent> {
+        self.events.pop_front()
+    }
+
+    /// The bit rate the encoder should produce now (the controller's target; zero while the
+    /// circuit breaker is open).
+    pub fn target_bitrate(&self) -> Bitrate {
+        if self.breaker.tripped() {
+            Bitrate::ZERO
+        } else {
+            self.controller.target_bitrate()
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+
+    /// The controller (for its stats).
+    pub fn controller(&self) -> &dyn Controller {
+        self.controller.as_ref()
+    }
+
+    /// The media queue in front of the pacer.
+    pub fn media_queue(&self, now: Instant) -> cg_cc::MediaQueue {
+        self.pacer.media_queue(now)
+    }
+
+    /// Whether the circuit breaker is open.
+    pub fn circuit_breaker_tripped(&self) -> bool {
+        self.breaker.tripped()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SenderConfig {
+        &self.config
+    }
+
+    /// A BYE to send when the session ends (RFC 3550 §6.6).
+    pub fn close(&mut self) {
+        match rtcp::build_bye(self.config.ssrc) {
+            Ok(b) => self.rtcp_out.push_back(b),
+            Err(e) => tracing::error!("cannot build BYE: {e}"),
+        }
+    }
+
+    fn rtp_timestamp(&self, capture: Instant) -> u32 {
+        // 90 kHz video clock (RFC 6184 §8.2.1, RFC 7741 §6.1, RFC 7798 §7.1).
+        let d = capture.saturating_duration_since(self.start);
+        let ticks = (d.as_nanos() * 90_000 / 1_000_000_000) as u64;
+        self.ts_offset.wrapping_add(ticks as u32)
+    }
+
+    fn enforce_queue_bound(&mut self, now: Instant) {
+        let d = self.pacer.enforce_limit(now);
+        if d.frames > 0 {
+            self.frames_dropped(d.frames, d.packets, KeyFrameReason::QueueOverflow);
+            self.request_key_frame(KeyFrameReason::QueueOverflow);
+        }
+    }
+
+    fn frames_dropped(&mut self, frames: u64, packets: u64, reason: KeyFrameReason) {
+        if frames == 0 {
+            return;
+        }
+        self.stats.frames_dropped += frames;
+        self.events.push_back(SenderEvent::FramesDropped {
+            frames,
+            packets,
+            reason,
+        });
+    }
+
+    fn request_key_frame(&mut self, reason: KeyFrameReason) {
+        self.stats.key_frame_requests += 1;
+        self.events.push_back(SenderEvent::KeyFrameRequested(reason));
+    }
+
+    fn drain_controller(&mut self, now: Instant) {
+        while let Some(ev) = self.controller.poll_event() {
+            match ev {
+                ControllerEvent::DiscardQueue => {
+                    let d = self.pacer.discard_media();
+                    self.frames_dropped(d.frames, d.packets, KeyFrameReason::Controller);
+                    self.request_key_frame(KeyFrameReason::Controller);
+                    self.controller.on_media_queue(self.pacer.media_queue(now), now);
+                }
+                ControllerEvent::RequestKeyFrame => {
+                    self.request_key_frame(KeyFrameReason::Controller)
+                }
+                ControllerEvent::Probe { rate, duration } => {
+                    self.pacer.start_probe(rate, duration, now)
+                }
+                other => tracing::debug!(?other, "controller event not handled"),
+            }
+        }
+    }
+
+    fn next_transport_seq(&mut self) -> u64 {
+        let tx = self.next_tx;
+        self.next_tx += 1;
+        tx
+    }
+
+    fn finish_send(
+        &mut self,
+        bytes: Bytes,
+        tx: u64,
+        ssrc: u32,
+        rtp_seq: u16,
+        kind: PacketKind,
+        now: Instant,
+    ) -> Transmit {
+        let size = DataSize::bytes(bytes.len() as u64);
+        self.sent_log.record(tx, ssrc, rtp_seq);
+        self.controller.on_packet_sent(&SentPacket {
+            seq: tx,
+            size,
+            send_time: now,
+            ecn: self.config.ecn,
+            kind,
+        });
+        self.breaker.on_media_sent(now);
+        self.stats.rtp_bytes += bytes.len() as u64;
+        Transmit {
+            bytes,
+            ecn: self.config.ecn,
+            kind: match kind {
+                PacketKind::Media => TransmitKind::Media,
+                PacketKind::Retransmission => TransmitKind::Retransmission,
+                PacketKind::Padding => TransmitKind::Padding,
+            },
+        }
+    }
+
+    fn send_media(&mut self, mut s: Stored, now: Instant) -> Result<Transmit, Error> {
+        let tx = self.next_transport_seq();
+        let bytes = write_rtp(
+            &OutgoingRtp {
+                ssrc: self.config.ssrc,
+                payload_type: s.payload_type,
+                seq: s.seq as u16,
+                timestamp: s.timestamp,
+                marker: s.marker,
+                payload: &s.payload,
+                abs_send_time: Some(self.ntp.abs_send_time(now)),
+                transport_seq: Some(tx as u16),
+                capture_ntp: s.capture_ntp,
+                padding: 0,
+            },
+            &self.config.extensions,
+        )?;
+        self.stats.media_packets += 1;
+        self.sr_packets = self.sr_packets.wrapping_add(1);
+        self.sr_octets = self.sr_octets.wrapping_add(s.payload.len() as u32);
+        self.last_rtp_ts = Some((s.timestamp, now));
+        let rtp_seq = s.seq as u16;
+        s.sent = now;
+        self.history.insert(s);
+        let t = self.finish_send(bytes, tx, self.config.ssrc, rtp_seq, PacketKind::Media, now);
+        self.controller.on_media_queue(self.pacer.media_queue(now), now);
+        Ok(t)
+    }
+
+    /// An RTX packet (RFC 4588 §4): retransmission of `s`, or padding when `None`.
+    fn send_rtx(&mut self, s: Option<Stored>, now: Instant) -> Result<Transmit, Error> {
+        let tx = self.next_transport_seq();
+        let seq = self.rtx_seq;
+        self.rtx_seq = self.rtx_seq.wrapping_add(1);
+        let mut payload = Vec::new();
+        let (timestamp, marker, capture_ntp, padding, kind) = match &s {
+            Some(s) => {
+                payload.reserve(2 + s.payload.len());
+                payload.extend_from_slice(&(s.seq as u16).to_be_bytes());
+                payload.extend_from_slice(&s.payload);
+                (s.timestamp, s.marker, s.capture_ntp, 0, PacketKind::Retransmission)
+            }
+            None => (
+                self.last_rtp_ts.map(|(t, _)| t).unwrap_or(self.ts_offset),
+                false,
+                None,
+                self.config.padding_bytes,
+                PacketKind::Padding,
+            ),
+        };
+        let bytes = write_rtp(
+            &OutgoingRtp {
+                ssrc: self.config.rtx_ssrc,
+                payload_type: self.config.payload_types.rtx,
+                seq,
+                timestamp,
+                marker,
+                payload: &payload,
+                abs_send_time: Some(self.ntp.abs_send_time(now)),
+                transport_seq: Some(tx as u16),
+                capture_ntp,
+                padding,
+            },
+            &self.config.extensions,
+        )?;
+        match kind {
+            PacketKind::Retransmission => self.stats.retransmissions += 1,
+            _ => self.stats.padding_packets += 1,
+        }
+        Ok(self.finish_send(bytes, tx, self.config.rtx_ssrc, seq, kind, now))
+    }
+
+    /// SR + SDES (RFC 3550 §6.4.1). The RTP timestamp is extrapolated from the last sent
+    /// packet to `now` at 90 kHz so lip-sync and RTT work.
+    fn queue_sr(&mut self, now: Instant) {
+        let rtp_time = match self.last_rtp_ts {
+            Some((ts, at)) => {
+                let d = now.saturating_duration_since(at);
+                ts.wrapping_add((d.as_nanos() * 90_000 / 1_000_000_000) as u32)
+            }
+            None => self.rtp_timestamp(now),
+        };
+        let sr = SenderReport {
+            ssrc: self.config.ssrc,
+            ntp_time: self.ntp.ntp(now),
+            rtp_time,
+            packet_count: self.sr_packets,
+            octet_count: self.sr_octets,
+            ..Default::default()
+        };
+        match rtcp::build_sr(sr, &self.config.cname) {
+            Ok(b) => self.rtcp_out.push_back(b),
+            Err(e) => tracing::error!("cannot build SR: {e}"),
+        }
+    }
+
+    fn ours(&self, ssrc: u32) -> bool {
+        ssrc == self.config.ssrc || ssrc == self.config.rtx_ssrc
+    }
+
+    fn feedback_seen(&mut self, now: Instant) {
+        if let Some(state) = self.breaker.on_feedback(now) {
+            self.events.push_back(SenderEvent::CircuitBreaker(state));
+            self.request_key_frame(KeyFrameReason::CircuitBreakerRecovered);
+        }
+    }
+
+    fn handle_rtcp(&mut self, m: RtcpMessage, now: Instant) {
+        match m {
+            RtcpMessage::ReceiverReport(rr) => self.handle_reports(&rr.reports, now),
+            RtcpMessage::SenderReport(sr) => self.handle_reports(&sr.reports, now),
+            RtcpMessage::Remb { ssrcs, bitrate } => {
+                if !ssrcs.iter().any(|s| self.ours(*s)) {
+                    self.stats.feedback_ignored += 1;
+                    return;
+                }
+                self.feedback_seen(now);
+                self.stats.remb = Some(bitrate);
+                self.controller.on_feedback(
+                    &Feedback {
+                        remb: Some(bitrate),
+                        ..Default::default()
+                    },
+                    now,
+                );
+            }
+            RtcpMessage::TransportCc(t) => self.handle_twcc(&t, now),
+            RtcpMessage::Ccfb(r) => self.handle_ccfb(&r, now),
+            RtcpMessage::Nack { media_ssrc, seqs } => {
+                if media_ssrc != self.config.ssrc {
+                    self.stats.feedback_ignored += 1;
+                    return;
+                }
+                self.feedback_seen(now);
+                self.handle_nack(&seqs, now);
+            }
+            RtcpMessage::Pli { media_ssrc } => {
+                if media_ssrc != self.config.ssrc {
+                    self.stats.feedback_ignored += 1;
+                    return;
+                }
+                self.feedback_seen(now);
+                self.request_key_frame(KeyFrameReason::Pli);
+            }
+            RtcpMessage::Fir { ssrcs } => {
+                if !ssrcs.contains(&self.config.ssrc) {
+                    self.stats.feedback_ignored += 1;
+                    return;
+                }
+                self.feedback_seen(now);
+                self.request_key_frame(KeyFrameReason::Fir);
+            }
+            RtcpMessage::Other => {}
+        }
+    }
+
+    /// RR/SR report blocks: loss figures and RTT = now − LSR − DLSR (RFC 3550 §6.4.1).
+    fn handle_reports(&mut self, reports: &[ReceptionReport], now: Instant) {
+        for rb in reports {
+            if rb.ssrc != self.config.ssrc {
+                if rb.ssrc != self.config.rtx_ssrc {
+                    self.stats.feedback_ignored += 1;
+                } else {
+                    self.feedback_seen(now);
+                }
+                continue;
+            }
+            self.feedback_seen(now);
+            let rtt = (rb.last_sender_report != 0)
+                .then(|| {
+                    let a = self.ntp.ntp_mid32(now);
+                    let v = a.wrapping_sub(rb.last_sender_report).wrapping_sub(rb.delay);
+                    // A negative result wraps to a huge value: a bogus block, no sample.
+                    (v < 0x0010_0000).then(|| mid32_to_duration(v))
+                })
+                .flatten();
+            // total_lost is a 24-bit two's-complement field (RFC 3550 §6.4.1).
+            let cumulative = ((rb.total_lost << 8) as i32 >> 8) as i64;
+            let loss = LossReport {
+                fraction_lost: rb.fraction_lost as f64 / 256.0,
+                cumulative_lost: cumulative,
+                extended_highest_seq: rb.last_sequence_number,
+            };
+            self.stats.fraction_lost = Some(loss.fraction_lost);
+            if rtt.is_some() {
+                self.stats.rtt = rtt;
+            }
+            self.controller.on_feedback(
+                &Feedback {
+                    loss: Some(loss),
+                    rtt,
+                    ..Default::default()
+                },
+                now,
+            );
+        }
+    }
+
+    fn handle_twcc(
+        &mut self,
+        t: &rtc_rtcp::transport_feedbacks::transport_layer_cc::TransportLayerCc,
+        now: Instant,
+    ) {
+        let Some(highest) = self.sent_log.highest() else {
+            self.stats.feedback_ignored += 1;
+            return;
+        };
+        self.feedback_seen(now);
+        let reference_us = self.twcc_ref.unwrap(t.reference_time as u64, 24) * twcc::REFERENCE_UNIT_US;
+        let mut results = std::mem::take(&mut self.results);
+        results.clear();
+        for (seq16, arrival) in twcc::decode(t, reference_us) {
+            // Unwrap near the highest sent transport sequence number.
+            let diff = seq16.wrapping_sub(highest as u16) as i16 as i64;
+            let Some(tx) = u64::try_from(highest as i64 + diff).ok() else {
+                self.stats.feedback_ignored += 1;
+                continue;
+            };
+            if tx > highest || !self.sent_log.contains(tx) {
+                self.stats.feedback_ignored += 1;
+                continue;
+            }
+            if self.sent_log.mark(tx, arrival.is_some()) {
+                results.push(PacketResult {
+                    seq: tx,
+                    arrival: arrival.map(RemoteTime::from_micros),
+                    ecn: Ecn::NotEct,
+                });
+            }
+        }
+        if !results.is_empty() {
+            self.controller.on_feedback(
+                &Feedback {
+                    packets: &results,
+                    ..Default::default()
+                },
+                now,
+            );
+        }
+        self.results = results;
+    }
+
+    fn handle_ccfb(&mut self, r: &ccfb::Report, now: Instant) {
+        // Report timestamp: 16.16 s; arrival = timestamp − ATO / 1024 s (RFC 8888 §3.1).
+        let ts_units = self.ccfb_ts.unwrap(r.report_timestamp as u64, 32);
+        let ts_us = ts_units * 1_000_000 / 65_536;
+        let mut results = std::mem::take(&mut self.results);
+        results.clear();
+        let mut any = false;
+        for b in &r.blocks {
+            if !self.ours(b.media_ssrc) {
+                self.stats.feedback_ignored += 1;
+                continue;
+            }
+            any = true;
+            for (i, m) in b.metrics.iter().enumerate() {
+                let seq = b.begin_seq.wrapping_add(i as u16);
+                let Some(tx) = self.sent_log.lookup_rtp(b.media_ssrc, seq) else {
+                    self.stats.feedback_ignored += 1;
+                    continue;
+                };
+                if m.received && m.ato >= ccfb::ATO_OVER_RANGE {
+                    // Arrived, but the time is unknown: nothing a controller can use.
+                    continue;
+                }
+                if self.sent_log.mark(tx, m.received) {
+                    results.push(PacketResult {
+                        seq: tx,
+                        arrival: m
+                            .received
+                            .then(|| RemoteTime::from_micros(ts_us - m.ato as i64 * 1_000_000 / 1024)),
+                        ecn: if m.received { m.ecn } else { Ecn::NotEct },
+                    });
+                }
+            }
+        }
+        if any {
+            self.feedback_seen(now);
+        }
+        if !results.is_empty() {
+            // Controllers expect send order; blocks of two SSRCs interleave.
+            results.sort_by_key(|p| p.seq);
+            self.controller.on_feedback(
+                &Feedback {
+                    packets: &results,
+                    ..Default::default()
+                },
+                now,
+            );
+        }
+        self.results = results;
+    }
+
+    fn handle_nack(&mut self, seqs: &[u16], now: Instant) {
+        self.stats.nacked += seqs.len() as u64;
+        let highest = self.seq.saturating_sub(1);
+        let min_interval = self
+            .stats
+            .rtt
+            .map(|r| r.mul_f64(0.8))
+            .unwrap_or(Duration::from_millis(20))
+            .max(Duration::from_millis(5));
+        for &s in seqs {
+            let diff = s.wrapping_sub(highest as u16) as i16 as i64;
+            let Ok(seq) = u64::try_from(highest as i64 + diff) else {
+                self.stats.feedback_ignored += 1;
+                continue;
+            };
+            if seq > highest {
+                self.stats.feedback_ignored += 1;
+                continue;
+            }
+            match self.history.take_for_retransmit(seq, now, min_interval) {
+                Some(stored) => {
+                    let size = DataSize::bytes((14 + stored.payload.len()) as u64);
+                    self.pacer.enqueue(
+                        PacketClass::Retransmission,
+                        Queued {
+                            item: Pending::Rtx(stored),
+                            size,
+                            frame: 0,
+                            enqueued: now,
+                        },
+                    );
+                }
+                None => self.stats.feedback_ignored += 1,
+            }
+        }
+    }
+}
