@@ -1,0 +1,489 @@
+//! The sender pipeline and its handle.
+//!
+//! ```text
+//! source ─▶ [convert/scale/rate] ─▶ capsfilter I420 W×H@F ─▶ queue (1 frame, leaky)
+//!   ─▶ ●probe: capture time, index, pending bit-rate change ─▶ encoder
+//!   ─▶ [h264parse/h265parse config-interval=-1] ─▶ capsfilter ─▶ appsink (sync=false)
+//!   ─▶ new-sample callback ─▶ bounded std::sync::mpsc channel ─▶ application
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use cg_types::{Bitrate, DataSize};
+use gstreamer as gst;
+use gstreamer::prelude::*;
+use gstreamer_app as gst_app;
+use gstreamer_video as gst_video;
+
+use crate::rate_window::RateWindow;
+use crate::source::BuiltSource;
+use crate::{Codec, EncodedFrame, EncoderConfig, EncoderKind, HostTime, MediaError, props};
+
+/// Raw frames remembered between the encoder's input and output (bounded: an encoder that
+/// swallows frames cannot make this grow).
+const MAX_PENDING: usize = 256;
+/// Latency samples kept for the windowed mean and maximum.
+const MAX_LATENCY_SAMPLES: usize = 1024;
+
+/// A snapshot of the sender's counters.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EncoderStats {
+    /// Codec produced.
+    pub codec: Codec,
+    /// The target the encoder is running with (after conversion and clamping to the
+    /// element's unit).
+    pub target_bitrate: Bitrate,
+    /// Bit rate produced over the last `stats_window` of stream time (PTS).
+    pub produced_bitrate: Bitrate,
+    /// Raw frames that entered the encoder.
+    pub frames_in: u64,
+    /// Encoded frames that left it.
+    pub frames_out: u64,
+    /// Of which key frames.
+    pub key_frames: u64,
+    /// Encoded bytes.
+    pub bytes_out: DataSize,
+    /// Encoded frames dropped because the application's channel was full (or gone).
+    pub dropped_backpressure: u64,
+    /// Key frames requested (by the application, or after a back-pressure drop).
+    pub key_frame_requests: u64,
+    /// Encode latency (encoder input to appsink output) of the last frame.
+    pub last_encode_latency: Duration,
+    /// Mean encode latency over the stats window.
+    pub mean_encode_latency: Duration,
+    /// Largest encode latency over the stats window.
+    pub max_encode_latency: Duration,
+    /// PTS of the last raw frame that entered the encoder.
+    pub last_input_pts: Option<Duration>,
+    /// PTS of the first raw frame encoded with the current target.
+    pub target_applied_at_pts: Option<Duration>,
+    /// Input index of the last raw frame before the last key-frame request.
+    pub key_frame_requested_after_index: Option<u64>,
+    /// The first error the pipeline posted, if any (the pipeline stops producing).
+    pub error: Option<String>,
+}
+
+/// A running sender pipeline.
+///
+/// All methods take `&self` and are cheap and non-blocking: the target bit rate is handed to
+/// the streaming thread and applied in front of the next raw frame, a key-frame request is a
+/// `force-key-unit` event. The handle is `Send + Sync`; share it in an `Arc` between a
+/// congestion-control task and a statistics task.
+pub struct Encoder {
+    pipeline: gst::Pipeline,
+    encoder: gst::Element,
+    kind: EncoderKind,
+    shared: Arc<Shared>,
+    source: Mutex<BuiltSource>,
+    bus_thread: Mutex<Option<JoinHandle<()>>>,
+    stopping: Arc<AtomicBool>,
+}
+
+struct Shared {
+    kind: EncoderKind,
+    /// Requested target in bit/s, picked up by the input probe.
+    wanted_bps: AtomicU64,
+    state: Mutex<State>,
+}
+
+struct State {
+    pending: VecDeque<(gst::ClockTime, HostTime, u64)>,
+    frames_in: u64,
+    last_input_pts: Option<Duration>,
+    applied: Bitrate,
+    target_applied_at_pts: Option<Duration>,
+    seq: u64,
+    frames_out: u64,
+    key_frames: u64,
+    bytes_out: u64,
+    dropped_backpressure: u64,
+    key_frame_requests: u64,
+    key_frame_requested_after_index: Option<u64>,
+    rate: RateWindow,
+    latencies: VecDeque<(Duration, Duration)>,
+    window: Duration,
+    last_latency: Duration,
+    error: Option<String>,
+}
+
+impl Encoder {
+    /// Builds and starts the pipeline for `config`. Returns the handle and the receiving end
+    /// of the bounded channel of encoded frames (capacity `config.frame_queue`).
+    ///
+    /// Errors: [`MediaError::UnknownEncoder`] (with the available names),
+    /// [`MediaError::EncoderNotAvailable`] (NVENC without GPU, missing plugin),
+    /// [`MediaError::InvalidConfig`], [`MediaError::File`], [`MediaError::Start`] (a source
+    /// that cannot open: no X display, no camera).
+    pub fn start(config: EncoderConfig) -> Result<(Encoder, Receiver<EncodedFrame>), MediaError> {
+        crate::init()?;
+        config.validate()?;
+        let kind = EncoderKind::from_name(&config.encoder)?;
+        let encoder = kind.make(&config)?;
+        props::set(&encoder, "name", "encoder")?;
+        let pipeline = gst::Pipeline::with_name("cg-encoder");
+        let mut source = BuiltSource::build(&pipeline, &config)?;
+
+        // One frame of slack between source and encoder, in its own thread: a slow encoder
+        // drops the oldest raw frame instead of blocking (and delaying) capture.
+        let queue = props::make("queue", "core")?;
+        props::set(&queue, "max-size-buffers", 1u32)?;
+        props::set(&queue, "max-size-bytes", 0u32)?;
+        props::set(&queue, "max-size-time", 0u64)?;
+        props::set_str(&queue, "leaky", "downstream")?;
+        let mut chain = vec![queue, encoder.clone()];
+        if let Some(parser) = kind.parser() {
+            let p = props::make(parser, "gstreamer1.0-plugins-bad (videoparsers)")?;
+            props::set(&p, "config-interval", -1i32)?;
+            chain.push(p);
+        }
+        let out_caps = props::make("capsfilter", "core")?;
+        props::set(&out_caps, "caps", &kind.output_caps())?;
+        chain.push(out_caps);
+        let appsink = gst_app::AppSink::builder().sync(false).max_buffers(4).build();
+        chain.push(appsink.clone().upcast());
+        pipeline.add_many(&chain)?;
+        source.tail.link(&chain[0])?;
+        gst::Element::link_many(&chain)?;
+
+        let frame_interval = config.frame_interval();
+        let shared = Arc::new(Shared {
+            kind,
+            wanted_bps: AtomicU64::new(config.start_bitrate.as_bps()),
+            state: Mutex::new(State {
+                pending: VecDeque::new(),
+                frames_in: 0,
+                last_input_pts: None,
+                applied: config.start_bitrate,
+                target_applied_at_pts: None,
+                seq: 0,
+                frames_out: 0,
+                key_frames: 0,
+                bytes_out: 0,
+                dropped_backpressure: 0,
+                key_frame_requests: 0,
+                key_frame_requested_after_index: None,
+                rate: RateWindow::new(config.stats_window, frame_interval),
+                latencies: VecDeque::new(),
+                window: config.stats_window,
+                last_latency: Duration::ZERO,
+                error: None,
+            }),
+        });
+
+        install_input_probe(&encoder, &shared)?;
+        let (tx, rx) = sync_channel(config.frame_queue);
+        install_output(&appsink, &encoder, &shared, tx, kind.codec());
+
+        let bus = pipeline.bus().ok_or_else(|| MediaError::Pipeline("no bus".to_owned()))?;
+        start_pipeline(&pipeline, &bus)?;
+        if let Err(e) = source.start() {
+            let _ = pipeline.set_state(gst::State::Null);
+            return Err(e);
+        }
+        let stopping = Arc::new(AtomicBool::new(false));
+        let bus_thread = spawn_bus_watch(bus, shared.clone(), stopping.clone())?;
+        Ok((
+            Encoder {
+                pipeline,
+                encoder,
+                kind,
+                shared,
+                source: Mutex::new(source),
+                bus_thread: Mutex::new(Some(bus_thread)),
+                stopping,
+            },
+            rx,
+        ))
+    }
+
+    /// Sets the target bit rate. Non-blocking: applied by the streaming thread in front of
+    /// the next raw frame, without restarting anything (see
+    /// [`EncoderStats::target_applied_at_pts`]).
+    pub fn set_target_bitrate(&self, rate: Bitrate) {
+        self.shared.wanted_bps.store(rate.as_bps(), Ordering::Release);
+    }
+
+    /// Asks for a key frame (an upstream `force-key-unit` event with all headers): the next
+    /// raw frame to enter the encoder is coded as a key frame.
+    pub fn request_key_frame(&self) -> Result<(), MediaError> {
+        request_key_frame(&self.encoder, &self.shared)
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> EncoderStats {
+        let s = lock(&self.shared.state);
+        let lat: Vec<Duration> = s.latencies.iter().map(|&(_, l)| l).collect();
+        let mean = if lat.is_empty() {
+            Duration::ZERO
+        } else {
+            lat.iter().sum::<Duration>() / u32::try_from(lat.len()).unwrap_or(u32::MAX)
+        };
+        EncoderStats {
+            codec: self.kind.codec(),
+            target_bitrate: s.applied,
+            produced_bitrate: s.rate.rate(),
+            frames_in: s.frames_in,
+            frames_out: s.frames_out,
+            key_frames: s.key_frames,
+            bytes_out: DataSize::bytes(s.bytes_out),
+            dropped_backpressure: s.dropped_backpressure,
+            key_frame_requests: s.key_frame_requests,
+            last_encode_latency: s.last_latency,
+            mean_encode_latency: mean,
+            max_encode_latency: lat.iter().copied().max().unwrap_or_default(),
+            last_input_pts: s.last_input_pts,
+            target_applied_at_pts: s.target_applied_at_pts,
+            key_frame_requested_after_index: s.key_frame_requested_after_index,
+            error: s.error.clone(),
+        }
+    }
+
+    /// The encoder in use.
+    pub fn kind(&self) -> EncoderKind {
+        self.kind
+    }
+
+    /// Stops the pipeline (idempotent; also done on drop). The frame channel then closes.
+    pub fn stop(&self) {
+        if self.stopping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let _ = self.pipeline.set_state(gst::State::Null);
+        lock(&self.source).stop();
+        if let Some(t) = lock(&self.bus_thread).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Encoder {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl std::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder").field("kind", &self.kind).finish_non_exhaustive()
+    }
+}
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it (the state is
+/// counters only; a half-updated counter is better than a second panic in a streaming
+/// thread).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), MediaError> {
+    {
+        let mut s = lock(&shared.state);
+        s.key_frame_requests += 1;
+        s.key_frame_requested_after_index = s.frames_in.checked_sub(1);
+    }
+    let event = gst_video::UpstreamForceKeyUnitEvent::builder().all_headers(true).build();
+    let pad = encoder
+        .static_pad("src")
+        .ok_or_else(|| MediaError::Pipeline("encoder has no src pad".to_owned()))?;
+    if pad.send_event(event) {
+        Ok(())
+    } else {
+        Err(MediaError::Pipeline("encoder refused the force-key-unit event".to_owned()))
+    }
+}
+
+/// Records capture time and index of each raw frame entering the encoder, and applies a
+/// pending target bit rate in front of it.
+fn install_input_probe(encoder: &gst::Element, shared: &Arc<Shared>) -> Result<(), MediaError> {
+    let pad = encoder
+        .static_pad("sink")
+        .ok_or_else(|| MediaError::Pipeline("encoder has no sink pad".to_owned()))?;
+    let shared = shared.clone();
+    let enc = encoder.downgrade();
+    pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+        let Some(buffer) = info.buffer() else { return gst::PadProbeReturn::Ok };
+        let now = HostTime::now();
+        let pts = buffer.pts();
+        let wanted = Bitrate::bps(shared.wanted_bps.load(Ordering::Acquire));
+        let mut s = lock(&shared.state);
+        let pts_d = pts.map(|p| Duration::from_nanos(p.nseconds()));
+        if wanted != s.applied
+            && let Some(enc) = enc.upgrade()
+        {
+            match shared.kind.set_bitrate(&enc, wanted) {
+                Ok(applied) => {
+                    // The element may have rounded or clamped the value: remember what it got
+                    // and settle the request on it, unless a newer one arrived meanwhile.
+                    s.applied = applied;
+                    let _ = shared.wanted_bps.compare_exchange(
+                        wanted.as_bps(),
+                        applied.as_bps(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                    s.target_applied_at_pts = pts_d;
+                }
+                Err(e) => s.error = Some(e.to_string()),
+            }
+        }
+        let index = s.frames_in;
+        s.frames_in += 1;
+        s.last_input_pts = pts_d;
+        if let Some(pts) = pts {
+            if s.pending.len() >= MAX_PENDING {
+                s.pending.pop_front();
+            }
+            s.pending.push_back((pts, now, index));
+        }
+        gst::PadProbeReturn::Ok
+    });
+    Ok(())
+}
+
+/// Turns appsink samples into [`EncodedFrame`]s on the bounded channel; never blocks.
+fn install_output(
+    appsink: &gst_app::AppSink,
+    encoder: &gst::Element,
+    shared: &Arc<Shared>,
+    tx: SyncSender<EncodedFrame>,
+    codec: Codec,
+) {
+    let shared = shared.clone();
+    let enc = encoder.downgrade();
+    appsink.set_callbacks(
+        gst_app::AppSinkCallbacks::builder()
+            .new_sample(move |sink| {
+                let sample = sink.pull_sample().map_err(|_| gst::FlowError::Flushing)?;
+                let Some(buffer) = sample.buffer() else { return Ok(gst::FlowSuccess::Ok) };
+                let Ok(map) = buffer.map_readable() else { return Ok(gst::FlowSuccess::Ok) };
+                let data = Bytes::copy_from_slice(&map);
+                drop(map);
+                let now = HostTime::now();
+                let key_frame = !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT);
+                let pts = buffer.pts();
+                let mut s = lock(&shared.state);
+                // Frames the encoder dropped leave their entries in front of ours.
+                let mut found = None;
+                while let Some(&(p, t, i)) = s.pending.front() {
+                    if Some(p) > pts {
+                        break;
+                    }
+                    s.pending.pop_front();
+                    if Some(p) == pts {
+                        found = Some((t, i));
+                        break;
+                    }
+                }
+                let (capture_time, index) =
+                    found.unwrap_or((now, s.frames_in.saturating_sub(1)));
+                let pts_d = pts.map_or(Duration::ZERO, |p| Duration::from_nanos(p.nseconds()));
+                let latency = now.checked_duration_since(capture_time).unwrap_or_default();
+                let size = data.len() as u64;
+                s.frames_out += 1;
+                s.key_frames += u64::from(key_frame);
+                s.bytes_out += size;
+                s.rate.push(pts_d, DataSize::bytes(size));
+                s.last_latency = latency;
+                if s.latencies.len() >= MAX_LATENCY_SAMPLES {
+                    s.latencies.pop_front();
+                }
+                s.latencies.push_back((pts_d, latency));
+                let window = s.window;
+                while s.latencies.front().is_some_and(|&(p, _)| p + window <= pts_d) {
+                    s.latencies.pop_front();
+                }
+                let seq = s.seq;
+                s.seq += 1;
+                drop(s);
+                let frame = EncodedFrame {
+                    data,
+                    codec,
+                    capture_time,
+                    key_frame,
+                    pts: pts_d,
+                    index,
+                    seq,
+                    encode_latency: latency,
+                };
+                match tx.try_send(frame) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        lock(&shared.state).dropped_backpressure += 1;
+                        // The receiver will see a sequence gap and need a key frame anyway:
+                        // ask for it now rather than after a round trip.
+                        if let Some(enc) = enc.upgrade() {
+                            let _ = request_key_frame(&enc, &shared);
+                        }
+                    }
+                    Err(TrySendError::Disconnected(_)) => {
+                        lock(&shared.state).dropped_backpressure += 1;
+                    }
+                }
+                Ok(gst::FlowSuccess::Ok)
+            })
+            .build(),
+    );
+}
+
+/// Sets the pipeline PLAYING; an element that fails to start (no display, no camera, no
+/// GPU) is reported with its own message.
+pub(crate) fn start_pipeline(pipeline: &gst::Pipeline, bus: &gst::Bus) -> Result<(), MediaError> {
+    let fail = |pipeline: &gst::Pipeline, fallback: String| {
+        let msg = bus
+            .timed_pop_filtered(gst::ClockTime::from_mseconds(100), &[gst::MessageType::Error])
+            .and_then(|m| match m.view() {
+                gst::MessageView::Error(e) => Some(format!(
+                    "{}: {}{}",
+                    e.src().map(|s| s.path_string().to_string()).unwrap_or_default(),
+                    e.error(),
+                    e.debug().map(|d| format!(" ({d})")).unwrap_or_default()
+                )),
+                _ => None,
+            })
+            .unwrap_or(fallback);
+        let _ = pipeline.set_state(gst::State::Null);
+        MediaError::Start(msg)
+    };
+    if let Err(e) = pipeline.set_state(gst::State::Playing) {
+        return Err(fail(pipeline, e.to_string()));
+    }
+    let (res, _, _) = pipeline.state(gst::ClockTime::from_seconds(5));
+    if let Err(e) = res {
+        return Err(fail(pipeline, e.to_string()));
+    }
+    Ok(())
+}
+
+fn spawn_bus_watch(
+    bus: gst::Bus,
+    shared: Arc<Shared>,
+    stopping: Arc<AtomicBool>,
+) -> Result<JoinHandle<()>, MediaError> {
+    std::thread::Builder::new()
+        .name("cg-media-enc-bus".to_owned())
+        .spawn(move || {
+            while !stopping.load(Ordering::Acquire) {
+                let Some(msg) = bus.timed_pop_filtered(
+                    gst::ClockTime::from_mseconds(100),
+                    &[gst::MessageType::Error, gst::MessageType::Eos],
+                ) else {
+                    continue;
+                };
+                let text = match msg.view() {
+                    gst::MessageView::Error(e) => format!("{}", e.error()),
+                    gst::MessageView::Eos(_) => "end of stream".to_owned(),
+                    _ => continue,
+                };
+                tracing::warn!(target: "cg_media", "encoder pipeline: {text}");
+                lock(&shared.state).error.get_or_insert(text);
+            }
+        })
+        .map_err(|e| MediaError::Pipeline(format!("cannot spawn bus thread: {e}")))
+}
