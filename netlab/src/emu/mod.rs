@@ -1,0 +1,5 @@
+//! The emulated bottleneck: a TUN forwarder running cg-link in real time.
+pub mod forwarder;
+pub mod linkcfg;
+pub mod record;
+pub mod tun;

@@ -1,0 +1,519 @@
+//! Metrics of a run, from the bottleneck's per-packet log (as TMA24 measured at the router)
+//! and from the endpoints (TCP_INFO RTT as MMSys16 plotted; UDP one-way delay, ECN and loss).
+//!
+//! Definitions (MMSys16 §6, RFC 8867 §4 and CCR16 §4):
+//! - throughput: bytes delivered by the bottleneck per bin;
+//! - utilisation U = R / b: bytes delivered on the forward link over the capacity integral,
+//!   both over the measurement window [warm-up, duration];
+//! - loss ratio: packets dropped at the bottleneck / packets that arrived there;
+//! - queuing delay: per-packet sojourn time in the queue (dequeue − enqueue); mean, standard
+//!   deviation, p5/p25/p50/p75/p95, and the share of packets above 10/20/50/100 ms;
+//! - Jain's fairness index (Σx)² / (n·Σx²) over the mean throughputs of the forward flows,
+//!   computed over the window in which all of them are active.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::emu::record::{self, Dir, FlowEntry, Kind, Record};
+use crate::scenario::{Direction, FlowKind, FlowSpec, Scenario};
+use crate::{Error, Result};
+
+/// Distribution summary of a set of samples (ms).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Dist {
+    /// Samples.
+    pub n: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation.
+    pub stddev: f64,
+    /// 5th percentile.
+    pub p5: f64,
+    /// 25th.
+    pub p25: f64,
+    /// Median.
+    pub p50: f64,
+    /// 75th.
+    pub p75: f64,
+    /// 95th.
+    pub p95: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Share of samples above 10, 20, 50, 100 ms.
+    pub share_above_10_20_50_100: [f64; 4],
+}
+
+impl Dist {
+    /// Summarises `v` (sorted in place).
+    pub fn of(v: &mut [f64]) -> Dist {
+        if v.is_empty() {
+            return Dist::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        let q = |p: f64| v[((p * (n - 1.0)).round() as usize).min(v.len() - 1)];
+        let above = |t: f64| v.iter().filter(|x| **x > t).count() as f64 / n;
+        Dist {
+            n: v.len() as u64,
+            mean,
+            stddev: var.sqrt(),
+            p5: q(0.05),
+            p25: q(0.25),
+            p50: q(0.5),
+            p75: q(0.75),
+            p95: q(0.95),
+            max: v[v.len() - 1],
+            share_above_10_20_50_100: [above(10.0), above(20.0), above(50.0), above(100.0)],
+        }
+    }
+}
+
+/// Jain's fairness index of `x` (1 = perfectly fair; 1/n = one flow takes all).
+pub fn jain(x: &[f64]) -> Option<f64> {
+    if x.is_empty() {
+        return None;
+    }
+    let s: f64 = x.iter().sum();
+    let s2: f64 = x.iter().map(|v| v * v).sum();
+    if s2 == 0.0 {
+        return None;
+    }
+    Some(s * s / (x.len() as f64 * s2))
+}
+
+/// One time-series row of a flow.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowBin {
+    /// Bin start, s since t0.
+    pub t_s: f64,
+    /// Delivered rate, Mb/s.
+    pub rate_mbps: f64,
+    /// Mean queuing delay of packets dequeued in the bin, ms (NaN if none).
+    pub qdelay_ms: f64,
+    /// Max queuing delay, ms.
+    pub qdelay_max_ms: f64,
+    /// Packets dropped at the bottleneck.
+    pub drops: u64,
+    /// Packets that arrived at the bottleneck.
+    pub arrivals: u64,
+    /// CE marks.
+    pub ce: u64,
+    /// Endpoint RTT (TCP_INFO, mean over the bin), ms (NaN if none).
+    pub rtt_ms: f64,
+    /// UDP one-way delay (mean), ms (NaN if none).
+    pub owd_ms: f64,
+}
+
+/// Per-flow results.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowSummary {
+    /// Flow name.
+    pub name: String,
+    /// tcp / udp / cg.
+    pub kind: String,
+    /// forward / reverse.
+    pub direction: String,
+    /// Mean throughput over the flow's active time within the window, Mb/s.
+    pub throughput_mbps: f64,
+    /// Bytes delivered within the window.
+    pub delivered_bytes: u64,
+    /// Loss ratio at the bottleneck.
+    pub loss_ratio: f64,
+    /// Queuing delay at the bottleneck (ms).
+    pub qdelay_ms: Dist,
+    /// CE marks by the bottleneck.
+    pub ce_marks: u64,
+    /// Share of delivered packets that were CE-marked.
+    pub ce_ratio: f64,
+    /// Endpoint RTT samples (TCP_INFO), ms.
+    pub rtt_ms: Dist,
+    /// UDP one-way delay (per-bin means), ms.
+    pub owd_ms: Dist,
+    /// UDP: CE marks seen by the receiver.
+    pub receiver_ce: u64,
+    /// UDP: datagrams missing at the receiver (sequence gaps).
+    pub receiver_lost: u64,
+    /// Time series.
+    #[serde(skip)]
+    pub bins: Vec<FlowBin>,
+}
+
+/// Link-level results (forward bottleneck).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LinkSummary {
+    /// U = R/b over the window.
+    pub utilisation: f64,
+    /// Loss ratio over all forward packets.
+    pub loss_ratio: f64,
+    /// Queuing delay of all forward packets, ms.
+    pub qdelay_ms: Dist,
+    /// CE marks.
+    pub ce_marks: u64,
+    /// Per-bin capacity and delivered rate, Mb/s.
+    #[serde(skip)]
+    pub bins: Vec<(f64, f64, f64)>,
+}
+
+/// Everything measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Measurement window, s since t0.
+    pub window_s: (f64, f64),
+    /// Forward link.
+    pub link: LinkSummary,
+    /// Per flow.
+    pub flows: Vec<FlowSummary>,
+    /// Jain's index over forward flows while all are active, and the window used.
+    pub jain: Option<f64>,
+    /// The window Jain's index was computed over.
+    pub jain_window_s: Option<(f64, f64)>,
+}
+
+fn read_csv(path: &Path) -> Vec<Vec<f64>> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|x| x.parse().unwrap_or(f64::NAN)).collect())
+        .collect()
+}
+
+/// Which scenario flow (and whether data or its ACK/reply direction) a bottleneck flow is.
+fn classify(e: &FlowEntry, sc: &Scenario) -> Option<usize> {
+    let proto_of = |k: FlowKind| match k {
+        FlowKind::Tcp => 6,
+        _ => 17,
+    };
+    sc.flows.iter().position(|f| {
+        let data_dir = match f.direction {
+            Direction::Forward => Dir::Forward,
+            Direction::Reverse => Dir::Reverse,
+        };
+        e.proto == proto_of(f.kind)
+            && e.dport == f.port
+            && e.dir == data_dir
+            && e.dst == IpAddr::V4(sc.hosts[f.to].addr)
+    })
+}
+
+/// Computes the metrics from `raw/` of a finished run.
+pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
+    let dur = sc.duration.as_secs_f64();
+    let w0 = sc.warmup.as_secs_f64().min(dur);
+    let bin = sc.bin.as_secs_f64();
+    let nbins = ((dur / bin).ceil() as usize).max(1);
+    let in_window = |t: f64| t >= w0 && t < dur;
+    let table: Vec<FlowEntry> = std::fs::read_to_string(raw.join("flows.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let map: HashMap<u16, usize> = table
+        .iter()
+        .filter_map(|e| classify(e, sc).map(|i| (e.index, i)))
+        .collect();
+    let records: Vec<Record> = match std::fs::File::open(raw.join("bottleneck.log")) {
+        Ok(f) => record::read_all(&mut std::io::BufReader::new(f))
+            .map_err(|e| Error::io("read bottleneck.log", e))?,
+        Err(_) => Vec::new(),
+    };
+    let have_log = !records.is_empty();
+    let nf = sc.flows.len();
+    let mut bins: Vec<Vec<FlowBin>> = (0..nf)
+        .map(|_| {
+            (0..nbins)
+                .map(|i| FlowBin {
+                    t_s: i as f64 * bin,
+                    qdelay_ms: f64::NAN,
+                    rtt_ms: f64::NAN,
+                    owd_ms: f64::NAN,
+                    ..FlowBin::default()
+                })
+                .collect()
+        })
+        .collect();
+    let mut qsum = vec![vec![0.0f64; nbins]; nf];
+    let mut qn = vec![vec![0u64; nbins]; nf];
+    let mut q_samples: Vec<Vec<f64>> = vec![Vec::new(); nf];
+    let mut link_q: Vec<f64> = Vec::new();
+    let mut delivered = vec![0u64; nf];
+    let mut delivered_pkts = vec![0u64; nf];
+    let mut dropped = vec![0u64; nf];
+    let mut ce = vec![0u64; nf];
+    let mut link_bytes = 0u64;
+    let mut link_bins = vec![0.0f64; nbins];
+    let (mut link_drops, mut link_pkts, mut link_ce) = (0u64, 0u64, 0u64);
+    for r in &records {
+        let t = r.t_ns as f64 / 1e9;
+        let b = (t / bin) as usize;
+        if b >= nbins {
+            continue; // after the end of the run (queues draining)
+        }
+        let fi = map.get(&r.flow).copied();
+        if r.dir == Dir::Forward {
+            match r.kind {
+                Kind::Delivered => {
+                    link_bins[b] += f64::from(r.size);
+                    if in_window(t) {
+                        link_bytes += u64::from(r.size);
+                        link_pkts += 1;
+                    }
+                }
+                Kind::Dropped if in_window(t) => {
+                    link_drops += 1;
+                    link_pkts += 1;
+                }
+                Kind::Dequeued if in_window(t) => link_q.push(r.dur_ns as f64 / 1e6),
+                Kind::Marked if in_window(t) => link_ce += 1,
+                _ => {}
+            }
+        }
+        let Some(fi) = fi else { continue };
+        let fb = &mut bins[fi][b];
+        match r.kind {
+            Kind::Delivered => {
+                fb.rate_mbps += f64::from(r.size) * 8.0 / bin / 1e6;
+                fb.arrivals += 1;
+                if in_window(t) {
+                    delivered[fi] += u64::from(r.size);
+                    delivered_pkts[fi] += 1;
+                }
+            }
+            Kind::Dropped => {
+                fb.drops += 1;
+                fb.arrivals += 1;
+                if in_window(t) {
+                    dropped[fi] += 1;
+                }
+            }
+            Kind::Dequeued => {
+                let ms = r.dur_ns as f64 / 1e6;
+                qsum[fi][b] += ms;
+                qn[fi][b] += 1;
+                fb.qdelay_max_ms = fb.qdelay_max_ms.max(ms);
+                if in_window(t) {
+                    q_samples[fi].push(ms);
+                }
+            }
+            Kind::Marked => {
+                fb.ce += 1;
+                if in_window(t) {
+                    ce[fi] += 1;
+                }
+            }
+        }
+    }
+    let mut flows = Vec::new();
+    for (fi, f) in sc.flows.iter().enumerate() {
+        for b in 0..nbins {
+            if qn[fi][b] > 0 {
+                bins[fi][b].qdelay_ms = qsum[fi][b] / qn[fi][b] as f64;
+            }
+        }
+        // Endpoint data.
+        let mut rtts = Vec::new();
+        let mut owds = Vec::new();
+        let (mut rce, mut rlost) = (0u64, 0u64);
+        if f.kind == FlowKind::Tcp {
+            let rows = read_csv(&raw.join(format!("send-{}.csv", f.name)));
+            let mut per_bin: Vec<(f64, u32)> = vec![(0.0, 0); nbins];
+            for r in rows {
+                if r.len() >= 3 && r[2].is_finite() && r[2] > 0.0 && r[0] < dur {
+                    let b = (r[0] / bin).max(0.0) as usize;
+                    per_bin[b].0 += r[2];
+                    per_bin[b].1 += 1;
+                    if in_window(r[0]) {
+                        rtts.push(r[2]);
+                    }
+                }
+            }
+            for (b, (s, n)) in per_bin.iter().enumerate() {
+                if *n > 0 {
+                    bins[fi][b].rtt_ms = s / f64::from(*n);
+                }
+            }
+        }
+        let sink = read_csv(&raw.join(format!("sink-{}.csv", f.name)));
+        let mut sink_bytes = 0.0;
+        for r in &sink {
+            if r.is_empty() || !(r[0] < dur) {
+                continue;
+            }
+            let b = (r[0] / bin).max(0.0) as usize;
+            // UDP sinks count payload: add the UDP/IPv4 headers (28 B per datagram) so the
+            // receiver's rate is in IP bytes like the bottleneck log.
+            let ip_bytes = if f.kind == FlowKind::Udp && r.len() >= 3 {
+                r[1] + 28.0 * r[2]
+            } else {
+                r[1]
+            };
+            if !have_log {
+                // Kernel backend: throughput from the receiver.
+                bins[fi][b].rate_mbps += ip_bytes * 8.0 / bin / 1e6;
+            }
+            if in_window(r[0]) {
+                sink_bytes += ip_bytes;
+            }
+            if f.kind == FlowKind::Udp && r.len() >= 8 {
+                if r[2] > 0.0 {
+                    bins[fi][b].owd_ms = r[5];
+                    if in_window(r[0]) {
+                        owds.push(r[5]);
+                    }
+                }
+                if in_window(r[0]) {
+                    rce += r[3] as u64;
+                    rlost += r[7] as u64;
+                }
+            }
+        }
+        let active = (f.stop.as_secs_f64().min(dur) - f.start.as_secs_f64().max(w0)).max(1e-9);
+        let bytes = if have_log { delivered[fi] as f64 } else { sink_bytes };
+        let arrivals = delivered_pkts[fi] + dropped[fi];
+        flows.push(FlowSummary {
+            name: f.name.clone(),
+            kind: format!("{:?}", f.kind).to_lowercase(),
+            direction: match f.direction {
+                Direction::Forward => "forward".into(),
+                Direction::Reverse => "reverse".into(),
+            },
+            throughput_mbps: bytes * 8.0 / active / 1e6,
+            delivered_bytes: bytes as u64,
+            loss_ratio: if arrivals > 0 {
+                dropped[fi] as f64 / arrivals as f64
+            } else if f.kind == FlowKind::Udp && !have_log {
+                let got: f64 = sink.iter().filter(|r| r.len() >= 8 && in_window(r[0])).map(|r| r[2]).sum();
+                if got + rlost as f64 > 0.0 { rlost as f64 / (got + rlost as f64) } else { 0.0 }
+            } else {
+                0.0
+            },
+            qdelay_ms: Dist::of(&mut q_samples[fi]),
+            ce_marks: ce[fi],
+            ce_ratio: if delivered_pkts[fi] > 0 {
+                ce[fi] as f64 / delivered_pkts[fi] as f64
+            } else {
+                0.0
+            },
+            rtt_ms: Dist::of(&mut rtts),
+            owd_ms: Dist::of(&mut owds),
+            receiver_ce: rce,
+            receiver_lost: rlost,
+            bins: std::mem::take(&mut bins[fi]),
+        });
+    }
+    // Utilisation and link series.
+    let cap_bits = sc.forward.capacity.bits_between(Duration::from_secs_f64(w0), sc.duration);
+    let link_total_bytes = if have_log {
+        link_bytes as f64
+    } else {
+        flows
+            .iter()
+            .zip(&sc.flows)
+            .filter(|(_, f)| f.direction == Direction::Forward)
+            .map(|(s, _)| s.delivered_bytes as f64)
+            .sum()
+    };
+    let link_series = (0..nbins)
+        .map(|b| {
+            let t = b as f64 * bin;
+            let cap = sc.forward.capacity.rate_at(Duration::from_secs_f64(t)).as_mbps_f64();
+            let rate = if have_log {
+                link_bins[b] * 8.0 / bin / 1e6
+            } else {
+                flows
+                    .iter()
+                    .zip(&sc.flows)
+                    .filter(|(_, f)| f.direction == Direction::Forward)
+                    .map(|(s, _)| s.bins.get(b).map_or(0.0, |x| x.rate_mbps))
+                    .sum()
+            };
+            (t, cap, rate)
+        })
+        .collect();
+    let link = LinkSummary {
+        utilisation: if cap_bits > 0.0 { link_total_bytes * 8.0 / cap_bits } else { 0.0 },
+        loss_ratio: if link_pkts > 0 { link_drops as f64 / link_pkts as f64 } else { 0.0 },
+        qdelay_ms: Dist::of(&mut link_q),
+        ce_marks: link_ce,
+        bins: link_series,
+    };
+    // Jain over forward flows while all are active.
+    let fwd: Vec<usize> = (0..nf)
+        .filter(|i| sc.flows[*i].direction == Direction::Forward)
+        .collect();
+    let (mut jain_v, mut jain_w) = (None, None);
+    if fwd.len() >= 2 {
+        let a = fwd
+            .iter()
+            .map(|i| sc.flows[*i].start.as_secs_f64())
+            .fold(w0, f64::max);
+        let b = fwd
+            .iter()
+            .map(|i| sc.flows[*i].stop.as_secs_f64())
+            .fold(dur, f64::min);
+        if b - a >= bin {
+            let x: Vec<f64> = fwd
+                .iter()
+                .map(|i| {
+                    let s = &flows[*i].bins;
+                    let sel: Vec<f64> = s
+                        .iter()
+                        .filter(|fb| fb.t_s >= a && fb.t_s + bin <= b)
+                        .map(|fb| fb.rate_mbps)
+                        .collect();
+                    sel.iter().sum::<f64>() / sel.len().max(1) as f64
+                })
+                .collect();
+            jain_v = jain(&x);
+            jain_w = Some((a, b));
+        }
+    }
+    Ok(Metrics {
+        window_s: (w0, dur),
+        link,
+        flows,
+        jain: jain_v,
+        jain_window_s: jain_w,
+    })
+}
+
+/// Flow spec of a summary (same order).
+pub fn spec_of<'a>(sc: &'a Scenario, name: &str) -> Option<&'a FlowSpec> {
+    sc.flows.iter().find(|f| f.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_limits() {
+        assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
+        let j = jain(&[1.0, 0.0, 0.0, 0.0]).unwrap();
+        assert!((j - 0.25).abs() < 1e-12);
+        assert_eq!(jain(&[]), None);
+        // MMSys16-like shares 1.3 vs 1.0.
+        let j = jain(&[1.3, 1.0]).unwrap();
+        assert!((j - 2.3f64.powi(2) / (2.0 * (1.69 + 1.0))).abs() < 1e-12);
+    }
+
+    #[test]
+    fn distribution_percentiles_and_shares() {
+        let mut v: Vec<f64> = (0..=100).map(f64::from).collect();
+        let d = Dist::of(&mut v);
+        assert_eq!(d.p50, 50.0);
+        assert_eq!(d.p5, 5.0);
+        assert_eq!(d.p95, 95.0);
+        assert_eq!(d.max, 100.0);
+        assert!((d.mean - 50.0).abs() < 1e-9);
+        assert!((d.share_above_10_20_50_100[0] - 90.0 / 101.0).abs() < 1e-9);
+        assert_eq!(d.share_above_10_20_50_100[3], 0.0);
+        assert_eq!(Dist::of(&mut []).n, 0);
+    }
+}

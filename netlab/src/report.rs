@@ -1,0 +1,286 @@
+//! A run from the outside: check the scenario, start the isolated runner, then turn its raw
+//! results into `summary.json`, per-flow CSV time series, PNG plots and a summary table.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::emu::forwarder::ForwarderStats;
+use crate::metrics::{self, Metrics};
+use crate::runner::{self, RunInfo};
+use crate::scenario::{Backend, Fallback, FlowKind, Scenario};
+use crate::{Error, Result};
+
+/// What `netlab run` was asked.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Output directory.
+    pub out: PathBuf,
+    /// Where relative paths in the scenario resolve.
+    pub base: PathBuf,
+    /// Forwarder wake-up coalescing.
+    pub coalesce: Duration,
+    /// Skip the RTT check.
+    pub skip_rtt_check: bool,
+    /// No progress.
+    pub quiet: bool,
+}
+
+/// `summary.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    /// Scenario name.
+    pub scenario: String,
+    /// Description.
+    pub description: String,
+    /// Run facts (backend, RTT check, hidden drops).
+    pub run: RunInfo,
+    /// The forwarder's own measurements (emulated backend).
+    pub forwarder: Option<ForwarderStats>,
+    /// Metrics.
+    pub metrics: Metrics,
+}
+
+/// Everything that can be checked before creating anything.
+pub fn preflight(sc: &Scenario) -> Result<()> {
+    if let Some(f) = sc.flows.iter().find(|f| f.kind == FlowKind::Cg) {
+        return Err(Error::NotAvailable(format!(
+            "flow `{}`: kind `cg` needs cg-send/cg-recv (issue #9), not yet available",
+            f.name
+        )));
+    }
+    if sc.backend == Backend::Emulated || sc.fallback == Fallback::Emulated {
+        crate::emu::linkcfg::link_config(&sc.forward, sc.seed, "forward")?;
+        crate::emu::linkcfg::link_config(&sc.reverse, sc.seed, "reverse")?;
+    }
+    Ok(())
+}
+
+/// Runs `sc` isolated and writes every output into `req.out`.
+pub fn run_and_report(sc: &Scenario, req: &RunRequest) -> Result<Summary> {
+    preflight(sc)?;
+    let out = &req.out;
+    std::fs::create_dir_all(out.join("raw")).map_err(|e| Error::Output {
+        path: out.clone(),
+        detail: e.to_string(),
+    })?;
+    let out = std::fs::canonicalize(out).map_err(|e| Error::io("canonicalize out", e))?;
+    let scen_path = out.join("scenario.toml");
+    std::fs::write(&scen_path, &sc.source).map_err(|e| Error::Output {
+        path: scen_path.clone(),
+        detail: e.to_string(),
+    })?;
+    let base = std::fs::canonicalize(&req.base).unwrap_or_else(|_| req.base.clone());
+    let mut args = vec![
+        "__runner".to_owned(),
+        "--scenario".into(),
+        scen_path.display().to_string(),
+        "--base".into(),
+        base.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+        "--coalesce-us".into(),
+        req.coalesce.as_micros().to_string(),
+    ];
+    if req.skip_rtt_check {
+        args.push("--skip-rtt-check".into());
+    }
+    if req.quiet {
+        args.push("--quiet".into());
+    }
+    let mut child = crate::isolate::spawn(&args)?;
+    let st = child.wait().map_err(|e| Error::io("wait runner", e))?;
+    if !st.success() {
+        return Err(Error::Process(format!(
+            "the isolated runner failed ({st}); see the message above"
+        )));
+    }
+    let raw = out.join("raw");
+    let info = runner::read_info(&out)?;
+    let forwarder: Option<ForwarderStats> = std::fs::read_to_string(raw.join("forwarder.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let m = metrics::compute(sc, &raw)?;
+    write_csvs(&m, &out)?;
+    crate::plot::all(&m, sc.duration.as_secs_f64(), &out)?;
+    let summary = Summary {
+        scenario: sc.name.clone(),
+        description: sc.description.clone(),
+        run: info,
+        forwarder,
+        metrics: m,
+    };
+    let p = out.join("summary.json");
+    std::fs::write(&p, serde_json::to_string_pretty(&summary).expect("summary serialises"))
+        .map_err(|e| Error::Output {
+            path: p,
+            detail: e.to_string(),
+        })?;
+    Ok(summary)
+}
+
+fn write_csvs(m: &Metrics, out: &Path) -> Result<()> {
+    let w = |name: String, text: String| -> Result<()> {
+        let p = out.join(name);
+        std::fs::write(&p, text).map_err(|e| Error::Output {
+            path: p,
+            detail: e.to_string(),
+        })
+    };
+    for f in &m.flows {
+        let mut s = String::from(
+            "t_s,rate_mbps,qdelay_mean_ms,qdelay_max_ms,arrivals,drops,ce,rtt_ms,owd_ms\n",
+        );
+        for b in &f.bins {
+            let _ = writeln!(
+                s,
+                "{:.3},{:.4},{:.3},{:.3},{},{},{},{:.3},{:.3}",
+                b.t_s, b.rate_mbps, b.qdelay_ms, b.qdelay_max_ms, b.arrivals, b.drops, b.ce, b.rtt_ms, b.owd_ms
+            );
+        }
+        w(format!("flow-{}.csv", f.name), s)?;
+    }
+    let mut s = String::from("t_s,capacity_mbps,delivered_mbps\n");
+    for (t, c, r) in &m.link.bins {
+        let _ = writeln!(s, "{t:.3},{c:.4},{r:.4}");
+    }
+    w("link.csv".into(), s)
+}
+
+/// The summary table printed on stdout.
+pub fn table(s: &Summary) -> String {
+    let m = &s.metrics;
+    let mut t = String::new();
+    let _ = writeln!(t, "scenario {}  (backend {}, window {:.0}–{:.0} s)", s.scenario, s.run.backend, m.window_s.0, m.window_s.1);
+    let _ = writeln!(
+        t,
+        "RTT check: {:.2} ms measured, {:.2} ms configured",
+        s.run.rtt_measured_ms, s.run.rtt_expected_ms
+    );
+    let l = &m.link;
+    let _ = writeln!(
+        t,
+        "forward link: U = {:.1} %, loss {:.2} %, qdelay p50 {:.1} ms p95 {:.1} ms, CE {}, hidden drops (TUN) {}/{}, UDP rcvbuf drops {}",
+        l.utilisation * 100.0,
+        l.loss_ratio * 100.0,
+        l.qdelay_ms.p50,
+        l.qdelay_ms.p95,
+        l.ce_marks,
+        s.run.tun_drops[0],
+        s.run.tun_drops[1],
+        s.run.udp_rcvbuf_errors
+    );
+    if let Some(j) = m.jain {
+        let (a, b) = m.jain_window_s.unwrap_or_default();
+        let _ = writeln!(t, "Jain's fairness index {j:.3} (all forward flows active, {a:.0}–{b:.0} s)");
+    }
+    let _ = writeln!(
+        t,
+        "{:<16} {:>4} {:>8} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8}",
+        "flow", "kind", "dir", "Mb/s", "loss%", "q p5", "q p50", "q p95", "q mean", ">100ms", "CE", "RTT p50"
+    );
+    for f in &m.flows {
+        let _ = writeln!(
+            t,
+            "{:<16} {:>4} {:>8} {:>9.3} {:>7.2} {:>7.1} {:>7.1} {:>7.1} {:>7.1} {:>6.1}% {:>6} {:>8.1}",
+            f.name,
+            f.kind,
+            f.direction,
+            f.throughput_mbps,
+            f.loss_ratio * 100.0,
+            f.qdelay_ms.p5,
+            f.qdelay_ms.p50,
+            f.qdelay_ms.p95,
+            f.qdelay_ms.mean,
+            f.qdelay_ms.share_above_10_20_50_100[3] * 100.0,
+            f.ce_marks,
+            f.rtt_ms.p50
+        );
+    }
+    if let Some(fw) = &s.forwarder {
+        let _ = writeln!(
+            t,
+            "forwarder: {} wake-ups, CPU {:.1} % of a core, timer lateness p50 {:.0} µs p99 {:.0} µs max {:.0} µs",
+            fw.wakeups,
+            (fw.cpu_user_s + fw.cpu_sys_s) / fw.wall_s.max(1e-9) * 100.0,
+            fw.lateness_us[0],
+            fw.lateness_us[1],
+            fw.lateness_us[3]
+        );
+    }
+    t
+}
+
+/// The demo's scenario: MMSys16 §6.1's capacity schedule (1 → 2.5 → 0.5 → 1 Mb/s), RTT
+/// 50 ms, DT/300, with one TCP Cubic flow standing in for the GCC flow until cg flows exist.
+pub const DEMO: &str = r#"# netlab demo: MMSys16 §6.1's capacity schedule, RTT 50 ms, DT/300.
+# A TCP Cubic flow stands in for the GCC flow (cg flows need cg-send/cg-recv, issue #9);
+# a 200 kb/s UDP probe flow shows the queuing delay that loss-based TCP builds.
+name = "demo-mmsys16-6.1-tcp"
+description = "MMSys16 §6.1 capacity schedule 1 → 2.5 → 0.5 → 1 Mb/s, RTT 50 ms, DT/300, TCP Cubic + 200 kb/s UDP"
+duration = "@DUR@"
+seed = 1
+
+[forward]
+schedule = [
+  { at = "0s", rate = "1Mbit" },
+  { at = "@S1@", rate = "2.5Mbit" },
+  { at = "@S2@", rate = "500kbit" },
+  { at = "@S3@", rate = "1Mbit" },
+]
+delay = "25ms"
+qdisc = { kind = "droptail", limit = "300ms" }
+
+[reverse]
+capacity = "100Mbit"
+delay = "25ms"
+
+[[flows]]
+name = "tcp"
+kind = "tcp"
+cc = "cubic"
+from = "s1"
+to = "r1"
+
+[[flows]]
+name = "udp"
+kind = "udp"
+rate = "200kbit"
+size = 200
+from = "s1"
+to = "r1"
+"#;
+
+/// The demo scenario with `step_s` seconds per capacity step.
+pub fn demo_scenario(step_s: u64) -> Result<Scenario> {
+    let step = step_s.max(2);
+    let text = DEMO
+        .replace("@DUR@", &format!("{}s", 4 * step))
+        .replace("@S1@", &format!("{step}s"))
+        .replace("@S2@", &format!("{}s", 2 * step))
+        .replace("@S3@", &format!("{}s", 3 * step));
+    Ok(Scenario::parse(&text, "<demo>", "demo", Path::new("."))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_scenario_parses_and_passes_preflight() {
+        let sc = demo_scenario(20).unwrap();
+        assert_eq!(sc.duration, Duration::from_secs(80));
+        preflight(&sc).unwrap();
+    }
+
+    #[test]
+    fn cg_flows_are_refused_before_anything_is_created() {
+        let sc = crate::scenario::presets::load("mmsys16-6.1-variable-capacity")
+            .unwrap()
+            .unwrap();
+        let e = preflight(&sc).unwrap_err().to_string();
+        assert!(e.contains("not yet available"), "{e}");
+    }
+}

@@ -1,0 +1,449 @@
+//! The runner: inside the isolated namespaces (see [`crate::isolate`]) it builds the topology,
+//! starts the bottleneck (TUN forwarder or kernel `tc`), checks the RTT, starts the traffic at
+//! the run's t0, shows progress, stops everything and leaves raw results in `OUT/raw/`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{Backend, Direction, Fallback, FlowKind, Scenario};
+use crate::sys::mono_ns;
+use crate::topology::Topology;
+use crate::traffic::probe::{ECHO_PORT, ProbeResult};
+use crate::{Error, Result};
+
+/// Runner options (from the command line).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Output directory (raw files go to `out/raw`).
+    pub out: PathBuf,
+    /// Scenario file (a copy in the output directory).
+    pub scenario: PathBuf,
+    /// Directory relative paths of the scenario (traces) resolve against.
+    pub base: PathBuf,
+    /// Forwarder wake-up coalescing.
+    pub coalesce: Duration,
+    /// Skip the start-up RTT check (never in tests).
+    pub skip_rtt_check: bool,
+    /// Print progress to stderr.
+    pub progress: bool,
+}
+
+/// What the runner records about the run (`raw/run.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// t0 (CLOCK_MONOTONIC ns).
+    pub t0_ns: u64,
+    /// Backend actually used.
+    pub backend: String,
+    /// Why the backend differs from the scenario's, if it does.
+    pub backend_note: Option<String>,
+    /// Kernel qdiscs found by probing.
+    pub kernel_qdiscs: Vec<String>,
+    /// RTT check: expected and measured (median, min) in ms.
+    pub rtt_expected_ms: f64,
+    /// Median measured RTT, ms.
+    pub rtt_measured_ms: f64,
+    /// Minimum measured RTT, ms.
+    pub rtt_min_ms: f64,
+    /// Packets dropped on the TUN transmit queues (forward, reverse): hidden drops.
+    pub tun_drops: [u64; 2],
+    /// UDP receive-buffer drops summed over receiving hosts (`RcvbufErrors`).
+    pub udp_rcvbuf_errors: u64,
+    /// Namespace prefix used.
+    pub prefix: String,
+    /// Setup time, s.
+    pub setup_s: f64,
+}
+
+struct Helper {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+fn spawn_in(ns: &str, args: &[String], name: &str, pipe_out: bool) -> Result<Helper> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("current_exe", e))?;
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns])
+        .arg(exe)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(if pipe_out { Stdio::piped() } else { Stdio::null() })
+        .stderr(Stdio::inherit());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::io(format!("spawn {name}"), e))?;
+    let stdin = child.stdin.take();
+    Ok(Helper {
+        name: name.to_owned(),
+        child,
+        stdin,
+    })
+}
+
+fn s(v: impl ToString) -> String {
+    v.to_string()
+}
+
+/// Runs the scenario inside the isolation; called as `netlab __runner`.
+pub fn run(opts: &RunOptions) -> Result<()> {
+    let setup_start = Instant::now();
+    let sc = Scenario::load(&opts.scenario)?;
+    let raw = opts.out.join("raw");
+    std::fs::create_dir_all(&raw).map_err(|e| Error::io("mkdir raw", e))?;
+    crate::isolate::private_netns_dir()?;
+    let prefix = format!("nl{:x}-", std::process::id() ^ (mono_ns() as u32 & 0xffff));
+    let mut tcp_ecn = vec![false; sc.hosts.len()];
+    for f in &sc.flows {
+        if f.tcp_ecn {
+            tcp_ecn[f.from] = true;
+        }
+    }
+    let topo = Topology::create(&sc, &prefix, &tcp_ecn)?;
+    let rt = topo.router();
+    let kernel_qdiscs = crate::kernel::probe(&rt).unwrap_or_default();
+    // Backend.
+    let mut backend = sc.backend;
+    let mut backend_note = None;
+    if backend == Backend::Kernel {
+        match kernel_setup(&sc, &topo, &kernel_qdiscs) {
+            Ok(()) => {}
+            Err(e) if sc.fallback == Fallback::Emulated => {
+                let note = format!("kernel backend unavailable ({e}); using the emulator");
+                eprintln!("netlab: {note}");
+                backend_note = Some(note);
+                backend = Backend::Emulated;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let t0_ns = mono_ns() + 2_500_000_000;
+    let mut forwarder = None;
+    if backend == Backend::Emulated {
+        let args = vec![
+            s("__forward"),
+            s("--scenario"),
+            opts.scenario.display().to_string(),
+            s("--base"),
+            opts.base.display().to_string(),
+            s("--t0-ns"),
+            s(t0_ns),
+            s("--out"),
+            raw.display().to_string(),
+            s("--coalesce-us"),
+            s(opts.coalesce.as_micros()),
+        ];
+        let mut h = spawn_in(&rt, &args, "forwarder", true)?;
+        let stdout = h.child.stdout.take().expect("forwarder stdout is piped");
+        let mut lines = BufReader::new(stdout).lines();
+        match lines.next() {
+            Some(Ok(l)) if l == "ready" => {}
+            other => {
+                return Err(Error::Process(format!(
+                    "forwarder did not start: {other:?}"
+                )));
+            }
+        }
+        topo.steer_through_tuns()?;
+        // Relay status lines as progress.
+        let progress = opts.progress;
+        let duration = sc.duration.as_secs_f64();
+        std::thread::spawn(move || {
+            for line in lines.map_while(std::result::Result::ok) {
+                let p: Vec<&str> = line.split_whitespace().collect();
+                if progress && p.len() == 6 && p[0] == "status" {
+                    let t: f64 = p[1].parse().unwrap_or(0.0);
+                    eprintln!(
+                        "  [{t:5.0}/{duration:.0} s] forward: {:.2} MB delivered, {} drops, {} CE, backlog {} pkts",
+                        p[2].parse::<f64>().unwrap_or(0.0) / 1e6,
+                        p[3],
+                        p[5],
+                        p[4]
+                    );
+                }
+            }
+        });
+        forwarder = Some(h);
+    }
+    // Echo servers on receivers, then the RTT check s1 → r1.
+    let mut helpers: Vec<Helper> = Vec::new();
+    for (i, h) in sc.hosts.iter().enumerate() {
+        if h.is_receiver {
+            helpers.push(spawn_in(&topo.ns(i), &[s("__echo")], "echo", false)?);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let s1 = sc.hosts.iter().position(|h| !h.is_receiver).expect("at least one sender");
+    let r1 = sc.hosts.iter().position(|h| h.is_receiver).expect("at least one receiver");
+    let probe_out = crate::sys::run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &topo.ns(s1),
+            &std::env::current_exe()
+                .map_err(|e| Error::io("current_exe", e))?
+                .display()
+                .to_string(),
+            "__probe",
+            "--dst",
+            &format!("{}:{ECHO_PORT}", sc.hosts[r1].addr),
+            "--count",
+            "15",
+            "--gap-ms",
+            "20",
+        ],
+    )?;
+    let pr: ProbeResult = serde_json::from_str(&probe_out)
+        .map_err(|e| Error::Process(format!("probe output: {e}")))?;
+    let expected = expected_rtt_ms(&sc, backend);
+    let measured = pr.median_ms().unwrap_or(f64::NAN);
+    if progress_on(opts) {
+        eprintln!(
+            "netlab: RTT check {} → {}: measured {measured:.2} ms (min {:.2}), configured {expected:.2} ms",
+            sc.hosts[s1].name,
+            sc.hosts[r1].name,
+            pr.min_ms().unwrap_or(f64::NAN)
+        );
+    }
+    if !opts.skip_rtt_check && !((measured - expected).abs() <= 1.0) {
+        return Err(Error::Check(format!(
+            "measured RTT {measured:.2} ms ({} of {} probes answered) differs from the configured {expected:.2} ms by more than 1 ms: a route bypasses the bottleneck or the emulator is overloaded",
+            pr.rtts_ms.len(),
+            pr.sent
+        )));
+    }
+    if mono_ns() + 100_000_000 > t0_ns {
+        return Err(Error::Process(
+            "set-up took longer than 2.4 s; the machine is overloaded".into(),
+        ));
+    }
+    let setup_s = setup_start.elapsed().as_secs_f64();
+    // Traffic: sinks first, then senders.
+    let bin_ms = sc.bin.as_millis().to_string();
+    let exe_args_common = |v: &mut Vec<String>| {
+        v.extend([s("--t0-ns"), s(t0_ns), s("--bin-ms"), bin_ms.clone()]);
+    };
+    let mut senders: Vec<Helper> = Vec::new();
+    for f in &sc.flows {
+        let kind_sink = match f.kind {
+            FlowKind::Tcp => "__tcp-sink",
+            FlowKind::Udp => "__udp-sink",
+            FlowKind::Cg => {
+                return Err(Error::NotAvailable(format!(
+                    "flow `{}`: kind `cg` needs cg-send/cg-recv (issue #9), not yet available",
+                    f.name
+                )));
+            }
+        };
+        let mut a = vec![
+            s(kind_sink),
+            s("--port"),
+            s(f.port),
+            s("--out"),
+            raw.join(format!("sink-{}.csv", f.name)).display().to_string(),
+        ];
+        exe_args_common(&mut a);
+        helpers.push(spawn_in(&topo.ns(f.to), &a, &format!("sink {}", f.name), false)?);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    for f in &sc.flows {
+        let dst = format!("{}:{}", sc.hosts[f.to].addr, f.port);
+        let mut a = match f.kind {
+            FlowKind::Tcp => vec![
+                s("__tcp-send"),
+                s("--dst"),
+                dst,
+                s("--cc"),
+                s(f.cc.name()),
+                s("--out"),
+                raw.join(format!("send-{}.csv", f.name)).display().to_string(),
+            ],
+            _ => vec![
+                s("__udp-send"),
+                s("--dst"),
+                dst,
+                s("--size"),
+                s(f.size),
+                s("--ecn"),
+                s(match f.ecn {
+                    crate::scenario::EcnSetting::NotEct => "not-ect",
+                    crate::scenario::EcnSetting::Ect0 => "ect0",
+                    crate::scenario::EcnSetting::Ect1 => "ect1",
+                }),
+            ],
+        };
+        a.extend([
+            s("--start"),
+            s(f.start.as_secs_f64()),
+            s("--stop"),
+            s(f.stop.as_secs_f64()),
+        ]);
+        if !f.rate_steps.is_empty() {
+            a.extend([s("--steps"), crate::traffic::format_steps(&f.rate_steps)]);
+        }
+        if let Some((on, off)) = f.on_off {
+            a.extend([s("--on"), s(on.as_secs_f64()), s("--off"), s(off.as_secs_f64())]);
+        }
+        exe_args_common(&mut a);
+        senders.push(spawn_in(&topo.ns(f.from), &a, &format!("sender {}", f.name), false)?);
+    }
+    if progress_on(opts) {
+        eprintln!(
+            "netlab: running `{}` for {:.0} s ({} flows, backend {})",
+            sc.name,
+            sc.duration.as_secs_f64(),
+            sc.flows.len(),
+            if backend == Backend::Emulated { "emulated" } else { "kernel" }
+        );
+    }
+    // Wait for the run to end.
+    let end_ns = t0_ns + sc.duration.as_nanos() as u64;
+    let mut last_progress = mono_ns();
+    while mono_ns() < end_ns + 300_000_000 {
+        std::thread::sleep(Duration::from_millis(100));
+        if forwarder.is_none() && progress_on(opts) && mono_ns() - last_progress > 1_000_000_000 {
+            last_progress = mono_ns();
+            eprintln!(
+                "  [{:5.0}/{:.0} s]",
+                (mono_ns() as f64 - t0_ns as f64) / 1e9,
+                sc.duration.as_secs_f64()
+            );
+        }
+    }
+    // Senders stop by themselves at their stop time; give them a moment, then insist.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    for h in &mut senders {
+        while h.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if h.child.try_wait().ok().flatten().is_none() {
+            eprintln!("netlab: {} did not stop in time; killing it", h.name);
+            h.child.kill().ok();
+        }
+        h.child.wait().ok();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    for h in &mut helpers {
+        h.stdin.take();
+    }
+    for h in &mut helpers {
+        h.child.wait().ok();
+    }
+    let tun_drops = if forwarder.is_some() {
+        topo.tun_drops()
+    } else {
+        [0, 0]
+    };
+    if let Some(mut f) = forwarder {
+        f.stdin.take();
+        let st = f
+            .child
+            .wait()
+            .map_err(|e| Error::io("wait forwarder", e))?;
+        if !st.success() {
+            return Err(Error::Process(format!("forwarder failed: {st}")));
+        }
+    }
+    let mut rcvbuf = 0;
+    for (i, h) in sc.hosts.iter().enumerate() {
+        let _ = h;
+        rcvbuf += udp_rcvbuf_errors(&topo.ns(i));
+    }
+    let info = RunInfo {
+        t0_ns,
+        backend: if backend == Backend::Emulated { "emulated" } else { "kernel" }.into(),
+        backend_note,
+        kernel_qdiscs: kernel_qdiscs.into_iter().collect(),
+        rtt_expected_ms: expected,
+        rtt_measured_ms: measured,
+        rtt_min_ms: pr.min_ms().unwrap_or(f64::NAN),
+        tun_drops,
+        udp_rcvbuf_errors: rcvbuf,
+        prefix,
+        setup_s,
+    };
+    let text = serde_json::to_string_pretty(&info).expect("RunInfo serialises");
+    std::fs::write(raw.join("run.json"), text).map_err(|e| Error::io("write run.json", e))?;
+    std::io::stderr().flush().ok();
+    Ok(())
+}
+
+fn progress_on(opts: &RunOptions) -> bool {
+    opts.progress
+}
+
+/// The RTT a 60-byte probe should see: both one-way delays plus serialisation at the initial
+/// rates (queues empty).
+pub fn expected_rtt_ms(sc: &Scenario, backend: Backend) -> f64 {
+    let ser = |spec: &crate::scenario::LinkSpec| -> f64 {
+        let r = spec.capacity.rate_at(Duration::ZERO).as_bps_f64();
+        if r > 0.0 { 60.0 * 8.0 / r * 1e3 } else { 0.0 }
+    };
+    match backend {
+        Backend::Emulated => {
+            (sc.forward.delay + sc.reverse.delay).as_secs_f64() * 1e3
+                + ser(&sc.forward)
+                + ser(&sc.reverse)
+        }
+        Backend::Kernel => {
+            (sc.forward.delay + sc.reverse.delay).as_secs_f64() * 1e3
+                + 74.0 * 8.0 / sc.forward.capacity.rate_at(Duration::ZERO).as_bps_f64().max(1.0) * 1e3
+        }
+    }
+}
+
+fn kernel_setup(
+    sc: &Scenario,
+    topo: &Topology,
+    have: &std::collections::BTreeSet<String>,
+) -> Result<()> {
+    let senders: Vec<usize> = (0..sc.hosts.len()).filter(|i| !sc.hosts[*i].is_receiver).collect();
+    let receivers: Vec<usize> = (0..sc.hosts.len()).filter(|i| sc.hosts[*i].is_receiver).collect();
+    if receivers.len() != 1 || senders.len() != 1 {
+        return Err(Error::KernelMissing(
+            "the kernel backend shapes one veth per direction, so it needs exactly one sender and one receiver host".into(),
+        ));
+    }
+    let fwd = crate::kernel::plan(&sc.forward, &topo.router_if(receivers[0]), have)?;
+    let rev_needed = sc.flows.iter().any(|f| f.direction == Direction::Reverse)
+        || sc.reverse.capacity.rate_at(Duration::ZERO) < cg_types::Bitrate::mbps(1000)
+        || !sc.reverse.delay.is_zero();
+    let rev = if rev_needed {
+        crate::kernel::plan(&sc.reverse, &topo.router_if(senders[0]), have)?
+    } else {
+        Vec::new()
+    };
+    crate::kernel::apply(&topo.router(), &fwd)?;
+    crate::kernel::apply(&topo.router(), &rev)?;
+    Ok(())
+}
+
+fn udp_rcvbuf_errors(ns: &str) -> u64 {
+    let Ok(text) = crate::sys::run("ip", &["netns", "exec", ns, "cat", "/proc/net/snmp"]) else {
+        return 0;
+    };
+    let udp: Vec<&str> = text.lines().filter(|l| l.starts_with("Udp:")).collect();
+    if udp.len() < 2 {
+        return 0;
+    }
+    let names: Vec<&str> = udp[0].split_whitespace().collect();
+    let vals: Vec<&str> = udp[1].split_whitespace().collect();
+    names
+        .iter()
+        .position(|n| *n == "RcvbufErrors")
+        .and_then(|i| vals.get(i))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Reads `raw/run.json`.
+pub fn read_info(out: &Path) -> Result<RunInfo> {
+    let p = out.join("raw").join("run.json");
+    let text = std::fs::read_to_string(&p).map_err(|e| Error::io(format!("read {}", p.display()), e))?;
+    serde_json::from_str(&text).map_err(|e| Error::Process(format!("{}: {e}", p.display())))
+}

@@ -1,0 +1,793 @@
+//! Scenarios: TOML files describing topology, bottleneck, traffic and metrics.
+//!
+//! [`Scenario::load`] parses and checks a file completely before anything is created; every
+//! problem is a [`ScenarioError`] naming the file, line, column and field. Shipped presets
+//! (papers' experiments) are in [`presets`].
+
+pub mod presets;
+pub mod schema;
+pub mod units;
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use cg_types::Bitrate;
+use toml::Spanned;
+
+pub use schema::{Backend, EcnSetting, Fallback, FlowKind, Qdisc, RawHtbClass, TcpCc};
+use schema::{RawFlow, RawLink, RawScenario, RawStep};
+
+/// A scenario problem, located in its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// File name (or `<preset name>`).
+    pub file: String,
+    /// 1-based line (0 when the problem has no location, e.g. an unreadable file).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// The field concerned (`forward.qdisc.kind`, `flows[2].from`…).
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: field `{}`: {}",
+                self.file, self.line, self.column, self.field, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Capacity over time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Capacity {
+    /// Constant.
+    Constant(Bitrate),
+    /// Steps `(from, rate)`, sorted, the first at 0.
+    Schedule(Vec<(Duration, Bitrate)>),
+    /// Mahimahi trace: delivery opportunities (ms offsets, 1500 bytes each), looping.
+    Trace(Vec<u64>),
+}
+
+impl Capacity {
+    /// The rate at `t` since the start (a trace gives its average rate).
+    pub fn rate_at(&self, t: Duration) -> Bitrate {
+        match self {
+            Capacity::Constant(r) => *r,
+            Capacity::Schedule(steps) => steps
+                .iter()
+                .rev()
+                .find(|(at, _)| *at <= t)
+                .or(steps.first())
+                .map_or(Bitrate::ZERO, |(_, r)| *r),
+            Capacity::Trace(ops) => {
+                let period_ms = ops.last().copied().unwrap_or(1).max(1);
+                Bitrate::from_bps_f64(ops.len() as f64 * 1500.0 * 8.0 * 1000.0 / period_ms as f64)
+            }
+        }
+    }
+
+    /// Capacity × time over `[a, b)` in bits (for utilisation).
+    pub fn bits_between(&self, a: Duration, b: Duration) -> f64 {
+        let mut t = a;
+        let mut bits = 0.0;
+        let step = Duration::from_millis(10);
+        while t < b {
+            let dt = step.min(b - t);
+            bits += self.rate_at(t).as_bps_f64() * dt.as_secs_f64();
+            t += dt;
+        }
+        bits
+    }
+}
+
+/// One direction of the bottleneck, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSpec {
+    /// Capacity over time.
+    pub capacity: Capacity,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Bernoulli loss probability.
+    pub loss: f64,
+    /// Queue discipline.
+    pub qdisc: Qdisc,
+}
+
+/// A host of the topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// `s1`…`sN`, `r1`…`rM`.
+    pub name: String,
+    /// Its address.
+    pub addr: Ipv4Addr,
+    /// The router's address on its link.
+    pub gateway: Ipv4Addr,
+    /// True for receivers (the far side of the forward bottleneck).
+    pub is_receiver: bool,
+}
+
+/// Which bottleneck a flow crosses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Sender host → receiver host (the forward bottleneck).
+    Forward,
+    /// Receiver host → sender host (the reverse link).
+    Reverse,
+}
+
+/// One flow instance, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowSpec {
+    /// Unique name.
+    pub name: String,
+    /// Traffic kind.
+    pub kind: FlowKind,
+    /// Index into [`Scenario::hosts`].
+    pub from: usize,
+    /// Index into [`Scenario::hosts`].
+    pub to: usize,
+    /// Which bottleneck.
+    pub direction: Direction,
+    /// Start, from run start.
+    pub start: Duration,
+    /// Stop, from run start.
+    pub stop: Duration,
+    /// On/off periods.
+    pub on_off: Option<(Duration, Duration)>,
+    /// TCP congestion control.
+    pub cc: TcpCc,
+    /// TCP ECN negotiation.
+    pub tcp_ecn: bool,
+    /// Rate steps (UDP rate; TCP application cap); empty = unlimited TCP.
+    pub rate_steps: Vec<(Duration, Bitrate)>,
+    /// UDP payload bytes.
+    pub size: u32,
+    /// UDP ECN.
+    pub ecn: EcnSetting,
+    /// Destination port (unique per flow).
+    pub port: u16,
+}
+
+/// A checked scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Run length.
+    pub duration: Duration,
+    /// Seed.
+    pub seed: u64,
+    /// Backend.
+    pub backend: Backend,
+    /// Kernel fallback policy.
+    pub fallback: Fallback,
+    /// Hosts: senders first, then receivers.
+    pub hosts: Vec<Host>,
+    /// Forward bottleneck.
+    pub forward: LinkSpec,
+    /// Reverse link.
+    pub reverse: LinkSpec,
+    /// Flow instances.
+    pub flows: Vec<FlowSpec>,
+    /// Metric bin.
+    pub bin: Duration,
+    /// Warm-up excluded from statistics.
+    pub warmup: Duration,
+    /// The TOML text it came from (copied into the output directory).
+    pub source: String,
+}
+
+/// First destination port; flow i uses `BASE_PORT + i`.
+pub const BASE_PORT: u16 = 5201;
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, span: Range<usize>, field: &str, message: impl Into<String>) -> ScenarioError {
+        let (line, column) = line_col(self.text, span.start);
+        ScenarioError {
+            file: self.file.to_owned(),
+            line,
+            column,
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = offset - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+/// The key written before the value at `offset` (`kind` in `kind = "foo"`), for serde errors.
+fn key_before(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = &before[line_start..];
+    if let Some(eq) = line.rfind('=') {
+        let lhs = line[..eq].trim_end();
+        let key: String = lhs
+            .chars()
+            .rev()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-' || *c == '.')
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if !key.is_empty() {
+            return key;
+        }
+    }
+    // A table header or a bare key: take the line's first word.
+    let full_line = text[line_start..].lines().next().unwrap_or("");
+    full_line
+        .trim()
+        .trim_matches(|c| c == '[' || c == ']')
+        .split(['=', ' '])
+        .next()
+        .unwrap_or("")
+        .to_owned()
+}
+
+impl Scenario {
+    /// Reads and checks a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            line: 0,
+            column: 0,
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let default_name = path
+            .file_stem()
+            .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+        Scenario::parse(&text, &file, &default_name, &base)
+    }
+
+    /// Parses and checks scenario text; `file` names it in errors, `base` resolves trace paths.
+    pub fn parse(
+        text: &str,
+        file: &str,
+        default_name: &str,
+        base: &Path,
+    ) -> Result<Scenario, ScenarioError> {
+        let cx = Ctx { file, text };
+        let raw: RawScenario = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            let field = key_before(text, span.start);
+            cx.err(span, &field, e.message().trim().to_owned())
+        })?;
+        build(&cx, raw, default_name, base)
+    }
+}
+
+fn build(
+    cx: &Ctx<'_>,
+    raw: RawScenario,
+    default_name: &str,
+    base: &Path,
+) -> Result<Scenario, ScenarioError> {
+    let duration = raw.duration.get_ref().0;
+    if duration.is_zero() {
+        return Err(cx.err(raw.duration.span(), "duration", "must be above zero"));
+    }
+    // Topology.
+    let topo = &raw.topology;
+    let ns = *topo.senders.get_ref();
+    let nr = *topo.receivers.get_ref();
+    if !(1..=100).contains(&ns) {
+        return Err(cx.err(
+            topo.senders.span(),
+            "topology.senders",
+            "must be 1 to 100",
+        ));
+    }
+    if !(1..=100).contains(&nr) {
+        return Err(cx.err(
+            topo.receivers.span(),
+            "topology.receivers",
+            "must be 1 to 100",
+        ));
+    }
+    let subnet = parse_subnet(topo.subnet.get_ref())
+        .map_err(|m| cx.err(topo.subnet.span(), "topology.subnet", m))?;
+    let mut hosts = Vec::new();
+    for i in 1..=ns {
+        let net = i as u8;
+        hosts.push(host(format!("s{i}"), subnet, net, false));
+    }
+    for j in 1..=nr {
+        let net = 100 + j as u8;
+        hosts.push(host(format!("r{j}"), subnet, net, true));
+    }
+    for (name, addr) in &topo.addresses {
+        let field = format!("topology.addresses.{name}");
+        let Some(h) = hosts.iter_mut().find(|h| &h.name == name) else {
+            return Err(cx.err(addr.span(), &field, format!("no host `{name}`")));
+        };
+        let a: Ipv4Addr = addr
+            .get_ref()
+            .parse()
+            .map_err(|_| cx.err(addr.span(), &field, "not an IPv4 address"))?;
+        let [g0, g1, g2, _] = h.gateway.octets();
+        let [a0, a1, a2, a3] = a.octets();
+        if [a0, a1, a2] != [g0, g1, g2] || a3 == 0 || a3 == 1 || a3 == 255 {
+            return Err(cx.err(
+                addr.span(),
+                &field,
+                format!(
+                    "{a} is not a host address of {name}'s link {g0}.{g1}.{g2}.0/24 (.1 is the router)"
+                ),
+            ));
+        }
+        h.addr = a;
+    }
+    for (i, h) in hosts.iter().enumerate() {
+        if let Some(other) = hosts[..i].iter().find(|o| o.addr == h.addr) {
+            let span = topo
+                .addresses
+                .get(&h.name)
+                .map_or(0..0, |s| s.span());
+            return Err(cx.err(
+                span,
+                &format!("topology.addresses.{}", h.name),
+                format!("address {} clashes with {}", h.addr, other.name),
+            ));
+        }
+    }
+    // Links.
+    let forward = link(cx, raw.forward.get_ref(), raw.forward.span(), "forward", base)?;
+    let reverse = match &raw.reverse {
+        Some(r) => link(cx, r.get_ref(), r.span(), "reverse", base)?,
+        None => LinkSpec {
+            capacity: Capacity::Constant(Bitrate::mbps(1000)),
+            delay: forward.delay,
+            loss: 0.0,
+            qdisc: Qdisc::Droptail {
+                limit: units::Limit::Packets(1000),
+            },
+        },
+    };
+    // Flows.
+    let mut flows = Vec::new();
+    for (idx, f) in raw.flows.iter().enumerate() {
+        flow_instances(cx, idx, f, &hosts, duration, &mut flows)?;
+    }
+    if flows.len() > 2000 {
+        return Err(cx.err(0..0, "flows", "more than 2000 flow instances"));
+    }
+    if let Qdisc::Htb { classes, default } = &forward.qdisc {
+        let span = raw.forward.get_ref().qdisc.as_ref().map_or(0..0, Spanned::span);
+        check_htb(cx, span, classes, default, &flows)?;
+    }
+    let bin = raw.metrics.bin.get_ref().0;
+    if bin < Duration::from_millis(10) {
+        return Err(cx.err(raw.metrics.bin.span(), "metrics.bin", "must be at least 10ms"));
+    }
+    Ok(Scenario {
+        name: raw.name.clone().unwrap_or_else(|| default_name.to_owned()),
+        description: raw.description.clone(),
+        duration,
+        seed: raw.seed,
+        backend: raw.backend,
+        fallback: raw.kernel_fallback,
+        hosts,
+        forward,
+        reverse,
+        flows,
+        bin,
+        warmup: raw.metrics.warmup.0,
+        source: cx.text.to_owned(),
+    })
+}
+
+fn host(name: String, subnet: [u8; 2], net: u8, is_receiver: bool) -> Host {
+    Host {
+        name,
+        addr: Ipv4Addr::new(subnet[0], subnet[1], net, 2),
+        gateway: Ipv4Addr::new(subnet[0], subnet[1], net, 1),
+        is_receiver,
+    }
+}
+
+fn parse_subnet(s: &str) -> Result<[u8; 2], String> {
+    let (addr, len) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}` is not an a.b.0.0/16 prefix"))?;
+    let a: Ipv4Addr = addr
+        .parse()
+        .map_err(|_| format!("`{addr}` is not an IPv4 address"))?;
+    if len != "16" {
+        return Err(format!("prefix length must be 16, not {len}"));
+    }
+    let o = a.octets();
+    if o[2] != 0 || o[3] != 0 {
+        return Err(format!("`{s}` has host bits set"));
+    }
+    if !a.is_private() {
+        return Err(format!("`{s}` is not a private (RFC 1918) range"));
+    }
+    Ok([o[0], o[1]])
+}
+
+fn link(
+    cx: &Ctx<'_>,
+    l: &RawLink,
+    span: Range<usize>,
+    name: &str,
+    base: &Path,
+) -> Result<LinkSpec, ScenarioError> {
+    let given = [l.capacity.is_some(), l.schedule.is_some(), l.trace.is_some()]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if given != 1 {
+        return Err(cx.err(
+            span,
+            &format!("{name}.capacity"),
+            "give exactly one of `capacity`, `schedule` or `trace`",
+        ));
+    }
+    let capacity = if let Some(c) = &l.capacity {
+        Capacity::Constant(c.get_ref().0)
+    } else if let Some(s) = &l.schedule {
+        schedule(cx, s.get_ref(), s.span(), &format!("{name}.schedule"))?
+    } else {
+        let t = l.trace.as_ref().expect("exactly one capacity form is set");
+        let path: PathBuf = base.join(t.get_ref());
+        let field = format!("{name}.trace");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            cx.err(t.span(), &field, format!("cannot read {}: {e}", path.display()))
+        })?;
+        let mut ops = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let ms: u64 = line.parse().map_err(|_| {
+                cx.err(
+                    t.span(),
+                    &field,
+                    format!("{} line {}: `{line}` is not a millisecond count", path.display(), i + 1),
+                )
+            })?;
+            if ops.last().is_some_and(|&p| ms < p) {
+                return Err(cx.err(
+                    t.span(),
+                    &field,
+                    format!("{} line {}: timestamps go backwards", path.display(), i + 1),
+                ));
+            }
+            ops.push(ms);
+        }
+        if ops.is_empty() || ops.last() == Some(&0) {
+            return Err(cx.err(t.span(), &field, "trace is empty"));
+        }
+        Capacity::Trace(ops)
+    };
+    let loss = *l.loss.get_ref();
+    if !(0.0..1.0).contains(&loss) {
+        return Err(cx.err(l.loss.span(), &format!("{name}.loss"), "must be in [0, 1)"));
+    }
+    let qdisc = match &l.qdisc {
+        Some(q) => q.get_ref().clone(),
+        None => Qdisc::Droptail {
+            limit: units::Limit::Packets(1000),
+        },
+    };
+    Ok(LinkSpec {
+        capacity,
+        delay: l.delay.0,
+        loss,
+        qdisc,
+    })
+}
+
+fn schedule(
+    cx: &Ctx<'_>,
+    steps: &[RawStep],
+    span: Range<usize>,
+    field: &str,
+) -> Result<Capacity, ScenarioError> {
+    if steps.is_empty() {
+        return Err(cx.err(span, field, "schedule is empty"));
+    }
+    if !steps[0].at.0.is_zero() {
+        return Err(cx.err(span, field, "the first step must be `at = \"0s\"`"));
+    }
+    if steps.windows(2).any(|w| w[1].at <= w[0].at) {
+        return Err(cx.err(span, field, "step times must increase"));
+    }
+    Ok(Capacity::Schedule(
+        steps.iter().map(|s| (s.at.0, s.rate.0)).collect(),
+    ))
+}
+
+fn flow_instances(
+    cx: &Ctx<'_>,
+    idx: usize,
+    f: &Spanned<RawFlow>,
+    hosts: &[Host],
+    duration: Duration,
+    out: &mut Vec<FlowSpec>,
+) -> Result<(), ScenarioError> {
+    let r = f.get_ref();
+    let field = |k: &str| format!("flows[{idx}].{k}");
+    let find = |h: &Option<Spanned<String>>, key: &str| -> Result<usize, ScenarioError> {
+        let h = h.as_ref().ok_or_else(|| {
+            cx.err(
+                f.span(),
+                &field(key),
+                format!("flow `{}` has no `{key}` endpoint", r.name.get_ref()),
+            )
+        })?;
+        hosts
+            .iter()
+            .position(|x| &x.name == h.get_ref())
+            .ok_or_else(|| {
+                let names: Vec<_> = hosts.iter().map(|h| h.name.as_str()).collect();
+                cx.err(
+                    h.span(),
+                    &field(key),
+                    format!("no host `{}` (hosts: {})", h.get_ref(), names.join(", ")),
+                )
+            })
+    };
+    let from = find(&r.from, "from")?;
+    let to = find(&r.to, "to")?;
+    let direction = match (hosts[from].is_receiver, hosts[to].is_receiver) {
+        (false, true) => Direction::Forward,
+        (true, false) => Direction::Reverse,
+        _ => {
+            return Err(cx.err(
+                r.to.as_ref().map_or(f.span(), Spanned::span),
+                &field("to"),
+                "a flow must cross the bottleneck: from a sender (s*) to a receiver (r*) or back",
+            ));
+        }
+    };
+    let stop = r.stop.as_ref().map_or(duration, |s| s.get_ref().0);
+    if stop <= r.start.0 {
+        return Err(cx.err(
+            r.stop.as_ref().map_or(f.span(), Spanned::span),
+            &field("stop"),
+            "stop must be after start",
+        ));
+    }
+    if stop > duration {
+        return Err(cx.err(
+            r.stop.as_ref().map_or(f.span(), Spanned::span),
+            &field("stop"),
+            "stop is after the end of the run",
+        ));
+    }
+    let on_off = match (&r.on, &r.off) {
+        (None, None) => None,
+        (Some(on), Some(off)) => {
+            if on.get_ref().0.is_zero() {
+                return Err(cx.err(on.span(), &field("on"), "must be above zero"));
+            }
+            Some((on.get_ref().0, off.get_ref().0))
+        }
+        (Some(s), None) | (None, Some(s)) => {
+            return Err(cx.err(s.span(), &field("on"), "give both `on` and `off`"));
+        }
+    };
+    let mut rate_steps = Vec::new();
+    if let Some(rate) = &r.rate {
+        rate_steps.push((Duration::ZERO, rate.get_ref().0));
+    }
+    if let Some(steps) = &r.rate_steps {
+        for s in steps {
+            rate_steps.push((s.at.0, s.rate.0));
+        }
+        if rate_steps.windows(2).any(|w| w[1].0 <= w[0].0) {
+            return Err(cx.err(f.span(), &field("rate_steps"), "step times must increase"));
+        }
+    }
+    let kind = *r.kind.get_ref();
+    if kind == FlowKind::Udp && rate_steps.is_empty() {
+        return Err(cx.err(f.span(), &field("rate"), "a UDP flow needs a `rate`"));
+    }
+    let size = r.size.as_ref().map_or(1200, |s| *s.get_ref());
+    if !(16..=1472).contains(&size) {
+        let span = r.size.as_ref().map_or(f.span(), Spanned::span);
+        return Err(cx.err(span, &field("size"), "UDP payload must be 16 to 1472 bytes"));
+    }
+    let count = *r.count.get_ref();
+    if count == 0 || count > 1000 {
+        return Err(cx.err(r.count.span(), &field("count"), "must be 1 to 1000"));
+    }
+    for i in 0..count {
+        let name = if count == 1 {
+            r.name.get_ref().clone()
+        } else {
+            format!("{}-{}", r.name.get_ref(), i + 1)
+        };
+        if out.iter().any(|o: &FlowSpec| o.name == name) {
+            return Err(cx.err(r.name.span(), &field("name"), format!("duplicate flow name `{name}`")));
+        }
+        let port = BASE_PORT + out.len() as u16;
+        out.push(FlowSpec {
+            name,
+            kind,
+            from,
+            to,
+            direction,
+            start: r.start.0,
+            stop,
+            on_off,
+            cc: r.cc.unwrap_or_default(),
+            tcp_ecn: r.tcp_ecn,
+            rate_steps: rate_steps.clone(),
+            size,
+            ecn: r.ecn,
+            port,
+        });
+    }
+    Ok(())
+}
+
+fn check_htb(
+    cx: &Ctx<'_>,
+    span: Range<usize>,
+    classes: &[RawHtbClass],
+    default: &str,
+    flows: &[FlowSpec],
+) -> Result<(), ScenarioError> {
+    if classes.is_empty() {
+        return Err(cx.err(span, "forward.qdisc.classes", "HTB needs at least one class"));
+    }
+    if !classes.iter().any(|c| c.name == default) {
+        return Err(cx.err(
+            span,
+            "forward.qdisc.default",
+            format!("default class `{default}` is not one of the classes"),
+        ));
+    }
+    for c in classes {
+        for f in &c.flows {
+            let prefix_match = flows.iter().any(|x| &x.name == f || x.name.starts_with(&format!("{f}-")));
+            if !prefix_match {
+                return Err(cx.err(
+                    span,
+                    "forward.qdisc.classes.flows",
+                    format!("class `{}` names flow `{f}`, which does not exist", c.name),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(text, "t.toml", "t", Path::new("."))
+    }
+
+    const OK: &str = r#"
+duration = "10s"
+[forward]
+capacity = "1Mbit"
+delay = "25ms"
+qdisc = { kind = "droptail", limit = "300ms" }
+[[flows]]
+name = "u"
+kind = "udp"
+from = "s1"
+to = "r1"
+rate = "2Mbit"
+"#;
+
+    #[test]
+    fn a_valid_scenario_is_checked_into_flows_and_hosts() {
+        let s = parse(OK).unwrap();
+        assert_eq!(s.hosts.len(), 2);
+        assert_eq!(s.flows[0].direction, Direction::Forward);
+        assert_eq!(s.flows[0].stop, Duration::from_secs(10));
+        assert_eq!(s.forward.delay, Duration::from_millis(25));
+        assert_eq!(s.reverse.delay, Duration::from_millis(25));
+    }
+
+    #[test]
+    fn unknown_qdisc_names_file_line_and_field() {
+        let e = parse(&OK.replace("\"droptail\"", "\"fifo9\"")).unwrap_err();
+        assert_eq!(e.file, "t.toml");
+        assert_eq!(e.line, 6, "{e}");
+        assert!(e.field.contains("qdisc") || e.field == "kind", "{e}");
+        assert!(e.message.contains("fifo9"), "{e}");
+    }
+
+    #[test]
+    fn negative_rate_names_its_line() {
+        let e = parse(&OK.replace("\"1Mbit\"", "\"-1Mbit\"")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (4, "capacity"), "{e}");
+        assert!(e.message.contains("negative"), "{e}");
+    }
+
+    #[test]
+    fn flow_without_endpoints_is_rejected() {
+        let e = parse(&OK.replace("from = \"s1\"\n", "")).unwrap_err();
+        assert_eq!(e.field, "flows[0].from", "{e}");
+        assert_eq!(e.line, 7, "{e}");
+    }
+
+    #[test]
+    fn unknown_host_is_rejected() {
+        let e = parse(&OK.replace("to = \"r1\"", "to = \"r7\"")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (11, "flows[0].to"), "{e}");
+    }
+
+    #[test]
+    fn clashing_addresses_are_rejected() {
+        let text = format!(
+            "{OK}\n[topology]\nsenders = 2\n[topology.addresses]\ns1 = \"10.77.1.5\"\ns2 = \"10.77.1.6\"\n"
+        );
+        let e = parse(&text).unwrap_err();
+        assert!(e.field.starts_with("topology.addresses.s2"), "{e}");
+        assert!(e.message.contains("not a host address"), "{e}");
+        let text = format!(
+            "{OK}\n[topology]\nsubnet = \"8.8.0.0/16\"\n"
+        );
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.field, "topology.subnet", "{e}");
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let e = parse(&OK.replace("delay =", "dleay =")).unwrap_err();
+        assert_eq!(e.line, 5, "{e}");
+        assert!(e.message.contains("dleay"), "{e}");
+    }
+
+    #[test]
+    fn count_expands_to_named_instances_with_unique_ports() {
+        let s = parse(&OK.replace("rate = \"2Mbit\"", "rate = \"2Mbit\"\ncount = 3")).unwrap();
+        let names: Vec<_> = s.flows.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["u-1", "u-2", "u-3"]);
+        assert_eq!(s.flows[2].port, BASE_PORT + 2);
+    }
+
+    #[test]
+    fn schedule_rate_lookup() {
+        let c = Capacity::Schedule(vec![
+            (Duration::ZERO, Bitrate::mbps(1)),
+            (Duration::from_secs(20), Bitrate::kbps(2500)),
+        ]);
+        assert_eq!(c.rate_at(Duration::from_secs(19)), Bitrate::mbps(1));
+        assert_eq!(c.rate_at(Duration::from_secs(20)), Bitrate::kbps(2500));
+        let bits = c.bits_between(Duration::from_secs(10), Duration::from_secs(30));
+        assert!((bits - 35e6).abs() < 1e3, "{bits}");
+    }
+}

@@ -1,0 +1,66 @@
+//! Shipped scenario presets: the seed papers' experiments (files in `netlab/scenarios/`).
+//!
+//! - MMSys16 §6.1–6.5 (Carlucci et al., "Analysis and design of the Google Congestion Control
+//!   for WebRTC"): RTT 50 ms, DT/300, capacity schedules, GCC vs GCC, vs 99 TCP, vs on/off TCP,
+//!   reverse TCP.
+//! - CCR16 §4.1–4.2 (Carlucci et al., "Controlling queuing delays for real-time communication"),
+//!   Table 1 settings: DT/300, CoDel (13 ms at 1 Mb/s, else 5 ms), PIE (20 ms / 30 ms), SFQ
+//!   (300 ms), FQ-CoDel (13 ms).
+//! - TMA24 §IV (cloud gaming, HTB vs L4S): 50 Mb/s, RTT 30 ms, DT 250 packets, HTB two classes,
+//!   DualPI2 with L limit 1000; a rate-stepped Cubic or BBR TCP flow.
+//!
+//! Their media flows are `kind = "cg"`, which runs once cg-send/cg-recv exist (issue #9).
+
+use std::path::Path;
+
+use super::{Scenario, ScenarioError};
+
+include!("preset_list.rs");
+
+/// Names of the shipped presets.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    PRESETS.iter().map(|(n, _)| *n)
+}
+
+/// The TOML text of preset `name`.
+pub fn text(name: &str) -> Option<&'static str> {
+    PRESETS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Parses preset `name` (errors name the preset's file).
+pub fn load(name: &str) -> Option<Result<Scenario, ScenarioError>> {
+    let text = text(name)?;
+    Some(Scenario::parse(
+        text,
+        &format!("scenarios/{name}.toml"),
+        name,
+        Path::new("."),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{FlowKind, Qdisc};
+
+    #[test]
+    fn every_preset_parses_and_checks() {
+        assert!(PRESETS.len() >= 20);
+        for name in names() {
+            let s = load(name).unwrap().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(s.name, name);
+            assert!(!s.flows.is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn presets_carry_the_papers_settings() {
+        let s = load("mmsys16-6.3-gcc-vs-99-tcp").unwrap().unwrap();
+        assert_eq!(s.flows.iter().filter(|f| f.kind == FlowKind::Tcp).count(), 99);
+        let s = load("ccr16-4.1-codel-1mbit").unwrap().unwrap();
+        assert!(matches!(s.forward.qdisc, Qdisc::Codel { target: Some(t), .. } if t.0.as_millis() == 13));
+        let s = load("tma24-4-htb-cubic").unwrap().unwrap();
+        assert!(matches!(s.forward.qdisc, Qdisc::Htb { .. }));
+        assert_eq!(s.forward.delay.as_millis() * 2, 30);
+    }
+}

@@ -1,0 +1,362 @@
+//! The scenario file's schema (serde), as written by users. [`super::Scenario`] is the
+//! checked form built from it.
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::units::{Dur, Limit, Rate};
+
+/// Top level of a scenario TOML file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    /// Short name (defaults to the file stem).
+    pub name: Option<String>,
+    /// Free text: which paper, section, figure.
+    #[serde(default)]
+    pub description: String,
+    /// How long the run lasts.
+    pub duration: Spanned<Dur>,
+    /// Seed of every random decision (qdisc drops, loss); default 1.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// `emulated` (default: TUN forwarder running cg-link) or `kernel` (real `tc` qdiscs).
+    #[serde(default)]
+    pub backend: Backend,
+    /// What to do when the kernel lacks something the kernel backend needs.
+    #[serde(default)]
+    pub kernel_fallback: Fallback,
+    /// Hosts and addresses.
+    #[serde(default)]
+    pub topology: RawTopology,
+    /// The bottleneck from senders to receivers.
+    pub forward: Spanned<RawLink>,
+    /// The path from receivers back to senders (default: 1 Gbit/s, same delay as forward,
+    /// DropTail 1000 packets: effectively no bottleneck).
+    pub reverse: Option<Spanned<RawLink>>,
+    /// The traffic.
+    #[serde(default)]
+    pub flows: Vec<Spanned<RawFlow>>,
+    /// How metrics are computed.
+    #[serde(default)]
+    pub metrics: RawMetrics,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Bottleneck backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// TUN forwarder in the router namespace running the bottleneck model in real time.
+    #[default]
+    Emulated,
+    /// Linux `tc` qdiscs on the router's egress veths.
+    Kernel,
+}
+
+/// Kernel-backend fallback policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// Stop with an error naming what is missing.
+    #[default]
+    Error,
+    /// Use the emulated backend instead (and say so).
+    Emulated,
+}
+
+/// Hosts: `senders` namespaces s1…sN, `receivers` namespaces r1…rM, all joined to one router.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTopology {
+    /// Number of sender hosts (default 1).
+    #[serde(default = "one_u32")]
+    pub senders: Spanned<u32>,
+    /// Number of receiver hosts (default 1).
+    #[serde(default = "one_u32")]
+    pub receivers: Spanned<u32>,
+    /// IPv4 /16 the run's addresses come from (default `10.77.0.0/16`, a private range).
+    #[serde(default = "default_subnet")]
+    pub subnet: Spanned<String>,
+    /// Explicit addresses for some hosts (`{ s1 = "10.77.1.2" }`); must lie in the host's
+    /// /24 and not clash.
+    #[serde(default)]
+    pub addresses: std::collections::BTreeMap<String, Spanned<String>>,
+}
+
+impl Default for RawTopology {
+    fn default() -> Self {
+        RawTopology {
+            senders: one_u32(),
+            receivers: one_u32(),
+            subnet: default_subnet(),
+            addresses: Default::default(),
+        }
+    }
+}
+
+fn one_u32() -> Spanned<u32> {
+    Spanned::new(0..0, 1)
+}
+
+fn zero_loss() -> Spanned<f64> {
+    Spanned::new(0..0, 0.0)
+}
+
+fn default_subnet() -> Spanned<String> {
+    Spanned::new(0..0, "10.77.0.0/16".to_owned())
+}
+
+/// One direction of the bottleneck.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLink {
+    /// Constant capacity.
+    pub capacity: Option<Spanned<Rate>>,
+    /// Piecewise-constant capacity: `[{ at = "0s", rate = "1Mbit" }, …]`.
+    pub schedule: Option<Spanned<Vec<RawStep>>>,
+    /// A Mahimahi delivery-opportunity trace file (one ms timestamp per 1500-byte
+    /// opportunity), relative to the scenario file.
+    pub trace: Option<Spanned<String>>,
+    /// One-way propagation delay (default 0).
+    #[serde(default)]
+    pub delay: Dur,
+    /// Random loss probability in [0, 1) (default 0).
+    #[serde(default = "zero_loss")]
+    pub loss: Spanned<f64>,
+    /// The queue discipline (default DropTail 1000 packets).
+    pub qdisc: Option<Spanned<Qdisc>>,
+}
+
+/// One step of a capacity schedule.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStep {
+    /// When the step starts (from the start of the run).
+    pub at: Dur,
+    /// Capacity from then on.
+    pub rate: Rate,
+}
+
+/// Queue disciplines; unset parameters take Linux's defaults (shared/notes/aqm.md).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Qdisc {
+    /// Tail drop with a limit in packets, bytes or time (`"300ms"` = DT/300).
+    Droptail {
+        /// Queue limit.
+        limit: Limit,
+    },
+    /// CoDel (RFC 8289).
+    Codel {
+        /// Target sojourn (5 ms).
+        target: Option<Dur>,
+        /// Interval (100 ms).
+        interval: Option<Dur>,
+        /// Limit (1000 packets).
+        limit: Option<Limit>,
+        /// Mark ECT packets instead of dropping (false).
+        ecn: Option<bool>,
+    },
+    /// PIE (RFC 8033).
+    Pie {
+        /// Target delay (15 ms).
+        target: Option<Dur>,
+        /// Update interval (15 ms).
+        tupdate: Option<Dur>,
+        /// Limit (1000 packets).
+        limit: Option<Limit>,
+        /// Mark instead of drop while p ≤ 10 % (false).
+        ecn: Option<bool>,
+    },
+    /// Stochastic fairness queueing (Linux sfq).
+    Sfq {
+        /// Limit (127 packets).
+        limit: Option<Limit>,
+    },
+    /// FQ-CoDel (RFC 8290).
+    FqCodel {
+        /// Target (5 ms).
+        target: Option<Dur>,
+        /// Interval (100 ms).
+        interval: Option<Dur>,
+        /// Limit (10240 packets).
+        limit: Option<Limit>,
+        /// ECN (true).
+        ecn: Option<bool>,
+    },
+    /// DualPI2 (RFC 9332).
+    Dualpi2 {
+        /// Classic-queue target (15 ms).
+        target: Option<Dur>,
+        /// Limit (10000 packets).
+        limit: Option<Limit>,
+        /// L-queue step threshold (1 ms).
+        step: Option<Dur>,
+        /// Coupling factor k (2).
+        coupling: Option<f64>,
+    },
+    /// HTB with classes, each with its own child qdisc (TMA24 §IV-C).
+    Htb {
+        /// Classes, highest priority first.
+        classes: Vec<RawHtbClass>,
+        /// Class name for packets no rule matches.
+        default: String,
+    },
+}
+
+impl Qdisc {
+    /// The qdisc's TOML `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Qdisc::Droptail { .. } => "droptail",
+            Qdisc::Codel { .. } => "codel",
+            Qdisc::Pie { .. } => "pie",
+            Qdisc::Sfq { .. } => "sfq",
+            Qdisc::FqCodel { .. } => "fq_codel",
+            Qdisc::Dualpi2 { .. } => "dualpi2",
+            Qdisc::Htb { .. } => "htb",
+        }
+    }
+}
+
+/// One HTB class.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawHtbClass {
+    /// Name used by `default` and in reports.
+    pub name: String,
+    /// Guaranteed rate.
+    pub rate: Rate,
+    /// Maximum rate (default: the link capacity).
+    pub ceil: Option<Rate>,
+    /// Priority, lower first (0).
+    #[serde(default)]
+    pub prio: u8,
+    /// Match packets to this flow names (scenario flows) — compiled to their 5-tuples.
+    #[serde(default)]
+    pub flows: Vec<String>,
+    /// Match by DSCP value.
+    pub dscp: Option<u8>,
+    /// The class's leaf qdisc (default DropTail 1000 packets).
+    pub qdisc: Option<Box<Qdisc>>,
+}
+
+/// Traffic kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowKind {
+    /// Kernel TCP bulk transfer (netlab's own sender/receiver).
+    Tcp,
+    /// Constant-rate UDP.
+    Udp,
+    /// A cg media flow (cg-send → cg-recv).
+    Cg,
+}
+
+/// ECN code point for UDP flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnSetting {
+    /// Not-ECT.
+    #[default]
+    NotEct,
+    /// ECT(0), classic.
+    Ect0,
+    /// ECT(1), L4S.
+    Ect1,
+}
+
+/// TCP congestion control (TCP_CONGESTION).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TcpCc {
+    /// Cubic (Linux default).
+    #[default]
+    Cubic,
+    /// BBR (v1 on these kernels).
+    Bbr,
+    /// Reno.
+    Reno,
+}
+
+impl TcpCc {
+    /// The kernel's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpCc::Cubic => "cubic",
+            TcpCc::Bbr => "bbr",
+            TcpCc::Reno => "reno",
+        }
+    }
+}
+
+/// One flow (or `count` identical flows).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlow {
+    /// Name in reports (instances get `-1`, `-2`… when `count > 1`).
+    pub name: Spanned<String>,
+    /// What traffic.
+    pub kind: Spanned<FlowKind>,
+    /// Sending host (`s1`…, or `r1`… for reverse-path traffic).
+    pub from: Option<Spanned<String>>,
+    /// Receiving host.
+    pub to: Option<Spanned<String>>,
+    /// Number of identical flows (default 1).
+    #[serde(default = "one_u32")]
+    pub count: Spanned<u32>,
+    /// Start time (default 0).
+    #[serde(default)]
+    pub start: Dur,
+    /// Stop time (default: end of run).
+    pub stop: Option<Spanned<Dur>>,
+    /// On/off: on for `on`, then off for `off`, repeating (each on-period a new TCP connection).
+    pub on: Option<Spanned<Dur>>,
+    /// Off time of an on/off flow.
+    pub off: Option<Spanned<Dur>>,
+    /// TCP congestion control (cubic).
+    pub cc: Option<TcpCc>,
+    /// TCP: negotiate ECN (sysctl tcp_ecn on the sending host) (false).
+    #[serde(default)]
+    pub tcp_ecn: bool,
+    /// UDP rate, or a cap on a TCP flow's application rate.
+    pub rate: Option<Spanned<Rate>>,
+    /// Rate steps (UDP or rate-capped TCP): `[{ at = "60s", rate = "20Mbit" }]`, times from run start.
+    pub rate_steps: Option<Vec<RawStep>>,
+    /// UDP payload size in bytes (1200).
+    pub size: Option<Spanned<u32>>,
+    /// UDP ECN code point (not_ect).
+    #[serde(default)]
+    pub ecn: EcnSetting,
+    /// cg flows: controller name (gcc, scream) — passed to cg-send.
+    pub controller: Option<String>,
+}
+
+/// Metric settings.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    /// Time-series bin (default 200 ms).
+    #[serde(default = "default_bin")]
+    pub bin: Spanned<Dur>,
+    /// Statistics ignore the first `warmup` of the run (default 0).
+    #[serde(default)]
+    pub warmup: Dur,
+}
+
+impl Default for RawMetrics {
+    fn default() -> Self {
+        RawMetrics {
+            bin: default_bin(),
+            warmup: Dur::default(),
+        }
+    }
+}
+
+fn default_bin() -> Spanned<Dur> {
+    Spanned::new(0..0, Dur(std::time::Duration::from_millis(200)))
+}

@@ -1,0 +1,300 @@
+//! End-to-end tests in real network namespaces (root or unprivileged user namespaces needed).
+//!
+//! Each test runs the `netlab` binary on a small scenario and checks `summary.json`. They are
+//! timing-sensitive, so one global lock runs them one at a time even under the default
+//! parallel test harness.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn netlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_netlab"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("netlab-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir is writable");
+    d
+}
+
+fn run(name: &str, toml: &str) -> (Value, PathBuf) {
+    let dir = scratch(name);
+    let file = dir.join("s.toml");
+    std::fs::write(&file, toml).expect("write scenario");
+    let out = dir.join("out");
+    let o: Output = netlab()
+        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"])
+        .output()
+        .expect("netlab runs");
+    assert!(
+        o.status.success(),
+        "netlab failed: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    (summary, out)
+}
+
+fn f(v: &Value, path: &[&str]) -> f64 {
+    let mut x = v;
+    for p in path {
+        x = match p.parse::<usize>() {
+            Ok(i) => &x[i],
+            Err(_) => &x[*p],
+        };
+    }
+    x.as_f64().unwrap_or_else(|| panic!("{path:?} missing in {v}"))
+}
+
+/// Processes whose command line mentions `needle` (our unique output path).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().filter(|s| s.chars().all(|c| c.is_ascii_digit())) else {
+            continue;
+        };
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) {
+                found.push(format!("{pid}: {cmd}"));
+            }
+        }
+    }
+    found
+}
+
+const UDP_DT300: &str = r#"
+duration = "12s"
+[forward]
+capacity = "1Mbit"
+delay = "25ms"
+qdisc = { kind = "droptail", limit = "300ms" }
+[reverse]
+capacity = "100Mbit"
+delay = "25ms"
+[[flows]]
+name = "udp"
+kind = "udp"
+rate = "2Mbit"
+size = 1200
+from = "s1"
+to = "r1"
+[metrics]
+warmup = "3s"
+"#;
+
+#[test]
+fn udp_2mbit_into_1mbit_droptail300_leaves_at_capacity_with_half_lost() {
+    let _g = lock();
+    let (s, out) = run("udp-dt300", UDP_DT300);
+    let m = &s["metrics"];
+    let rate = f(m, &["flows", "0", "throughput_mbps"]);
+    assert!((rate - 1.0).abs() <= 0.02, "delivered {rate} Mb/s");
+    let loss = f(m, &["flows", "0", "loss_ratio"]);
+    assert!((loss - 0.5).abs() <= 0.03, "loss {loss}");
+    let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
+    // DT/300 at 1 Mb/s holds 37 500 B = 30 datagrams of 1228 B = 295 ms.
+    assert!((270.0..=310.0).contains(&q50), "median queuing delay {q50} ms");
+    // Every drop is counted: bottleneck drops + hidden TUN drops + receiver-side gaps agree.
+    let tun = f(&s, &["run", "tun_drops", "0"]);
+    assert_eq!(tun, 0.0, "no hidden drops at 2 Mb/s");
+    for png in ["rate.png", "delay.png", "loss.png"] {
+        assert!(std::fs::metadata(out.join(png)).unwrap().len() > 10_000, "{png}");
+    }
+    assert!(out.join("flow-udp.csv").exists());
+    // Nothing of the run survives it.
+    assert!(processes_mentioning(out.to_str().unwrap()).is_empty());
+}
+
+#[test]
+fn idle_rtt_matches_the_configured_delay_within_one_millisecond() {
+    let _g = lock();
+    let (s, _) = run(
+        "rtt",
+        r#"
+duration = "2s"
+[forward]
+capacity = "10Mbit"
+delay = "30ms"
+[reverse]
+capacity = "10Mbit"
+delay = "10ms"
+[[flows]]
+name = "tiny"
+kind = "udp"
+rate = "50kbit"
+from = "s1"
+to = "r1"
+"#,
+    );
+    let expected = f(&s, &["run", "rtt_expected_ms"]);
+    let measured = f(&s, &["run", "rtt_measured_ms"]);
+    assert!((expected - 40.1).abs() < 0.1, "expected {expected}");
+    assert!((measured - expected).abs() <= 1.0, "measured {measured} vs {expected}");
+}
+
+fn tcp_scenario(qdisc: &str) -> String {
+    format!(
+        r#"
+duration = "16s"
+[forward]
+capacity = "10Mbit"
+delay = "25ms"
+qdisc = {qdisc}
+[reverse]
+capacity = "100Mbit"
+delay = "25ms"
+[[flows]]
+name = "cubic"
+kind = "tcp"
+cc = "cubic"
+from = "s1"
+to = "r1"
+[metrics]
+warmup = "6s"
+"#
+    )
+}
+
+#[test]
+fn tcp_cubic_fills_droptail300_with_high_utilisation_and_bufferbloat() {
+    let _g = lock();
+    let (s, _) = run(
+        "tcp-dt300",
+        &tcp_scenario(r#"{ kind = "droptail", limit = "300ms" }"#),
+    );
+    let m = &s["metrics"];
+    let u = f(m, &["link", "utilisation"]);
+    assert!(u >= 0.90, "utilisation {u}");
+    let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
+    assert!(q50 >= 150.0, "median queuing delay {q50} ms");
+    let rtt = f(m, &["flows", "0", "rtt_ms", "p50"]);
+    assert!(rtt >= 200.0, "endpoint RTT {rtt} ms should show the queue");
+}
+
+#[test]
+fn invalid_scenario_is_refused_with_file_line_and_field_before_anything_is_created() {
+    let _g = lock();
+    let dir = scratch("invalid");
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, UDP_DT300.replace("\"droptail\"", "\"blue\"")).unwrap();
+    let out = dir.join("out");
+    let o = netlab()
+        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.toml:6:"), "{err}");
+    assert!(err.contains("blue"), "{err}");
+    assert!(!out.exists(), "nothing may be created for an invalid scenario");
+    // A flow without endpoints.
+    std::fs::write(&file, UDP_DT300.replace("from = \"s1\"\n", "")).unwrap();
+    let o = netlab().args(["check", file.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("flows[0].from"), "{err}");
+}
+
+#[test]
+fn a_killed_run_leaves_no_process_or_namespace_behind() {
+    let _g = lock();
+    let dir = scratch("kill");
+    let file = dir.join("long.toml");
+    std::fs::write(&file, UDP_DT300.replace("\"12s\"", "\"60s\"")).unwrap();
+    let out = dir.join("out");
+    let needle = out.to_str().unwrap().to_owned();
+    let mut child = netlab()
+        .args(["run", file.to_str().unwrap(), "--out", &needle, "--quiet"])
+        .spawn()
+        .unwrap();
+    // Wait until the forwarder and traffic run inside the namespaces.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        let p = processes_mentioning(&needle);
+        if p.iter().any(|l| l.contains("__forward")) && out.join("raw/bottleneck.log").exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        processes_mentioning(&needle).iter().any(|l| l.contains("__forward")),
+        "the run should be going"
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let start = Instant::now();
+    let mut left = processes_mentioning(&needle);
+    while !left.is_empty() && start.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(100));
+        left = processes_mentioning(&needle);
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // The namespaces lived only in the run's private mount namespace.
+    if let Ok(entries) = std::fs::read_dir("/run/netns") {
+        for e in entries.flatten() {
+            assert!(!e.file_name().to_string_lossy().starts_with("nl"), "{e:?}");
+        }
+    }
+}
+
+#[test]
+fn emulated_rate_agrees_with_kernel_tbf() {
+    let _g = lock();
+    let scenario = |backend: &str| {
+        format!(
+            r#"
+duration = "8s"
+backend = "{backend}"
+[forward]
+capacity = "10Mbit"
+qdisc = {{ kind = "droptail", limit = 100 }}
+[reverse]
+capacity = "1Gbit"
+[[flows]]
+name = "udp"
+kind = "udp"
+rate = "13Mbit"
+size = 1400
+from = "s1"
+to = "r1"
+[metrics]
+warmup = "2s"
+"#
+        )
+    };
+    let (emu, _) = run("tbf-emu", &scenario("emulated"));
+    let (kern, _) = run("tbf-kernel", &scenario("kernel"));
+    assert_eq!(kern["run"]["backend"], "kernel");
+    let e = f(&emu, &["metrics", "flows", "0", "throughput_mbps"]);
+    let k = f(&kern, &["metrics", "flows", "0", "throughput_mbps"]);
+    // The emulator counts IP bytes; tbf counts Ethernet frames (14 B more per 1428 B packet),
+    // so tbf's IP-level rate is ≈ 1 % lower: compare within 3 %.
+    assert!((e - 10.0).abs() / 10.0 < 0.02, "emulator {e}");
+    assert!((k - e).abs() / e < 0.03, "kernel tbf {k} vs emulator {e}");
+}
+
+#[test]
+fn nothing_is_left_in_the_root_namespace_after_runs() {
+    let _g = lock();
+    let links = || std::fs::read_dir("/sys/class/net").map(|d| d.count()).unwrap_or(0);
+    let before = links();
+    let (_, out) = run("clean", &UDP_DT300.replace("\"12s\"", "\"2s\""));
+    assert_eq!(links(), before, "no interface may leak into the root namespace");
+    assert!(processes_mentioning(out.to_str().unwrap()).is_empty());
+    let _ = Path::new(&out);
+}
