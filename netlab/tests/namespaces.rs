@@ -187,6 +187,18 @@ fn tcp_cubic_fills_droptail300_with_high_utilisation_and_bufferbloat() {
 }
 
 #[test]
+fn tcp_cubic_under_codel_keeps_the_queue_short_at_high_utilisation() {
+    let _g = lock();
+    let (s, _) = run("tcp-codel", &tcp_scenario(r#"{ kind = "codel" }"#));
+    let m = &s["metrics"];
+    let u = f(m, &["link", "utilisation"]);
+    assert!(u >= 0.90, "utilisation {u}");
+    let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
+    assert!(q50 <= 15.0, "median queuing delay {q50} ms");
+    assert!(f(m, &["flows", "0", "loss_ratio"]) > 0.0, "CoDel drops to keep the delay");
+}
+
+#[test]
 fn invalid_scenario_is_refused_with_file_line_and_field_before_anything_is_created() {
     let _g = lock();
     let dir = scratch("invalid");

@@ -5,7 +5,9 @@ use std::time::Duration;
 use cg_link::{CapacityConfig, DelayConfig, LinkConfig, LossConfig, MahimahiTrace, RateStep};
 use cg_link::qdisc::{DropTailConfig, QdiscConfig, QueueLimit};
 
-use crate::scenario::units::Limit;
+use cg_types::Bitrate;
+
+use crate::scenario::units::{Dur, Limit};
 use crate::scenario::{Capacity, LinkSpec, Qdisc};
 use crate::{Error, Result};
 
@@ -40,7 +42,7 @@ pub fn link_config(spec: &LinkSpec, seed: u64, what: &str) -> Result<LinkConfig>
         capacity,
         delay: DelayConfig::fixed(spec.delay),
         loss,
-        qdisc: qdisc_config(&spec.qdisc, what)?,
+        qdisc: qdisc_config(&spec.qdisc, spec.capacity.rate_at(Duration::ZERO), what)?,
         seed,
         // The forwarder streams events out with poll_event; keep the in-memory log small.
         event_limit: Some(1 << 16),
@@ -52,16 +54,91 @@ pub fn link_config(spec: &LinkSpec, seed: u64, what: &str) -> Result<LinkConfig>
     Ok(config)
 }
 
-/// The cg-link queue discipline for a scenario qdisc.
-pub fn qdisc_config(q: &Qdisc, what: &str) -> Result<QdiscConfig> {
-    match q {
-        Qdisc::Droptail { limit } => Ok(QdiscConfig::DropTail(DropTailConfig {
-            limit: queue_limit(*limit),
-        })),
-        other => Err(Error::NotAvailable(format!(
+/// The cg-link queue discipline for a scenario qdisc at mean link rate `rate`.
+///
+/// Non-DropTail qdiscs go through cg-link's own serde form (`{ kind = "codel", target = … }`),
+/// passing only the parameters the scenario sets, so every omitted one takes cg-link's (Linux's)
+/// default. Limits given in bytes or time become packets of 1500 bytes at the mean rate for
+/// qdiscs whose limit is a packet count.
+pub fn qdisc_config(q: &Qdisc, rate: Bitrate, what: &str) -> Result<QdiscConfig> {
+    use toml::Value as V;
+    let dur = |d: &Option<Dur>| d.map(|d| V::String(humantime::format_duration(d.0).to_string()));
+    let pkts = |l: &Option<Limit>| {
+        l.map(|l| match l {
+            Limit::Packets(p) => V::Integer(i64::from(p)),
+            other => V::Integer((other.bytes_at(rate).as_bytes().div_ceil(1500)).max(1) as i64),
+        })
+    };
+    let (kinds, fields): (&[&str], Vec<(&str, Option<V>)>) = match q {
+        Qdisc::Droptail { limit } => {
+            return Ok(QdiscConfig::DropTail(DropTailConfig {
+                limit: queue_limit(*limit),
+            }));
+        }
+        Qdisc::Codel { target, interval, limit, ecn } => (
+            &["codel"],
+            vec![
+                ("target", dur(target)),
+                ("interval", dur(interval)),
+                ("limit", pkts(limit)),
+                ("ecn", ecn.map(V::Boolean)),
+            ],
+        ),
+        Qdisc::Pie { target, tupdate, limit, ecn } => (
+            &["pie"],
+            vec![
+                ("target", dur(target)),
+                ("tupdate", dur(tupdate)),
+                ("limit", pkts(limit)),
+                ("ecn", ecn.map(V::Boolean)),
+            ],
+        ),
+        Qdisc::Sfq { limit } => (&["sfq"], vec![("limit", pkts(limit))]),
+        Qdisc::FqCodel { target, interval, limit, ecn } => (
+            &["fq_codel"],
+            vec![
+                ("target", dur(target)),
+                ("interval", dur(interval)),
+                ("limit", pkts(limit)),
+                ("ecn", ecn.map(V::Boolean)),
+            ],
+        ),
+        Qdisc::Dualpi2 { target, limit, step, coupling } => (
+            &["dualpi2", "dual_pi2"],
+            vec![
+                ("target", dur(target)),
+                ("limit", pkts(limit)),
+                ("step", dur(step)),
+                ("coupling", coupling.map(V::Float)),
+            ],
+        ),
+        Qdisc::Htb { .. } => {
+            return Err(Error::NotAvailable(format!(
+                "{what} qdisc `htb` is not available in cg-link yet"
+            )));
+        }
+    };
+    let mut last = String::new();
+    for kind in kinds {
+        let mut t = toml::Table::new();
+        t.insert("kind".into(), V::String((*kind).into()));
+        for (k, v) in &fields {
+            if let Some(v) = v {
+                t.insert((*k).into(), v.clone());
+            }
+        }
+        match V::Table(t).try_into::<QdiscConfig>() {
+            Ok(c) => return Ok(c),
+            Err(e) => last = e.message().to_owned(),
+        }
+    }
+    if last.contains("unknown variant") {
+        Err(Error::NotAvailable(format!(
             "{what} qdisc `{}` is not available in cg-link yet",
-            other.kind()
-        ))),
+            q.kind()
+        )))
+    } else {
+        Err(Error::NotAvailable(format!("{what} qdisc `{}`: {last}", q.kind())))
     }
 }
 
@@ -76,7 +153,6 @@ fn queue_limit(l: Limit) -> QueueLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cg_types::Bitrate;
 
     #[test]
     fn schedule_steps_become_durations() {
@@ -100,5 +176,18 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(c.delay.base, Duration::from_millis(25));
+    }
+
+    #[test]
+    fn codel_parameters_reach_cg_link() {
+        let q = Qdisc::Codel {
+            target: Some(Dur(Duration::from_millis(13))),
+            interval: None,
+            limit: Some(Limit::Packets(1000)),
+            ecn: Some(true),
+        };
+        let c = qdisc_config(&q, Bitrate::mbps(1), "forward").unwrap();
+        let text = format!("{c:?}");
+        assert!(text.contains("13ms") && text.contains("1000") && text.contains("ecn: true"), "{text}");
     }
 }
