@@ -83,6 +83,7 @@ impl History {
         Some(p.clone())
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.packets.len()
     }

@@ -75,6 +75,7 @@ mod error;
 mod history;
 mod rtp_packet;
 mod seq;
+mod session_receiver;
 mod session_sender;
 mod time;
 
@@ -85,6 +86,9 @@ pub mod rtcp;
 pub use codec_frame::{Codec, EncodedFrame, ReceivedFrame};
 pub use error::Error;
 pub use rtp_packet::ExtensionIds;
+pub use session_receiver::{
+    FeedbackConfig, ReceiverConfig, ReceiverEvent, ReceiverSession, ReceiverStats,
+};
 pub use session_sender::{
     BreakerState, KeyFrameReason, PayloadTypes, SenderConfig, SenderEvent, SenderSession,
     SenderStats,

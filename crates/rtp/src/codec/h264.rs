@@ -14,6 +14,12 @@ const CODEC: &str = "H264";
 const STAP_A: u8 = 24;
 const FU_A: u8 = 28;
 const IDR: u8 = 5;
+const SPS: u8 = 7;
+
+/// IDR slices, and the SPS encoders put in front of them, mark a key frame.
+fn is_key(nal_type: u8) -> bool {
+    nal_type == IDR || nal_type == SPS
+}
 
 fn bad(reason: &'static str) -> Error {
     Error::MalformedPayload {
@@ -95,12 +101,12 @@ fn fragment(nal: Bytes, max_payload: usize, out: &mut Vec<Bytes>) {
     }
 }
 
-/// Whether the payload carries (part of) an IDR slice.
+/// Whether the payload carries (part of) an IDR slice or an SPS.
 pub fn inspect(payload: &[u8]) -> Result<PayloadInfo, Error> {
     let b0 = *payload.first().ok_or(bad("empty payload"))?;
     let typ = b0 & 0x1F;
     let key_frame = match typ {
-        1..=23 => typ == IDR,
+        1..=23 => is_key(typ),
         STAP_A => {
             let mut key = false;
             let mut at = 1;
@@ -109,12 +115,12 @@ pub fn inspect(payload: &[u8]) -> Result<PayloadInfo, Error> {
                 let len = u16::from_be_bytes([len_bytes[0], len_bytes[1]]) as usize;
                 at += 2;
                 let nal = payload.get(at..at + len).ok_or(bad("STAP-A unit overruns"))?;
-                key |= nal.first().is_some_and(|h| h & 0x1F == IDR);
+                key |= nal.first().is_some_and(|h| is_key(h & 0x1F));
                 at += len;
             }
             key
         }
-        FU_A => payload.get(1).ok_or(bad("truncated FU-A"))? & 0x1F == IDR,
+        FU_A => is_key(payload.get(1).ok_or(bad("truncated FU-A"))? & 0x1F),
         _ => return Err(bad("unsupported NAL unit type (STAP-B/MTAP/FU-B or reserved)")),
     };
     Ok(PayloadInfo {

@@ -26,9 +26,10 @@ fn nal_type(b0: u8) -> u8 {
     (b0 >> 1) & 0x3F
 }
 
-/// IRAP pictures (BLA, IDR, CRA: types 16–21) start a decoding chain.
+/// IRAP pictures (BLA, IDR, CRA: types 16–21) start a decoding chain; the VPS/SPS (32, 33)
+/// encoders put in front of them mark one too.
 fn is_irap(typ: u8) -> bool {
-    (16..=21).contains(&typ)
+    (16..=21).contains(&typ) || typ == 32 || typ == 33
 }
 
 /// Splits an Annex-B access unit into payloads of at most `max_payload` bytes.

@@ -1,0 +1,444 @@
+//! Frame assembly: the receiver's jitter buffer. Packets are held by unwrapped sequence
+//! number until a frame is complete (first packet through the marker bit, no gap), then the
+//! frame is depacketized and released in order, without added playout delay (interactive
+//! video wants frames as soon as they are decodable).
+//!
+//! Decodability: after a frame is given up (a packet still missing after
+//! [`crate::ReceiverConfig::frame_timeout`], or the buffer bound), later delta frames cannot
+//! be decoded, so they are dropped until a key frame starts a new chain; the session asks for
+//! one with a PLI.
+//!
+//! Frame starts: VP8 marks them (S=1, PID=0, RFC 7741 §4.2). For H.264/H.265 a packet starts
+//! a frame when the packet before it ended a frame (marker bit) or carried another timestamp;
+//! with that predecessor missing, a packet carrying key-frame data (IDR/IRAP or parameter
+//! sets) that is the first of its timestamp is taken as the start of a key frame.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::codec::{self, PayloadInfo};
+use crate::{Codec, Error};
+
+/// A buffered packet.
+#[derive(Debug, Clone)]
+pub(crate) struct Pkt {
+    pub codec: Codec,
+    pub ts: u64,
+    pub marker: bool,
+    pub payload: Bytes,
+    pub arrival: Instant,
+    pub capture_ntp: Option<u64>,
+    pub rtx: bool,
+    pub info: PayloadInfo,
+}
+
+/// A frame ready for the decoder.
+#[derive(Debug, Clone)]
+pub(crate) struct Assembled {
+    pub codec: Codec,
+    pub ts: u64,
+    pub data: Vec<u8>,
+    pub key_frame: bool,
+    pub capture_ntp: Option<u64>,
+    pub first_arrival: Instant,
+    pub retransmitted: u32,
+}
+
+/// What [`Assembler::insert`] did with a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Inserted {
+    Buffered,
+    Duplicate,
+    /// Older than what was already released or given up.
+    Late,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AssemblerStats {
+    pub frames: u64,
+    /// Frames given up (packets missing) or dropped as undecodable.
+    pub frames_lost: u64,
+    pub frames_undecodable: u64,
+    pub malformed_frames: u64,
+}
+
+const RECENT: usize = 4096;
+
+#[derive(Debug)]
+pub(crate) struct Assembler {
+    buf: BTreeMap<u64, Pkt>,
+    recent: VecDeque<(u64, u64, bool)>,
+    next_start: Option<u64>,
+    /// Nothing has been released or given up yet.
+    fresh: bool,
+    need_key: bool,
+    timeout: Duration,
+    max_packets: usize,
+    pub stats: AssemblerStats,
+}
+
+impl Assembler {
+    pub fn new(timeout: Duration, max_packets: usize) -> Self {
+        Self {
+            buf: BTreeMap::new(),
+            recent: VecDeque::new(),
+            next_start: None,
+            fresh: true,
+            need_key: true,
+            timeout,
+            max_packets: max_packets.max(16),
+            stats: AssemblerStats::default(),
+        }
+    }
+
+    pub fn insert(&mut self, seq: u64, p: Pkt) -> Inserted {
+        if self.next_start.is_some_and(|s| seq < s) {
+            return Inserted::Late;
+        }
+        if self.buf.contains_key(&seq) {
+            return Inserted::Duplicate;
+        }
+        self.buf.insert(seq, p);
+        Inserted::Buffered
+    }
+
+    /// Whether a key frame is needed (a PLI is due).
+    pub fn needs_key_frame(&self) -> bool {
+        self.need_key && !self.fresh
+    }
+
+    /// The lowest sequence number still expected (packets below it are of no use).
+    pub fn next_start(&self) -> Option<u64> {
+        self.next_start
+    }
+
+    /// When an incomplete frame will be given up.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.buf.values().next().map(|p| p.arrival + self.timeout)
+    }
+
+    /// Releases every frame that is complete, giving up on frames that waited too long.
+    pub fn poll(&mut self, now: Instant, out: &mut Vec<Assembled>) {
+        // Each pass either releases/drops something or stops; bounded by the buffer size.
+        for _ in 0..=self.buf.len() + 1 {
+            if self.buf.is_empty() {
+                return;
+            }
+            let start = match self.next_start {
+                Some(s) => Some(s),
+                None => self.find_start(self.buf.keys().next().copied().unwrap_or(0)),
+            };
+            let Some(start) = start.filter(|s| self.buf.contains_key(s)) else {
+                // The start is missing or unknown.
+                if self.expired(now) {
+                    self.give_up();
+                    continue;
+                }
+                return;
+            };
+            match self.walk(start) {
+                // With no released predecessor, a delta frame may be overtaken by an earlier
+                // key frame still in flight: wait for one until the timeout.
+                Some(end)
+                    if self.next_start.is_none()
+                        && !self.carries_key(start, end)
+                        && !self.expired(now) =>
+                {
+                    return;
+                }
+                Some(end) => self.release(start, end, out),
+                None => {
+                    if self.expired(now) {
+                        self.give_up();
+                        continue;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn carries_key(&self, start: u64, end: u64) -> bool {
+        self.buf.range(start..=end).any(|(_, p)| p.info.key_frame)
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        self.buf.len() > self.max_packets
+            || self
+                .buf
+                .values()
+                .next()
+                .is_some_and(|p| now.saturating_duration_since(p.arrival) >= self.timeout)
+    }
+
+    /// The frame from `start`: its last sequence number, or `None` while a packet is missing.
+    fn walk(&self, start: u64) -> Option<u64> {
+        let ts = self.buf.get(&start)?.ts;
+        let mut s = start;
+        loop {
+            match self.buf.get(&s) {
+                None => return None,
+                // A new timestamp ends the frame even without a marker bit.
+                Some(p) if p.ts != ts => return Some(s - 1),
+                Some(p) if p.marker => return Some(s),
+                Some(_) => s += 1,
+            }
+        }
+    }
+
+    fn header_of(&self, seq: u64) -> Option<(u64, bool)> {
+        if let Some(p) = self.buf.get(&seq) {
+            return Some((p.ts, p.marker));
+        }
+        self.recent
+            .iter()
+            .rev()
+            .find(|(s, _, _)| *s == seq)
+            .map(|&(_, ts, m)| (ts, m))
+    }
+
+    fn is_start(&self, seq: u64) -> bool {
+        let Some(p) = self.buf.get(&seq) else {
+            return false;
+        };
+        if let Some(s) = p.info.frame_start {
+            return s;
+        }
+        match seq.checked_sub(1).and_then(|prev| self.header_of(prev)) {
+            Some((ts, marker)) => ts != p.ts || marker,
+            None => {
+                // Predecessor unknown: a key frame's first packet of its timestamp.
+                p.info.key_frame
+                    && self
+                        .buf
+                        .range(..seq)
+                        .next_back()
+                        .is_none_or(|(_, q)| q.ts != p.ts)
+            }
+        }
+    }
+
+    fn find_start(&self, from: u64) -> Option<u64> {
+        self.buf.range(from..).map(|(s, _)| *s).find(|s| self.is_start(*s))
+    }
+
+    fn remove_below(&mut self, below: u64) -> u64 {
+        let mut frames = 0;
+        let mut last_ts = None;
+        while let Some((&s, _)) = self.buf.first_key_value() {
+            if s >= below {
+                break;
+            }
+            let (_, p) = self.buf.pop_first().expect("non-empty: just peeked, invariant");
+            if last_ts != Some(p.ts) {
+                frames += 1;
+                last_ts = Some(p.ts);
+            }
+            self.remember(s, p.ts, p.marker);
+        }
+        frames
+    }
+
+    fn remember(&mut self, seq: u64, ts: u64, marker: bool) {
+        if self.recent.len() >= RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((seq, ts, marker));
+    }
+
+    /// Drops the incomplete frame at the head and whatever cannot be decoded without it.
+    fn give_up(&mut self) {
+        let Some((&first, head)) = self.buf.first_key_value() else {
+            return;
+        };
+        let head_ts = head.ts;
+        // The next frame start after the head frame's packets.
+        let next = self
+            .buf
+            .range(first + 1..)
+            .filter(|(_, p)| p.ts != head_ts)
+            .map(|(s, _)| *s)
+            .find(|s| self.is_start(*s));
+        let dropped = match next {
+            Some(n) => {
+                let d = self.remove_below(n);
+                self.next_start = Some(n);
+                d
+            }
+            None => {
+                // Drop the head timestamp's packets; the rest waits for a start to show.
+                let end = self
+                    .buf
+                    .range(first..)
+                    .take_while(|(_, p)| p.ts == head_ts)
+                    .map(|(s, _)| *s)
+                    .last()
+                    .unwrap_or(first);
+                let d = self.remove_below(end + 1);
+                self.next_start = None;
+                d
+            }
+        };
+        self.stats.frames_lost += dropped.max(1);
+        self.need_key = true;
+        self.fresh = false;
+    }
+
+    fn release(&mut self, start: u64, end: u64, out: &mut Vec<Assembled>) {
+        let mut data = Vec::new();
+        let mut key = false;
+        let mut rtx = 0;
+        let mut ok = true;
+        let mut first: Option<(Codec, u64, Option<u64>, Instant)> = None;
+        for s in start..=end {
+            let Some(p) = self.buf.remove(&s) else {
+                ok = false;
+                continue;
+            };
+            self.remember(s, p.ts, p.marker);
+            if first.is_none() {
+                first = Some((p.codec, p.ts, p.capture_ntp, p.arrival));
+            }
+            rtx += u32::from(p.rtx);
+            match codec::depacketize(p.codec, &p.payload, &mut data) {
+                Ok(info) => key |= info.key_frame,
+                Err(e) => {
+                    let _: Error = e;
+                    ok = false;
+                }
+            }
+        }
+        self.next_start = Some(end + 1);
+        self.fresh = false;
+        let Some((codec, ts, capture_ntp, first_arrival)) = first else {
+            return;
+        };
+        if !ok {
+            self.stats.malformed_frames += 1;
+            self.stats.frames_lost += 1;
+            self.need_key = true;
+            return;
+        }
+        if self.need_key && !key {
+            self.stats.frames_undecodable += 1;
+            return;
+        }
+        if key {
+            self.need_key = false;
+        }
+        self.stats.frames += 1;
+        out.push(Assembled {
+            codec,
+            ts,
+            data,
+            key_frame: key,
+            capture_ntp,
+            first_arrival,
+            retransmitted: rtx,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vp8_frame(key: bool, len: usize, pid: u16) -> Vec<Bytes> {
+        let mut f = vec![if key { 0x10 } else { 0x11 }];
+        f.extend((1..len).map(|i| i as u8));
+        codec::vp8::packetize(&Bytes::from(f), 300, pid).unwrap()
+    }
+
+    fn feed(a: &mut Assembler, seq: u64, ts: u64, payloads: &[Bytes], at: Instant, skip: &[u64]) {
+        for (i, p) in payloads.iter().enumerate() {
+            let s = seq + i as u64;
+            if skip.contains(&s) {
+                continue;
+            }
+            let info = codec::inspect(Codec::Vp8, p).unwrap();
+            a.insert(
+                s,
+                Pkt {
+                    codec: Codec::Vp8,
+                    ts,
+                    marker: i + 1 == payloads.len(),
+                    payload: p.clone(),
+                    arrival: at,
+                    capture_ntp: None,
+                    rtx: false,
+                    info,
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn frames_are_released_in_order_once_complete() {
+        let t0 = Instant::now();
+        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let k = vp8_frame(true, 1000, 0);
+        let d = vp8_frame(false, 700, 1);
+        let mut out = vec![];
+        // delta frame packets first (reordered), then the key frame
+        feed(&mut a, 100 + k.len() as u64, 3000, &d, t0, &[]);
+        a.poll(t0, &mut out);
+        assert!(out.is_empty());
+        feed(&mut a, 100, 0, &k, t0, &[]);
+        a.poll(t0, &mut out);
+        assert_eq!(out.len(), 2);
+        assert!(out[0].key_frame && !out[1].key_frame);
+        assert_eq!(out[1].data.len(), 700);
+    }
+
+    #[test]
+    fn missing_packet_holds_the_frame_then_gives_up_and_waits_for_a_key_frame() {
+        let t0 = Instant::now();
+        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let mut out = vec![];
+        let k = vp8_frame(true, 1000, 0);
+        feed(&mut a, 0, 0, &k, t0, &[]);
+        let n = k.len() as u64;
+        let d1 = vp8_frame(false, 900, 1);
+        feed(&mut a, n, 3000, &d1, t0, &[n + 1]);
+        let d2 = vp8_frame(false, 900, 2);
+        feed(&mut a, n + d1.len() as u64, 6000, &d2, t0, &[]);
+        a.poll(t0, &mut out);
+        assert_eq!(out.len(), 1, "key frame only; d1 incomplete blocks d2");
+        assert!(!a.needs_key_frame());
+        a.poll(t0 + Duration::from_millis(301), &mut out);
+        assert_eq!(out.len(), 1, "d2 undecodable without d1");
+        assert!(a.needs_key_frame());
+        assert_eq!(a.stats.frames_lost, 1);
+        assert_eq!(a.stats.frames_undecodable, 1);
+        let s = n + d1.len() as u64 + d2.len() as u64;
+        let k2 = vp8_frame(true, 500, 3);
+        feed(&mut a, s, 9000, &k2, t0 + Duration::from_millis(310), &[]);
+        a.poll(t0 + Duration::from_millis(310), &mut out);
+        assert_eq!(out.len(), 2);
+        assert!(!a.needs_key_frame());
+    }
+
+    #[test]
+    fn duplicates_and_late_packets_are_refused() {
+        let t0 = Instant::now();
+        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let k = vp8_frame(true, 100, 0);
+        feed(&mut a, 10, 0, &k, t0, &[]);
+        let info = codec::inspect(Codec::Vp8, &k[0]).unwrap();
+        let p = Pkt {
+            codec: Codec::Vp8,
+            ts: 0,
+            marker: true,
+            payload: k[0].clone(),
+            arrival: t0,
+            capture_ntp: None,
+            rtx: false,
+            info,
+        };
+        assert_eq!(a.insert(10, p.clone()), Inserted::Duplicate);
+        a.poll(t0, &mut vec![]);
+        assert_eq!(a.insert(10, p), Inserted::Late);
+    }
+}

@@ -1,0 +1,539 @@
+//! The receiving side of a media session: RTP in, frames and RTCP feedback out.
+
+mod assembler;
+mod config;
+mod feedback;
+mod nack;
+mod reception;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use cg_cc::{FeedbackKind, ReceiveSideEstimator, ReceivedPacket};
+use cg_types::{DataSize, Ecn, RemoteTime, Rng};
+
+pub use config::{FeedbackConfig, ReceiverConfig};
+
+use crate::codec;
+use crate::rtcp::{self, RtcpMessage};
+use crate::rtp_packet::{ParsedRtp, is_rtcp, parse_rtp};
+use crate::time::{NtpClock, WrapUnwrapper};
+use crate::{Error, ReceivedFrame, Transmit, TransmitKind};
+use assembler::{Assembled, Assembler, Inserted, Pkt};
+use feedback::{CcfbRecorder, TwccRecorder};
+use nack::{Gap, NackTracker};
+use reception::{Reception, ticks_90k};
+
+/// Something the receiver tells its driver / decoder.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ReceiverEvent {
+    /// A complete, decodable frame.
+    Frame(ReceivedFrame),
+}
+
+/// Counters for logs and plots.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReceiverStats {
+    /// Media RTP packets accepted (first transmissions).
+    pub media_packets: u64,
+    /// Retransmissions received on the RTX stream.
+    pub retransmissions: u64,
+    /// Padding packets received.
+    pub padding_packets: u64,
+    /// RTP bytes received (all accepted packets).
+    pub rtp_bytes: u64,
+    /// Duplicate packets (already buffered).
+    pub duplicates: u64,
+    /// Packets that arrived after their frame was released or given up.
+    pub late: u64,
+    /// Datagrams dropped as malformed.
+    pub malformed: u64,
+    /// Packets from an SSRC or payload type we do not receive.
+    pub unknown_source: u64,
+    /// Received packets per ECN code point, indexed by the two ECN bits
+    /// (Not-ECT, ECT(1), ECT(0), CE).
+    pub ecn: [u64; 4],
+    /// Frames released.
+    pub frames: u64,
+    /// Frames given up (packets missing past the timeout) or malformed.
+    pub frames_lost: u64,
+    /// Frames dropped because their reference chain was broken.
+    pub frames_undecodable: u64,
+    /// Cumulative packets lost (RFC 3550 A.3).
+    pub cumulative_lost: i64,
+    /// Interarrival jitter (RFC 3550 A.8).
+    pub jitter: Duration,
+    /// RTCP packets sent, by kind.
+    pub rr_sent: u64,
+    /// REMB packets sent (alone or in an RR compound).
+    pub remb_sent: u64,
+    /// Transport-wide CC packets sent.
+    pub twcc_sent: u64,
+    /// RFC 8888 packets sent.
+    pub ccfb_sent: u64,
+    /// NACK packets sent.
+    pub nacks_sent: u64,
+    /// PLI packets sent.
+    pub plis_sent: u64,
+    /// RTCP datagrams received.
+    pub rtcp_received: u64,
+}
+
+/// The receiver session (sans-IO). See the crate docs for the driving loop.
+#[derive(Debug)]
+pub struct ReceiverSession {
+    config: ReceiverConfig,
+    estimator: Option<Box<dyn ReceiveSideEstimator>>,
+    ntp: NtpClock,
+    start: Instant,
+    rng: Rng,
+    media: Reception,
+    rtx: Reception,
+    ts_unwrap: WrapUnwrapper,
+    abs_unwrap: WrapUnwrapper,
+    assembler: Assembler,
+    nack: NackTracker,
+    twcc: TwccRecorder,
+    ccfb: CcfbRecorder,
+    next_rr: Instant,
+    next_twcc: Instant,
+    next_ccfb: Instant,
+    last_pli: Option<Instant>,
+    media_codec: Option<crate::Codec>,
+    rtcp_out: VecDeque<Bytes>,
+    events: VecDeque<ReceiverEvent>,
+    assembled: Vec<Assembled>,
+    stats: ReceiverStats,
+}
+
+impl ReceiverSession {
+    /// A session starting at `now`. REMB feedback needs a receive-side estimator (GCC's
+    /// receiver half); the other kinds take `None`.
+    pub fn new(
+        config: ReceiverConfig,
+        estimator: Option<Box<dyn ReceiveSideEstimator>>,
+        now: Instant,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        if config.feedback.kind == FeedbackKind::Remb && estimator.is_none() {
+            return Err(Error::Config("REMB feedback needs a ReceiveSideEstimator"));
+        }
+        let mut rng = Rng::new(config.seed);
+        let first_rr = now + rr_interval(config.rr_interval, &mut rng);
+        Ok(Self {
+            estimator,
+            ntp: NtpClock::new(now, config.ntp_at_start),
+            start: now,
+            rng,
+            media: Reception::default(),
+            rtx: Reception::default(),
+            ts_unwrap: WrapUnwrapper::default(),
+            abs_unwrap: WrapUnwrapper::default(),
+            assembler: Assembler::new(config.frame_timeout, config.max_buffered_packets),
+            nack: NackTracker::new(
+                config.nack_retry_interval,
+                config.nack_max_retries,
+                config.nack_max_missing,
+            ),
+            twcc: TwccRecorder::default(),
+            ccfb: CcfbRecorder::new(
+                config.feedback.ccfb_history,
+                &[config.media_ssrc, config.rtx_ssrc],
+            ),
+            next_rr: first_rr,
+            next_twcc: now + config.feedback.twcc_interval,
+            next_ccfb: now + config.feedback.ccfb_interval,
+            last_pli: None,
+            media_codec: None,
+            rtcp_out: VecDeque::new(),
+            events: VecDeque::new(),
+            assembled: Vec::new(),
+            stats: ReceiverStats::default(),
+            config,
+        })
+    }
+
+    /// A datagram from the sender (RTP, or RTCP such as SR), with the ECN code point it
+    /// arrived with and its arrival time (a kernel timestamp where available).
+    pub fn handle_input(&mut self, data: &[u8], ecn: Ecn, now: Instant) -> Result<(), Error> {
+        let r = if is_rtcp(data) {
+            self.handle_rtcp(data, now)
+        } else {
+            self.handle_rtp(data, ecn, now)
+        };
+        if r.is_err() {
+            self.stats.malformed += u64::from(matches!(
+                r,
+                Err(Error::MalformedRtp(_) | Error::MalformedRtcp(_) | Error::NotRtp(_))
+            ));
+        }
+        self.after_input(now);
+        r
+    }
+
+    /// Timers: feedback, RR, NACK retries, frame timeouts, the estimator.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Some(e) = self.estimator.as_mut() {
+            e.handle_timeout(now);
+        }
+        self.after_input(now);
+        if now >= self.next_rr {
+            self.queue_rr(now);
+            self.next_rr = now + rr_interval(self.config.rr_interval, &mut self.rng);
+        }
+        match self.config.feedback.kind {
+            FeedbackKind::TransportWideCc if now >= self.next_twcc => {
+                self.queue_twcc();
+                self.next_twcc = now + self.config.feedback.twcc_interval;
+            }
+            FeedbackKind::Rfc8888 if now >= self.next_ccfb => {
+                if self.ccfb.new_packets > 0 {
+                    self.queue_ccfb(now);
+                }
+                self.next_ccfb = now + self.config.feedback.ccfb_interval;
+            }
+            _ => {}
+        }
+    }
+
+    /// The next datagram to send (RTCP).
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let _ = now;
+        self.rtcp_out.pop_front().map(|bytes| Transmit {
+            bytes,
+            ecn: Ecn::NotEct,
+            kind: TransmitKind::Rtcp,
+        })
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) is next due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let fb = match self.config.feedback.kind {
+            FeedbackKind::TransportWideCc => Some(self.next_twcc),
+            FeedbackKind::Rfc8888 => Some(self.next_ccfb),
+            FeedbackKind::Remb => None,
+        };
+        let pli = (self.assembler.needs_key_frame())
+            .then(|| self.last_pli.map(|t| t + self.config.pli_min_interval))
+            .flatten();
+        [
+            Some(self.next_rr),
+            fb,
+            self.nack.poll_timeout().filter(|_| self.config.nack),
+            self.assembler.poll_timeout(),
+            pli,
+            self.estimator.as_ref().and_then(|e| e.poll_timeout()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The next event (frames out).
+    pub fn poll_event(&mut self) -> Option<ReceiverEvent> {
+        self.events.pop_front()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ReceiverStats {
+        &self.stats
+    }
+
+    /// The receive-side estimator (REMB mode), for its stats.
+    pub fn estimator(&self) -> Option<&dyn ReceiveSideEstimator> {
+        self.estimator.as_deref()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ReceiverConfig {
+        &self.config
+    }
+
+    /// Asks the sender for a key frame now (PLI), e.g. when the decoder failed.
+    pub fn request_key_frame(&mut self, now: Instant) {
+        self.send_pli(now);
+    }
+
+    fn handle_rtcp(&mut self, data: &[u8], now: Instant) -> Result<(), Error> {
+        let msgs = rtcp::parse(data, self.config.feedback.ccfb_convention)?;
+        self.stats.rtcp_received += 1;
+        for m in msgs {
+            if let RtcpMessage::SenderReport(sr) = m {
+                if sr.ssrc == self.config.media_ssrc {
+                    self.media.on_sender_report(sr.ntp_time, now);
+                } else {
+                    self.stats.unknown_source += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn handle_rtp(&mut self, data: &[u8], ecn: Ecn, now: Instant) -> Result<(), Error> {
+        let p = parse_rtp(data, &self.config.extensions)?;
+        let is_media = p.ssrc == self.config.media_ssrc;
+        let is_rtx = p.ssrc == self.config.rtx_ssrc && p.payload_type == self.config.payload_types.rtx;
+        if !is_media && !is_rtx {
+            self.stats.unknown_source += 1;
+            return Err(Error::UnknownSsrc(p.ssrc));
+        }
+        let codec = if is_media {
+            match self.config.payload_types.codec(p.payload_type) {
+                Some(c) => Some(c),
+                None => {
+                    self.stats.unknown_source += 1;
+                    return Err(Error::UnknownPayloadType(p.payload_type));
+                }
+            }
+        } else {
+            None
+        };
+        // Feedback records every packet that crossed the path, media, RTX and padding alike.
+        self.stats.ecn[ecn.bits() as usize] += 1;
+        self.stats.rtp_bytes += data.len() as u64;
+        let arrival_us = i64::try_from(now.saturating_duration_since(self.start).as_micros())
+            .unwrap_or(i64::MAX);
+        if let Some(t) = p.transport_seq {
+            self.twcc.on_packet(t, arrival_us);
+        }
+        self.ccfb.on_packet(p.ssrc, p.seq, ecn, now);
+        if self.config.feedback.kind == FeedbackKind::Rfc8888
+            && self.ccfb.new_packets >= self.config.feedback.ccfb_ack_packets
+        {
+            self.queue_ccfb(now);
+            self.next_ccfb = now + self.config.feedback.ccfb_interval;
+        }
+        self.feed_estimator(&p, data.len(), now);
+        match codec {
+            Some(codec) => self.on_media(p, codec, now),
+            None => self.on_rtx(p, now),
+        }
+    }
+
+    fn feed_estimator(&mut self, p: &ParsedRtp, size: usize, now: Instant) {
+        let Some(est) = self.estimator.as_mut() else {
+            return;
+        };
+        let Some(abs) = p.abs_send_time else {
+            return;
+        };
+        if p.payload.is_empty() {
+            return; // padding: no frame group
+        }
+        // abs-send-time: 6.18 fixed-point seconds, wrapping every 64 s.
+        let units = self.abs_unwrap.unwrap(abs as u64, 24);
+        let send_us = units * 1_000_000 / (1 << 18);
+        let group = self.ts_unwrap.unwrap(p.timestamp as u64, 32).max(0) as u64;
+        est.on_packet_received(&ReceivedPacket {
+            arrival: now,
+            send_time: RemoteTime::from_micros(send_us),
+            size: DataSize::bytes(size as u64),
+            group,
+            ssrc: p.ssrc,
+        });
+    }
+
+    fn on_media(&mut self, p: ParsedRtp, codec: crate::Codec, now: Instant) -> Result<(), Error> {
+        self.media_codec = Some(codec);
+        let seq = self.media.on_packet(p.seq);
+        self.stats.media_packets += 1;
+        let ts = self.ts_unwrap.unwrap(p.timestamp as u64, 32);
+        self.media
+            .on_timing(ticks_90k(now.saturating_duration_since(self.start)), ts);
+        if self.nack.on_packet(seq, now) == Gap::TooLarge {
+            self.send_pli(now);
+        }
+        self.buffer(seq, ts.max(0) as u64, p, codec, false, now)
+    }
+
+    /// RTX (RFC 4588 §4): the first two payload bytes are the original sequence number.
+    fn on_rtx(&mut self, p: ParsedRtp, now: Instant) -> Result<(), Error> {
+        self.rtx.on_packet(p.seq);
+        if p.padded && p.payload.is_empty() {
+            self.stats.padding_packets += 1;
+            return Ok(());
+        }
+        if p.payload.len() < 3 {
+            return Err(Error::MalformedRtp("RTX payload shorter than OSN + 1".into()));
+        }
+        let Some(codec) = self.media_codec else {
+            return Ok(()); // nothing to repair yet
+        };
+        self.stats.retransmissions += 1;
+        let osn = u16::from_be_bytes([p.payload[0], p.payload[1]]);
+        let seq = self.media.on_packet(osn);
+        self.nack.on_packet(seq, now);
+        let ts = self.ts_unwrap.unwrap(p.timestamp as u64, 32);
+        let mut orig = p;
+        orig.payload = orig.payload.slice(2..);
+        self.buffer(seq, ts.max(0) as u64, orig, codec, true, now)
+    }
+
+    fn buffer(
+        &mut self,
+        seq: u64,
+        ts: u64,
+        p: ParsedRtp,
+        codec: crate::Codec,
+        rtx: bool,
+        now: Instant,
+    ) -> Result<(), Error> {
+        let info = match codec::inspect(codec, &p.payload) {
+            Ok(i) => i,
+            Err(e) => {
+                self.stats.malformed += 1;
+                return Err(e);
+            }
+        };
+        let r = self.assembler.insert(
+            seq,
+            Pkt {
+                codec,
+                ts,
+                marker: p.marker,
+                payload: p.payload,
+                arrival: now,
+                capture_ntp: p.capture_ntp,
+                rtx,
+                info,
+            },
+        );
+        match r {
+            Inserted::Buffered => {}
+            Inserted::Duplicate => self.stats.duplicates += 1,
+            Inserted::Late => self.stats.late += 1,
+        }
+        Ok(())
+    }
+
+    /// Frames out, NACKs, PLI and REMB after any input or timer.
+    fn after_input(&mut self, now: Instant) {
+        let mut out = std::mem::take(&mut self.assembled);
+        self.assembler.poll(now, &mut out);
+        for a in out.drain(..) {
+            let capture_time = a.capture_ntp.and_then(|n| self.ntp.instant(n));
+            self.events.push_back(ReceiverEvent::Frame(ReceivedFrame {
+                data: Bytes::from(a.data),
+                codec: a.codec,
+                rtp_timestamp: a.ts,
+                key_frame: a.key_frame,
+                capture_time,
+                first_arrival: a.first_arrival,
+                completed: now,
+                retransmitted_packets: a.retransmitted,
+            }));
+        }
+        self.assembled = out;
+        let s = self.assembler.stats;
+        self.stats.frames = s.frames;
+        self.stats.frames_lost = s.frames_lost;
+        self.stats.frames_undecodable = s.frames_undecodable;
+        if let Some(n) = self.assembler.next_start() {
+            self.nack.forget_below(n);
+        }
+        if self.config.nack {
+            let due = self.nack.due(now);
+            if !due.is_empty() {
+                let seqs: Vec<u16> = due.iter().map(|s| *s as u16).collect();
+                // NACK pairs cover 17 numbers each; chunk to keep packets small.
+                for chunk in seqs.chunks(256) {
+                    match rtcp::build_nack(self.config.ssrc, self.config.media_ssrc, chunk) {
+                        Ok(b) => {
+                            self.rtcp_out.push_back(b);
+                            self.stats.nacks_sent += 1;
+                        }
+                        Err(e) => tracing::error!("cannot build NACK: {e}"),
+                    }
+                }
+            }
+        }
+        if self.assembler.needs_key_frame()
+            && self
+                .last_pli
+                .is_none_or(|t| now.saturating_duration_since(t) >= self.config.pli_min_interval)
+        {
+            self.send_pli(now);
+        }
+        if let Some(est) = self.estimator.as_mut()
+            && let Some(rate) = est.poll_remb(now)
+        {
+            match rtcp::build_remb(self.config.ssrc, rate, vec![self.config.media_ssrc]) {
+                Ok(b) => {
+                    self.rtcp_out.push_back(b);
+                    self.stats.remb_sent += 1;
+                }
+                Err(e) => tracing::error!("cannot build REMB: {e}"),
+            }
+        }
+        self.stats.cumulative_lost = self.media.cumulative_lost();
+        self.stats.jitter = Duration::from_micros(self.media.jitter() as u64 * 1_000 / 90);
+    }
+
+    fn send_pli(&mut self, now: Instant) {
+        match rtcp::build_pli(self.config.ssrc, self.config.media_ssrc) {
+            Ok(b) => {
+                self.rtcp_out.push_back(b);
+                self.stats.plis_sent += 1;
+                self.last_pli = Some(now);
+            }
+            Err(e) => tracing::error!("cannot build PLI: {e}"),
+        }
+    }
+
+    /// RR + SDES (+ REMB in REMB mode), RFC 3550 §6.4.2.
+    fn queue_rr(&mut self, now: Instant) {
+        let mut blocks = Vec::new();
+        blocks.extend(self.media.report(self.config.media_ssrc, now));
+        blocks.extend(self.rtx.report(self.config.rtx_ssrc, now));
+        let remb = self
+            .estimator
+            .as_ref()
+            .map(|e| (e.estimate(), vec![self.config.media_ssrc]));
+        let with_remb = remb.is_some();
+        match rtcp::build_rr(self.config.ssrc, blocks, &self.config.cname, remb) {
+            Ok(b) => {
+                self.rtcp_out.push_back(b);
+                self.stats.rr_sent += 1;
+                self.stats.remb_sent += u64::from(with_remb);
+            }
+            Err(e) => tracing::error!("cannot build RR: {e}"),
+        }
+    }
+
+    fn queue_twcc(&mut self) {
+        if !self.twcc.has_news() {
+            return;
+        }
+        let reports = self.twcc.build(self.config.ssrc, self.config.media_ssrc);
+        match rtcp::build_twcc(reports) {
+            Ok(v) => {
+                self.stats.twcc_sent += v.len() as u64;
+                self.rtcp_out.extend(v);
+            }
+            Err(e) => tracing::error!("cannot build transport-wide CC: {e}"),
+        }
+    }
+
+    fn queue_ccfb(&mut self, now: Instant) {
+        let ts = self.ntp.ntp_mid32(now);
+        let Some(report) = self.ccfb.build(self.config.ssrc, ts, now) else {
+            return;
+        };
+        match rtcp::build_ccfb(&report, self.config.feedback.ccfb_convention) {
+            Ok(b) => {
+                self.rtcp_out.push_back(b);
+                self.stats.ccfb_sent += 1;
+            }
+            Err(e) => tracing::error!("cannot build RFC 8888 feedback: {e}"),
+        }
+    }
+}
+
+/// RFC 3550 §6.3.1 / A.7: the deterministic interval randomised over [0.5, 1.5] and divided
+/// by e − 3/2 to compensate for timer reconsideration.
+fn rr_interval(mean: Duration, rng: &mut Rng) -> Duration {
+    let factor = 0.5 + rng.next_f64();
+    mean.mul_f64(factor / (std::f64::consts::E - 1.5))
+}

@@ -1,0 +1,140 @@
+//! Tracking missing media packets and deciding when to NACK them (RFC 4585 §6.2.1).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy)]
+struct Missing {
+    due: Instant,
+    retries: u32,
+}
+
+/// Missing sequence numbers (unwrapped), bounded.
+#[derive(Debug)]
+pub(crate) struct NackTracker {
+    missing: BTreeMap<u64, Missing>,
+    highest: Option<u64>,
+    retry: Duration,
+    max_retries: u32,
+    max_missing: usize,
+}
+
+/// What a packet arrival did to the tracker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gap {
+    None,
+    /// A gap too large to repair: the caller should ask for a key frame.
+    TooLarge,
+}
+
+impl NackTracker {
+    pub fn new(retry: Duration, max_retries: u32, max_missing: usize) -> Self {
+        Self {
+            missing: BTreeMap::new(),
+            highest: None,
+            retry,
+            max_retries,
+            max_missing: max_missing.max(1),
+        }
+    }
+
+    /// A packet arrived (first transmission or retransmission).
+    pub fn on_packet(&mut self, seq: u64, now: Instant) -> Gap {
+        self.missing.remove(&seq);
+        let Some(h) = self.highest else {
+            self.highest = Some(seq);
+            return Gap::None;
+        };
+        if seq <= h {
+            return Gap::None;
+        }
+        self.highest = Some(seq);
+        let gap = seq - h - 1;
+        if gap as usize > self.max_missing {
+            self.missing.clear();
+            return Gap::TooLarge;
+        }
+        for s in h + 1..seq {
+            self.missing.insert(
+                s,
+                Missing {
+                    due: now,
+                    retries: 0,
+                },
+            );
+        }
+        while self.missing.len() > self.max_missing {
+            self.missing.pop_first();
+        }
+        Gap::None
+    }
+
+    /// Forgets packets below `seq` (their frame was released or given up).
+    pub fn forget_below(&mut self, seq: u64) {
+        while self.missing.first_key_value().is_some_and(|(s, _)| *s < seq) {
+            self.missing.pop_first();
+        }
+    }
+
+    /// Sequence numbers to NACK now.
+    pub fn due(&mut self, now: Instant) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut exhausted = Vec::new();
+        for (s, m) in self.missing.iter_mut() {
+            if m.due > now {
+                continue;
+            }
+            if m.retries >= self.max_retries {
+                exhausted.push(*s);
+                continue;
+            }
+            m.retries += 1;
+            m.due = now + self.retry;
+            out.push(*s);
+        }
+        for s in exhausted {
+            self.missing.remove(&s);
+        }
+        out
+    }
+
+    /// When a NACK is next due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.missing.values().map(|m| m.due).min()
+    }
+
+    /// Sequence numbers currently missing.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.missing.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_nacked_retried_and_cleared_on_arrival() {
+        let t0 = Instant::now();
+        let mut n = NackTracker::new(Duration::from_millis(30), 2, 100);
+        n.on_packet(10, t0);
+        n.on_packet(13, t0);
+        assert_eq!(n.due(t0), vec![11, 12]);
+        assert!(n.due(t0 + Duration::from_millis(10)).is_empty());
+        n.on_packet(11, t0 + Duration::from_millis(20));
+        assert_eq!(n.due(t0 + Duration::from_millis(30)), vec![12]);
+        // retries exhausted: dropped
+        assert!(n.due(t0 + Duration::from_millis(60)).is_empty());
+        assert_eq!(n.len(), 0);
+    }
+
+    #[test]
+    fn huge_gap_is_not_tracked() {
+        let t0 = Instant::now();
+        let mut n = NackTracker::new(Duration::from_millis(30), 2, 100);
+        n.on_packet(0, t0);
+        assert_eq!(n.on_packet(50_000, t0), Gap::TooLarge);
+        assert_eq!(n.len(), 0);
+    }
+}
