@@ -155,6 +155,8 @@ struct State {
     pending: BTreeMap<u64, Pending>,
     last_seq: Option<u64>,
     waiting_for_key: bool,
+    /// Our PTS of the last key frame pushed: errors on frames before it need no new one.
+    last_key_pts: u64,
     discont: bool,
     last_key_request: Option<HostTime>,
     last_decoded_at: Option<HostTime>,
@@ -192,6 +194,7 @@ impl Decoder {
                 pending: BTreeMap::new(),
                 last_seq: None,
                 waiting_for_key: true,
+                last_key_pts: 0,
                 discont: true,
                 last_key_request: None,
                 last_decoded_at: None,
@@ -285,6 +288,9 @@ impl Decoder {
         let since_epoch = now.checked_duration_since(s.epoch).unwrap_or_default();
         let pts = u64::try_from(since_epoch.as_nanos()).unwrap_or(u64::MAX).max(s.last_pts + 1);
         s.last_pts = pts;
+        if is_key {
+            s.last_key_pts = pts;
+        }
         if s.pending.len() >= MAX_PENDING {
             s.pending.pop_first();
             s.decode_errors += 1;
@@ -423,17 +429,20 @@ impl Inner {
         let Some(pts) = pts.map(|p| p.nseconds()) else { return };
         let mut s = lock(&self.state);
         // Frames older than this one that never came out were swallowed by the decoder.
-        let mut swallowed = 0;
+        let (mut swallowed, mut needs_key) = (0, false);
         while let Some(entry) = s.pending.first_entry() {
-            if *entry.key() >= pts {
+            let key = *entry.key();
+            if key >= pts {
                 break;
             }
             if entry.remove().expect_output {
                 swallowed += 1;
+                needs_key |= key >= s.last_key_pts;
             }
         }
-        if swallowed > 0 {
-            s.decode_errors += swallowed;
+        s.decode_errors += swallowed;
+        if needs_key {
+            // The reference chain since the last key frame is broken.
             s.waiting_for_key = true;
             self.maybe_request_key_frame(&mut s, now);
         }
@@ -511,7 +520,9 @@ fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, MediaError> {
     // libav frame threading delays every frame by (threads − 1) frames: slice threads only.
     let _ = props::set_str(&decoder, "thread-type", "slice");
     if name == "vp8dec" {
-        let _ = props::set(&decoder, "threads", 2u32);
+        // One thread: libvpx's multi-threaded VP8 decoder spin-waits, and on an
+        // oversubscribed host it fell to a few frames per second (see EncoderConfig::threads).
+        let _ = props::set(&decoder, "threads", 1u32);
     }
     chain.push(decoder.clone());
     match config.sink {
@@ -593,21 +604,25 @@ fn watch_loop(weak: Weak<Inner>) {
             let mut s = lock(&inner.state);
             // Frames the decoder sat on for too long.
             let timeout = inner.config.decode_timeout;
-            let mut timed_out = 0;
+            let (mut timed_out, mut needs_key) = (0u32, false);
             while let Some(entry) = s.pending.first_entry() {
+                let key = *entry.key();
                 let age = now.checked_duration_since(entry.get().pushed_at).unwrap_or_default();
                 if age < timeout {
                     break;
                 }
                 if entry.remove().expect_output {
                     timed_out += 1;
+                    needs_key |= key >= s.last_key_pts;
                 }
             }
             if timed_out > 0 {
-                s.decode_errors += timed_out;
-                s.timeouts_since_output = s.timeouts_since_output.saturating_add(timed_out as u32);
-                s.waiting_for_key = true;
-                inner.maybe_request_key_frame(&mut s, now);
+                s.decode_errors += u64::from(timed_out);
+                s.timeouts_since_output = s.timeouts_since_output.saturating_add(timed_out);
+                if needs_key {
+                    s.waiting_for_key = true;
+                    inner.maybe_request_key_frame(&mut s, now);
+                }
                 // A decoder that lets a whole second of frames time out without output is
                 // wedged: rebuild it.
                 if s.timeouts_since_output >= inner.config.frame_rate {

@@ -60,12 +60,14 @@ pub struct EncoderStats {
     pub mean_encode_latency: Duration,
     /// Largest encode latency over the stats window.
     pub max_encode_latency: Duration,
-    /// PTS of the last raw frame that entered the encoder.
+    /// PTS (running time) of the last raw frame that entered the encoder.
     pub last_input_pts: Option<Duration>,
     /// PTS of the first raw frame encoded with the current target.
     pub target_applied_at_pts: Option<Duration>,
     /// Input index of the last raw frame before the last key-frame request.
     pub key_frame_requested_after_index: Option<u64>,
+    /// PTS of that frame.
+    pub key_frame_requested_after_pts: Option<Duration>,
     /// The first error the pipeline posted, if any (the pipeline stops producing).
     pub error: Option<String>,
 }
@@ -106,6 +108,7 @@ struct State {
     dropped_backpressure: u64,
     key_frame_requests: u64,
     key_frame_requested_after_index: Option<u64>,
+    key_frame_requested_after_pts: Option<Duration>,
     rate: RateWindow,
     latencies: VecDeque<(Duration, Duration)>,
     window: Duration,
@@ -169,6 +172,7 @@ impl Encoder {
                 dropped_backpressure: 0,
                 key_frame_requests: 0,
                 key_frame_requested_after_index: None,
+                key_frame_requested_after_pts: None,
                 rate: RateWindow::new(config.stats_window, frame_interval),
                 latencies: VecDeque::new(),
                 window: config.stats_window,
@@ -241,6 +245,7 @@ impl Encoder {
             last_input_pts: s.last_input_pts,
             target_applied_at_pts: s.target_applied_at_pts,
             key_frame_requested_after_index: s.key_frame_requested_after_index,
+            key_frame_requested_after_pts: s.key_frame_requested_after_pts,
             error: s.error.clone(),
         }
     }
@@ -282,11 +287,25 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Running time of a buffer timestamp: the one time base that survives the encoder (x264enc,
+/// for one, shifts its output PTS and segment by 1000 hours to keep DTS positive).
+fn running_time(
+    segment: Option<&gst::Segment>,
+    pts: Option<gst::ClockTime>,
+) -> Option<gst::ClockTime> {
+    let pts = pts?;
+    match segment.and_then(|s| s.downcast_ref::<gst::ClockTime>()) {
+        Some(seg) => seg.to_running_time(pts),
+        None => Some(pts),
+    }
+}
+
 fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), MediaError> {
     {
         let mut s = lock(&shared.state);
         s.key_frame_requests += 1;
         s.key_frame_requested_after_index = s.frames_in.checked_sub(1);
+        s.key_frame_requested_after_pts = s.last_input_pts;
     }
     let event = gst_video::UpstreamForceKeyUnitEvent::builder().all_headers(true).build();
     let pad = encoder
@@ -307,10 +326,11 @@ fn install_input_probe(encoder: &gst::Element, shared: &Arc<Shared>) -> Result<(
         .ok_or_else(|| MediaError::Pipeline("encoder has no sink pad".to_owned()))?;
     let shared = shared.clone();
     let enc = encoder.downgrade();
-    pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
+    pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
         let Some(buffer) = info.buffer() else { return gst::PadProbeReturn::Ok };
         let now = HostTime::now();
-        let pts = buffer.pts();
+        let segment = pad.sticky_event::<gst::event::Segment>(0);
+        let pts = running_time(segment.as_ref().map(|e| e.segment()), buffer.pts());
         let wanted = Bitrate::bps(shared.wanted_bps.load(Ordering::Acquire));
         let mut s = lock(&shared.state);
         let pts_d = pts.map(|p| Duration::from_nanos(p.nseconds()));
@@ -367,7 +387,7 @@ fn install_output(
                 drop(map);
                 let now = HostTime::now();
                 let key_frame = !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT);
-                let pts = buffer.pts();
+                let pts = running_time(sample.segment(), buffer.pts());
                 let mut s = lock(&shared.state);
                 // Frames the encoder dropped leave their entries in front of ours.
                 let mut found = None;
@@ -454,9 +474,15 @@ pub(crate) fn start_pipeline(pipeline: &gst::Pipeline, bus: &gst::Bus) -> Result
     if let Err(e) = pipeline.set_state(gst::State::Playing) {
         return Err(fail(pipeline, e.to_string()));
     }
-    let (res, _, _) = pipeline.state(gst::ClockTime::from_seconds(5));
-    if let Err(e) = res {
-        return Err(fail(pipeline, e.to_string()));
+    // Live pipelines go to PLAYING without prerolling; an element that failed while
+    // starting has posted its error by now. Later errors are the bus thread's business.
+    if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
+        let text = match msg.view() {
+            gst::MessageView::Error(e) => e.error().to_string(),
+            _ => String::new(),
+        };
+        let _ = pipeline.set_state(gst::State::Null);
+        return Err(MediaError::Start(text));
     }
     Ok(())
 }

@@ -21,7 +21,8 @@ pub struct EncodedFrame {
     pub capture_time: HostTime,
     /// Whether the frame decodes on its own (no DELTA_UNIT flag from the encoder).
     pub key_frame: bool,
-    /// Presentation time: pipeline running time of the raw frame (starts near zero).
+    /// Presentation time: the raw frame's running time in the sender pipeline (starts near
+    /// zero when the pipeline starts; one frame interval apart at a steady frame rate).
     pub pts: Duration,
     /// Index of the raw frame at the encoder input (0, 1, 2, …). Gaps mean the encoder
     /// dropped frames (rate control or overload).
