@@ -199,41 +199,50 @@ impl<T> Pacer<T> {
     /// The next packet to send now, if the bucket and the window allow. `allowance` is the
     /// window-based controller's send allowance (`None` for rate-based controllers).
     pub fn poll(&mut self, now: Instant, allowance: Option<DataSize>) -> Option<Release<T>> {
-        if self.next_send.is_some_and(|t| t > now) {
+        let fits = |size: DataSize| allowance.is_none_or(|a| a >= size);
+        if !self.media.is_empty() || !self.rtx.is_empty() {
+            if self.next_send.is_some_and(|t| t > now) {
+                return None;
+            }
+            let picked = if self.rtx.front().is_some_and(|q| fits(q.size)) {
+                self.rtx.pop_front().map(|q| (PacketClass::Retransmission, q))
+            } else if self.rtx.is_empty() && self.media.front().is_some_and(|q| fits(q.size)) {
+                self.media.pop_front().map(|q| {
+                    self.media_bytes -= q.size;
+                    (PacketClass::Media, q)
+                })
+            } else {
+                None
+            };
+            return match picked {
+                Some((class, q)) => {
+                    self.window_blocked = false;
+                    self.charge(q.size, now);
+                    Some(Release::Packet(class, q))
+                }
+                None => {
+                    self.window_blocked = true;
+                    None
+                }
+            };
+        }
+        // Padding: its own bucket at the probe rate, on top of media.
+        let probe = self.probe.as_mut()?;
+        if now >= probe.until {
+            self.probe = None;
             return None;
         }
-        let fits = |size: DataSize| allowance.is_none_or(|a| a >= size);
-        let picked = if self.rtx.front().is_some_and(|q| fits(q.size)) {
-            self.rtx.pop_front().map(|q| (PacketClass::Retransmission, q))
-        } else if self.rtx.is_empty() && self.media.front().is_some_and(|q| fits(q.size)) {
-            self.media.pop_front().map(|q| {
-                self.media_bytes -= q.size;
-                (PacketClass::Media, q)
-            })
-        } else {
-            None
-        };
-        if let Some((class, q)) = picked {
-            self.window_blocked = false;
-            self.charge(q.size, now);
-            return Some(Release::Packet(class, q));
+        if probe.next > now {
+            return None;
         }
-        self.window_blocked = !self.media.is_empty() || !self.rtx.is_empty();
-        if self.media.is_empty() && self.rtx.is_empty() && fits(self.padding_size) {
-            let probe = self.probe.as_mut()?;
-            if now >= probe.until {
-                self.probe = None;
-                return None;
-            }
-            if probe.next > now {
-                return None;
-            }
-            let gap = probe.rate.time_to_send(self.padding_size).unwrap_or(Duration::MAX);
-            let base = probe.next.max(now.checked_sub(self.config.max_lag).unwrap_or(now));
-            probe.next = base.checked_add(gap).unwrap_or(probe.until);
-            return Some(Release::Padding(self.padding_size));
+        if !fits(self.padding_size) {
+            self.window_blocked = true;
+            return None;
         }
-        None
+        let gap = probe.rate.time_to_send(self.padding_size).unwrap_or(Duration::MAX);
+        let base = probe.next.max(now.checked_sub(self.config.max_lag).unwrap_or(now));
+        probe.next = base.checked_add(gap).unwrap_or(probe.until);
+        Some(Release::Padding(self.padding_size))
     }
 
     fn charge(&mut self, size: DataSize, now: Instant) {

@@ -72,7 +72,9 @@ pub struct ReceiverConfig {
     pub rr_interval: Duration,
     /// Send NACKs for missing packets (RFC 4585 §6.2.1). Default true.
     pub nack: bool,
-    /// Interval between NACKs for a packet still missing. Default 30 ms.
+    /// Interval between NACKs for a packet still missing until retransmissions give an RTT
+    /// sample (first NACK → retransmission, Karn's rule); then 1.25 × RTT + 5 ms. Default
+    /// 100 ms (longer than most interactive RTTs, so the first loss is not NACKed twice).
     pub nack_retry_interval: Duration,
     /// NACKs per packet before giving up. Default 10.
     pub nack_max_retries: u32,
@@ -108,7 +110,7 @@ impl Default for ReceiverConfig {
             feedback: FeedbackConfig::default(),
             rr_interval: Duration::from_secs(1),
             nack: true,
-            nack_retry_interval: Duration::from_millis(30),
+            nack_retry_interval: Duration::from_millis(100),
             nack_max_retries: 10,
             nack_max_missing: 1000,
             frame_timeout: Duration::from_millis(300),

@@ -98,6 +98,7 @@ pub struct ReceiverSession {
     twcc: TwccRecorder,
     ccfb: CcfbRecorder,
     next_rr: Instant,
+    rr_due: bool,
     next_twcc: Instant,
     next_ccfb: Instant,
     last_pli: Option<Instant>,
@@ -143,6 +144,7 @@ impl ReceiverSession {
                 &[config.media_ssrc, config.rtx_ssrc],
             ),
             next_rr: first_rr,
+            rr_due: false,
             next_twcc: now + config.feedback.twcc_interval,
             next_ccfb: now + config.feedback.ccfb_interval,
             last_pli: None,
@@ -180,7 +182,8 @@ impl ReceiverSession {
         }
         self.after_input(now);
         if now >= self.next_rr {
-            self.queue_rr(now);
+            // Built in poll_transmit so DLSR is measured to the sending time.
+            self.rr_due = true;
             self.next_rr = now + rr_interval(self.config.rr_interval, &mut self.rng);
         }
         match self.config.feedback.kind {
@@ -200,7 +203,10 @@ impl ReceiverSession {
 
     /// The next datagram to send (RTCP).
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        let _ = now;
+        if self.rr_due {
+            self.rr_due = false;
+            self.queue_rr(now);
+        }
         self.rtcp_out.pop_front().map(|bytes| Transmit {
             bytes,
             ecn: Ecn::NotEct,

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 struct Missing {
     due: Instant,
     retries: u32,
+    first_nack: Option<Instant>,
 }
 
 /// Missing sequence numbers (unwrapped), bounded.
@@ -17,6 +18,7 @@ pub(crate) struct NackTracker {
     retry: Duration,
     max_retries: u32,
     max_missing: usize,
+    srtt: Option<Duration>,
 }
 
 /// What a packet arrival did to the tracker.
@@ -35,12 +37,22 @@ impl NackTracker {
             retry,
             max_retries,
             max_missing: max_missing.max(1),
+            srtt: None,
         }
     }
 
     /// A packet arrived (first transmission or retransmission).
     pub fn on_packet(&mut self, seq: u64, now: Instant) -> Gap {
-        self.missing.remove(&seq);
+        if let Some(m) = self.missing.remove(&seq) {
+            // Karn's rule: only a packet NACKed once gives an unambiguous RTT sample.
+            if let (1, Some(t)) = (m.retries, m.first_nack) {
+                let sample = now.saturating_duration_since(t);
+                self.srtt = Some(match self.srtt {
+                    None => sample,
+                    Some(s) => (s * 7 + sample) / 8,
+                });
+            }
+        }
         let Some(h) = self.highest else {
             self.highest = Some(seq);
             return Gap::None;
@@ -60,6 +72,7 @@ impl NackTracker {
                 Missing {
                     due: now,
                     retries: 0,
+                    first_nack: None,
                 },
             );
         }
@@ -80,6 +93,7 @@ impl NackTracker {
     pub fn due(&mut self, now: Instant) -> Vec<u64> {
         let mut out = Vec::new();
         let mut exhausted = Vec::new();
+        let retry = self.retry_interval();
         for (s, m) in self.missing.iter_mut() {
             if m.due > now {
                 continue;
@@ -89,13 +103,23 @@ impl NackTracker {
                 continue;
             }
             m.retries += 1;
-            m.due = now + self.retry;
+            m.first_nack.get_or_insert(now);
+            m.due = now + retry;
             out.push(*s);
         }
         for s in exhausted {
             self.missing.remove(&s);
         }
         out
+    }
+
+    /// Time between NACKs of one packet: 1.25 × RTT + 5 ms once retransmissions have given an
+    /// RTT sample, the configured interval before.
+    pub fn retry_interval(&self) -> Duration {
+        match self.srtt {
+            Some(r) => r * 5 / 4 + Duration::from_millis(5),
+            None => self.retry,
+        }
     }
 
     /// When a NACK is next due.
@@ -127,6 +151,8 @@ mod tests {
         // retries exhausted: dropped
         assert!(n.due(t0 + Duration::from_millis(60)).is_empty());
         assert_eq!(n.len(), 0);
+        // 11 was NACKed once and came back after 20 ms: the retry interval follows the RTT.
+        assert_eq!(n.retry_interval(), Duration::from_millis(30));
     }
 
     #[test]

@@ -126,6 +126,7 @@ pub struct SenderSession {
     rtcp_out: VecDeque<Bytes>,
     events: VecDeque<SenderEvent>,
     next_sr: Instant,
+    sr_due: bool,
     twcc_ref: WrapUnwrapper,
     ccfb_ts: WrapUnwrapper,
     sr_packets: u32,
@@ -177,6 +178,7 @@ impl SenderSession {
             rtcp_out: VecDeque::new(),
             events: VecDeque::new(),
             next_sr: now + config.sr_interval,
+            sr_due: false,
             twcc_ref: WrapUnwrapper::default(),
             ccfb_ts: WrapUnwrapper::default(),
             sr_packets: 0,
@@ -273,7 +275,9 @@ impl SenderSession {
         self.controller.handle_timeout(now);
         self.drain_controller(now);
         if now >= self.next_sr {
-            self.queue_sr(now);
+            // Built in poll_transmit so its NTP timestamp is the sending time (RFC 3550
+            // §6.4.1), however late the driver drains.
+            self.sr_due = true;
             self.next_sr = now + self.config.sr_interval;
         }
         if let Some(state) = self.breaker.check(now) {
@@ -290,6 +294,10 @@ impl SenderSession {
 
     /// The next datagram to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if self.sr_due {
+            self.sr_due = false;
+            self.queue_sr(now);
+        }
         if let Some(bytes) = self.rtcp_out.pop_front() {
             self.stats.rtcp_sent += 1;
             return Some(Transmit {
