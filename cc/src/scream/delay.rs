@@ -45,8 +45,22 @@ impl BaseDelay {
         }
     }
 
-    /// Adds a one-way-delay sample (µs, arbitrary offset) and returns the queuing delay.
+    /// Adds a one-way-delay sample (µs, arbitrary offset) at `now` and returns the queuing
+    /// delay.
     pub fn update(&mut self, owd_us: i64, now: Instant) -> Duration {
+        self.rotate(now);
+        self.sample(owd_us)
+    }
+
+    /// Adds a sample to the open slot (call [`rotate`](Self::rotate) first, once per batch).
+    pub fn sample(&mut self, owd_us: i64) -> Duration {
+        self.current = self.current.min(owd_us);
+        let q = owd_us.saturating_sub(self.base());
+        Duration::from_micros(u64::try_from(q).unwrap_or(0)).min(MAX_DELAY)
+    }
+
+    /// Closes the open slot if `base_delay_slot` has passed.
+    pub fn rotate(&mut self, now: Instant) {
         let start = *self.current_start.get_or_insert(now);
         let elapsed = now.saturating_duration_since(start);
         if elapsed >= self.slot_len {
@@ -63,9 +77,6 @@ impl BaseDelay {
             self.current = i64::MAX;
             self.current_start = Some(now);
         }
-        self.current = self.current.min(owd_us);
-        let q = owd_us.saturating_sub(self.base());
-        Duration::from_micros(u64::try_from(q).unwrap_or(0)).min(MAX_DELAY)
     }
 
     /// The base delay (µs on the mixed clock); `i64::MAX` before any sample.

@@ -99,7 +99,7 @@ mod tests {
         let t0 = Instant::now();
         let mut f = Flight::new(100);
         for s in 0..4 {
-            f.on_sent(s, 1000, t0, Ecn::Ect1);
+            f.on_sent(s, 1000, 0, Ecn::Ect1);
         }
         f.on_acked(0, t0);
         f.on_acked(2, t0 + Duration::from_millis(5)); // 1 is now missing
@@ -132,7 +132,7 @@ mod tests {
         let t0 = Instant::now();
         let mut f = Flight::new(100);
         for s in 0..3 {
-            f.on_sent(s, 1000, t0, Ecn::Ect1);
+            f.on_sent(s, 1000, 0, Ecn::Ect1);
         }
         f.on_acked(2, t0);
         f.on_acked(0, t0 + Duration::from_millis(10));
@@ -150,7 +150,7 @@ mod tests {
         let t0 = Instant::now();
         let mut f = Flight::new(100);
         for s in 0..3 {
-            f.on_sent(s, 1000, t0, Ecn::Ect1);
+            f.on_sent(s, 1000, 0, Ecn::Ect1);
         }
         assert_eq!(
             f.detect_losses(t0 + Duration::from_secs(10), REORDER)

@@ -95,7 +95,8 @@ pub struct Scream {
     cwnd: f64,
     mss_current: u64,
     mss_prev: u64,
-    mss_window_start: Option<Instant>,
+    /// Start of the current MSS window, µs since the epoch.
+    mss_window_start_us: Option<i64>,
 
     last_reaction: Option<Instant>,
     last_congestion: Option<Instant>,
@@ -147,7 +148,7 @@ impl Scream {
             cwnd: cwnd0,
             mss_current: 0,
             mss_prev: 0,
-            mss_window_start: None,
+            mss_window_start_us: None,
             last_reaction: None,
             last_congestion: None,
             pending_loss: false,
@@ -498,17 +499,18 @@ impl Scream {
 
 impl Controller for Scream {
     fn on_packet_sent(&mut self, p: &SentPacket) {
+        let sent_us = self.micros_since_epoch(p.send_time);
         if !self
             .flight
-            .on_sent(p.seq, p.size.as_bytes(), p.send_time, p.ecn)
+            .on_sent(p.seq, p.size.as_bytes(), sent_us, p.ecn)
         {
             return;
         }
-        let start = *self.mss_window_start.get_or_insert(p.send_time);
-        if p.send_time.saturating_duration_since(start) >= MSS_WINDOW {
+        let start = *self.mss_window_start_us.get_or_insert(sent_us);
+        if sent_us.saturating_sub(start) >= MSS_WINDOW.as_micros() as i64 {
             self.mss_prev = self.mss_current;
             self.mss_current = 0;
-            self.mss_window_start = Some(p.send_time);
+            self.mss_window_start_us = Some(sent_us);
         }
         self.mss_current = self.mss_current.max(p.size.as_bytes().clamp(64, 65_535));
         let bif = self.flight.bytes_in_flight();
@@ -521,7 +523,8 @@ impl Controller for Scream {
 
     fn on_feedback(&mut self, feedback: &Feedback<'_>, now: Instant) {
         let mut delivered = 0u64;
-        let mut newest: Option<Instant> = None;
+        let mut newest: Option<i64> = None;
+        self.base.rotate(now);
         for r in feedback.packets {
             let Some(arrival) = r.arrival else { continue };
             let Some(a) = self.flight.on_acked(r.seq, now) else {
@@ -547,16 +550,15 @@ impl Controller for Scream {
             if rec.ecn == Ecn::Ect1 {
                 self.alpha.on_delivered(ce);
             }
-            let owd = arrival
-                .as_micros()
-                .saturating_sub(self.micros_since_epoch(rec.sent));
-            self.delay.qdelay = self.base.update(owd, now);
+            let owd = arrival.as_micros().saturating_sub(rec.sent_us);
+            self.delay.qdelay = self.base.sample(owd);
             if a.is_new_edge {
-                newest = Some(rec.sent);
+                newest = Some(rec.sent_us);
             }
         }
-        if let Some(sent) = newest {
-            let rtt = now.saturating_duration_since(sent);
+        if let Some(sent_us) = newest {
+            let rtt_us = self.micros_since_epoch(now).saturating_sub(sent_us);
+            let rtt = Duration::from_micros(u64::try_from(rtt_us).unwrap_or(0));
             let gain = if self.app_limited() && rtt < self.delay.srtt {
                 self.cfg.srtt_gain_app_limited
             } else {
