@@ -90,12 +90,3 @@ pub(crate) fn positive(what: &'static str, v: f64) -> Result<f64, Error> {
         })
     }
 }
-
-/// Checks a count is non-zero.
-pub(crate) fn nonzero<T: PartialEq + Default>(what: &'static str, v: T) -> Result<T, Error> {
-    if v == T::default() {
-        Err(Error::ZeroLimit { what })
-    } else {
-        Ok(v)
-    }
-}

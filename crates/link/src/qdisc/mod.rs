@@ -15,21 +15,21 @@ use crate::error::Error;
 use crate::event::{EventKind, EventSink, LinkEvent, MarkReason};
 use crate::packet::Packet;
 
-// TMP pub mod codel;
+pub mod codel;
 pub mod droptail;
-// TMP pub mod dualpi2;
-// TMP pub mod fq_codel;
-// TMP pub mod htb;
-// TMP pub mod pie;
-// TMP pub mod sfq;
+pub mod dualpi2;
+pub mod fq_codel;
+pub mod htb;
+pub mod pie;
+pub mod sfq;
 
-// TMP pub use codel::{Codel, CodelConfig};
+pub use codel::{Codel, CodelConfig};
 pub use droptail::{DropTail, DropTailConfig, QueueLimit};
-// TMP pub use dualpi2::{DualPi2, DualPi2Config};
-// TMP pub use fq_codel::{FqCodel, FqCodelConfig};
-// TMP pub use htb::{Htb, HtbClassConfig, HtbConfig, HtbMatch, HtbRule};
-// TMP pub use pie::{Pie, PieConfig};
-// TMP pub use sfq::{Sfq, SfqConfig};
+pub use dualpi2::{DualPi2, DualPi2Config};
+pub use fq_codel::{FqCodel, FqCodelConfig};
+pub use htb::{Htb, HtbClassConfig, HtbConfig, HtbMatch, HtbRule, IpPrefix};
+pub use pie::{Pie, PieConfig};
+pub use sfq::{Sfq, SfqConfig};
 
 /// A queue discipline: where packets wait for the link, and which of them it drops or marks.
 ///
@@ -129,7 +129,19 @@ pub enum QdiscConfig {
     /// FIFO with a packet, byte or time limit (Linux `pfifo` / `bfifo`).
     #[serde(alias = "droptail", alias = "fifo", alias = "pfifo", alias = "bfifo")]
     DropTail(DropTailConfig),
-    // TMP-ENUM
+    /// CoDel (RFC 8289).
+    Codel(CodelConfig),
+    /// PIE (RFC 8033).
+    Pie(PieConfig),
+    /// Stochastic fairness queuing (Linux `sfq`).
+    Sfq(SfqConfig),
+    /// FQ-CoDel (RFC 8290).
+    FqCodel(FqCodelConfig),
+    /// DualPI2 (RFC 9332).
+    #[serde(alias = "dual_pi2")]
+    Dualpi2(DualPi2Config),
+    /// Hierarchical token bucket with classes and child qdiscs (Linux `htb`).
+    Htb(HtbConfig),
 }
 
 impl Default for QdiscConfig {
@@ -148,7 +160,12 @@ impl QdiscConfig {
     ) -> Result<BoxQdisc<P>, Error> {
         Ok(match self {
             QdiscConfig::DropTail(c) => Box::new(DropTail::new(c, link)?),
-            // TMP-BUILD
+            QdiscConfig::Codel(c) => Box::new(Codel::new(c, link)?),
+            QdiscConfig::Pie(c) => Box::new(Pie::new(c, link, rng.fork())?),
+            QdiscConfig::Sfq(c) => Box::new(Sfq::new(c, link, rng.fork())?),
+            QdiscConfig::FqCodel(c) => Box::new(FqCodel::new(c, link, rng.fork())?),
+            QdiscConfig::Dualpi2(c) => Box::new(DualPi2::new(c, link, rng.fork())?),
+            QdiscConfig::Htb(c) => Box::new(Htb::new(c, link, rng)?),
         })
     }
 
@@ -307,6 +324,129 @@ pub(crate) mod testing {
     pub fn rate_gap(rate: Bitrate, size: u64) -> Duration {
         rate.time_to_send(DataSize::bytes(size))
             .expect("source rate is positive")
+    }
+
+    /// How a test sender reacts to congestion signals.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Cc {
+        /// Reno-like: halve at most once per RTT on a drop or CE mark.
+        Reno,
+        /// Scalable (DCTCP/Prague-like, RFC 9331 §4.3): −½ packet per CE mark, halve on a drop.
+        Scalable,
+    }
+
+    /// Drives `q` (a link of `link`) with rate-based AIMD senders, one per `flows` entry
+    /// (flow index = position), each starting at `start`. 50 ms RTT: signals reach the sender
+    /// one RTT after the drop or dequeue; +1 packet per RTT per RTT otherwise. Returns the
+    /// events and the dequeued packets.
+    pub fn aimd<Q: Qdisc<()> + ?Sized>(
+        q: &mut Q,
+        link: Bitrate,
+        start: Bitrate,
+        flows: &[(Cc, Ecn)],
+        t0: Instant,
+        dur: Duration,
+    ) -> (Vec<LinkEvent>, Vec<(Instant, Packet)>) {
+        struct Flow {
+            cc: Cc,
+            ecn: Ecn,
+            rate: f64,
+            next: Instant,
+            last_cut: Instant,
+            /// (when the sender learns, was it a drop).
+            signals: std::collections::VecDeque<(Instant, bool)>,
+        }
+        let rtt = Duration::from_millis(50).as_secs_f64();
+        let bits = 8000.0;
+        let mut fl: Vec<Flow> = flows
+            .iter()
+            .enumerate()
+            .map(|(i, &(cc, ecn))| Flow {
+                cc,
+                ecn,
+                rate: start.as_bps_f64(),
+                next: t0 + Duration::from_micros(137 * i as u64),
+                last_cut: t0,
+                signals: Default::default(),
+            })
+            .collect();
+        let delay = Duration::from_millis(50);
+        let mut busy_until = t0;
+        let mut events = Vec::new();
+        let mut all = Vec::new();
+        let mut out = Vec::new();
+        let mut id = 0;
+        let end = t0 + dur;
+        let mut now = t0;
+        while now < end {
+            let next_send = fl.iter().map(|f| f.next).min().expect("at least one flow");
+            let deq = if q.is_empty() {
+                None
+            } else {
+                Some(busy_until.max(now))
+            };
+            let timer = q.poll_timeout();
+            let t = [Some(next_send), deq, timer]
+                .into_iter()
+                .flatten()
+                .min()
+                .expect("a sender is always due");
+            now = t.max(now);
+            if timer == Some(t) {
+                q.handle_timeout(now, &mut events);
+            } else if t == next_send {
+                let i = fl
+                    .iter()
+                    .position(|f| f.next == t)
+                    .expect("one flow is due");
+                let f = &mut fl[i];
+                q.enqueue(pkt_ecn(id, i as u16, 1000, f.ecn, now), now, &mut events);
+                id += 1;
+                f.rate += bits * bits / (f.rate * rtt * rtt);
+                f.rate = f.rate.min(link.as_bps_f64() * 4.0);
+                f.next = now + Duration::from_secs_f64(bits / f.rate);
+            } else if let Some(p) = q.dequeue(now, &mut events) {
+                busy_until = now + link.time_to_send(p.size).expect("positive link rate");
+                events.push(LinkEvent::new(
+                    &p,
+                    now,
+                    EventKind::Dequeued {
+                        sojourn: now - p.enqueued,
+                    },
+                ));
+                if p.ecn == Ecn::Ce {
+                    fl[p.flow.index().expect("test flow") as usize]
+                        .signals
+                        .push_back((now + delay, false));
+                }
+                out.push((now, p));
+            } else {
+                busy_until = q
+                    .poll_timeout()
+                    .unwrap_or(next_send)
+                    .max(now + Duration::from_nanos(1));
+            }
+            for e in events.drain(..) {
+                if matches!(e.kind, EventKind::Dropped(_)) {
+                    fl[e.flow.index().expect("test flow") as usize]
+                        .signals
+                        .push_back((e.time + delay, true));
+                }
+                all.push(e);
+            }
+            for f in &mut fl {
+                while f.signals.front().is_some_and(|c| c.0 <= now) {
+                    let (_, drop) = f.signals.pop_front().expect("checked non-empty");
+                    if f.cc == Cc::Scalable && !drop {
+                        f.rate = (f.rate - 0.5 * bits / rtt).max(bits / rtt);
+                    } else if (now - f.last_cut).as_secs_f64() >= rtt {
+                        f.rate /= 2.0;
+                        f.last_cut = now;
+                    }
+                }
+            }
+        }
+        (all, out)
     }
 
     /// Drops of one reason.
