@@ -48,7 +48,11 @@ fn per_ack(c: &mut Criterion) {
                     results.push(PacketResult {
                         seq,
                         arrival: Some(RemoteTime::from_micros(t_us + 15_000 + q)),
-                        ecn: if seq % 50 == 0 { Ecn::Ce } else { Ecn::Ect1 },
+                        ecn: if seq.is_multiple_of(50) {
+                            Ecn::Ce
+                        } else {
+                            Ecn::Ect1
+                        },
                     });
                     seq += 1;
                 }

@@ -47,6 +47,7 @@ impl BaseDelay {
 
     /// Adds a one-way-delay sample (µs, arbitrary offset) at `now` and returns the queuing
     /// delay.
+    #[cfg(test)]
     pub fn update(&mut self, owd_us: i64, now: Instant) -> Duration {
         self.rotate(now);
         self.sample(owd_us)

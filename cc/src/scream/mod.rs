@@ -894,9 +894,10 @@ mod tests {
 
     #[test]
     fn classic_ce_scales_by_ecn_beta_and_loss_by_loss_beta() {
-        let mut cfg = ScreamConfig::default();
-        cfg.loss_gate = None;
-        let mut d = Driver::new(cfg);
+        let mut d = Driver::new(ScreamConfig {
+            loss_gate: None,
+            ..ScreamConfig::default()
+        });
         d.ecn = Ecn::Ect0;
         for _ in 0..10 {
             d.round(30, 0, 0, Duration::ZERO, 30 * MS);
