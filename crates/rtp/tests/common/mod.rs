@@ -185,6 +185,9 @@ pub struct Wire {
     pub frames: Vec<ReceivedFrame>,
     pub sender_events: Vec<(Instant, SenderEvent)>,
     pub forward_sent: Vec<(Instant, TransmitKind, usize)>,
+    /// Every datagram put on the wire, when `capture` is set: (time, forward?, bytes, ECN).
+    pub capture: bool,
+    pub captured: Vec<(Instant, bool, Bytes, Ecn)>,
 }
 
 impl Wire {
@@ -201,6 +204,8 @@ impl Wire {
             frames: vec![],
             sender_events: vec![],
             forward_sent: vec![],
+            capture: false,
+            captured: vec![],
         }
     }
 
@@ -211,12 +216,18 @@ impl Wire {
             while let Some(t) = self.sender.poll_transmit(now) {
                 busy = true;
                 self.forward_sent.push((now, t.kind, t.bytes.len()));
+                if self.capture {
+                    self.captured.push((now, true, t.bytes.clone(), t.ecn));
+                }
                 if !(self.drop_fwd)(&t, now) {
                     self.fwd.push_back(InFlight { at: now + self.delay, bytes: t.bytes, ecn: t.ecn });
                 }
             }
             while let Some(t) = self.receiver.poll_transmit(now) {
                 busy = true;
+                if self.capture {
+                    self.captured.push((now, false, t.bytes.clone(), t.ecn));
+                }
                 if !(self.drop_rev)(&t, now) {
                     self.rev.push_back(InFlight { at: now + self.delay, bytes: t.bytes, ecn: t.ecn });
                 }
