@@ -56,8 +56,10 @@
 //! size, and quinn-udp 0.6.3's 96-byte control buffer is too small for timestamp + TOS + GRO +
 //! overflow messages, so the TOS message is truncated and ECN reads as unknown.
 //!
-//! **Decision: GRO stays on, with 256 bytes of control space per message.** The four control
-//! messages this socket enables need 104 bytes; 256 leaves headroom. `MSG_CTRUNC` is checked on
+//! **Decision: GRO stays on, with 256 bytes of control space per message.** The control
+//! messages this socket enables (`UDP_GRO`, `SCM_TIMESTAMPNS`, `SO_RXQ_OVFL` after a drop, and
+//! the TOS last) need up to 104 bytes, 112 with `IP_PKTINFO` as quinn-udp has it; 256 leaves
+//! headroom. A unit test reproduces the defect with a 96-byte buffer (ECN comes back `None`). `MSG_CTRUNC` is checked on
 //! every message and counted ([`RecvStats::control_truncated`]) rather than silently reading
 //! as Not-ECT, and a missing TOS message is reported as `ecn: None`, never guessed. GRO only
 //! merges packets whose IP headers agree (TOS included), so the buffer's one TOS is right for
@@ -75,6 +77,7 @@ mod clock;
 mod driver;
 mod error;
 pub mod probe;
+mod rtp;
 mod session;
 pub mod socket;
 mod stats;

@@ -411,6 +411,9 @@ pub struct RecvBatch {
     slot_len: usize,
     data: Vec<u8>,
     control: Vec<ControlBuf<RECV_CONTROL_LEN>>,
+    /// Control bytes offered to the kernel per message (all of each buffer, except in the test
+    /// that reproduces the quinn-udp defect).
+    control_len: usize,
     names: Vec<libc::sockaddr_storage>,
     meta: Vec<Meta>,
     clock: ClockPair,
@@ -455,6 +458,7 @@ impl RecvBatch {
             slot_len,
             data: vec![0; messages * slot_len],
             control: vec![ControlBuf::zeroed(); messages],
+            control_len: RECV_CONTROL_LEN,
             names: vec![zero_name; messages],
             meta: Vec::with_capacity(messages),
             clock: ClockPair::now(),
@@ -520,7 +524,7 @@ impl RecvBatch {
             hdr.msg_iov = iov;
             hdr.msg_iovlen = 1;
             hdr.msg_control = ctrl.0.as_mut_ptr().cast();
-            hdr.msg_controllen = RECV_CONTROL_LEN as _;
+            hdr.msg_controllen = self.control_len as _;
             msgs.push(libc::mmsghdr {
                 msg_hdr: hdr,
                 msg_len: 0,
@@ -695,6 +699,34 @@ mod tests {
             "loopback GSO reaches a GRO socket coalesced"
         );
         assert_eq!(rb.stats().control_truncated, 0);
+    }
+
+    #[test]
+    fn a_96_byte_control_buffer_loses_ecn_of_coalesced_datagrams() {
+        // The quinn-udp 0.6.3 defect, reproduced to show that the checks above can fail: with
+        // IP_PKTINFO also on (as quinn-udp has it), the kernel writes UDP_GRO (24 bytes),
+        // SCM_TIMESTAMPNS (32) and IP_PKTINFO (32) before IP_TOS (24), which no longer fits.
+        let (mut tx, rx) = pair(false, true);
+        sys::setsockopt_int(rx.as_raw_fd(), libc::IPPROTO_IP, libc::IP_PKTINFO, 1).unwrap();
+        let batch: Vec<Transmit> = (0..10u8)
+            .map(|i| Transmit {
+                payload: vec![i; 1200].into(),
+                ecn: Some(Ecn::Ect1),
+            })
+            .collect();
+        tx.send_batch(rx.local_addr(), &batch).unwrap();
+        let mut rb = rx.recv_batch_buffer(8);
+        rb.control_len = 96;
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        let mut got = Vec::new();
+        while got.len() < 10 && Instant::now() < deadline {
+            if rx.recv_batch(&mut rb).is_ok() {
+                got.extend(rb.datagrams().map(|d| d.ecn));
+            }
+        }
+        assert_eq!(got.len(), 10);
+        assert!(rb.stats().control_truncated > 0);
+        assert!(got.contains(&None), "ECN lost to truncation: {got:?}");
     }
 
     #[test]
