@@ -153,6 +153,15 @@ pub trait Controller: Send + fmt::Debug {
         None
     }
 
+    /// The packet `last_seq`, already reported through
+    /// [`on_packet_sent`](Self::on_packet_sent), ended a video frame (it carried the RTP
+    /// marker bit). Optional: controllers that group packets by frame (GCC's arrival-time
+    /// filter, MMSys16 eq. (4)) use it to form groups in send-side mode; without it they fall
+    /// back to grouping by send time.
+    fn on_frame_sent(&mut self, last_seq: u64) {
+        let _ = last_seq;
+    }
+
     /// The media queue's state after the transport enqueued or sent media.
     fn on_media_queue(&mut self, queue: MediaQueue, now: Instant) {
         let _ = (queue, now);

@@ -1,7 +1,8 @@
 //! Packet grouping and the one-way delay variation `dm(ti)` of MMSys16 eq. (4).
 //!
 //! `dm(ti) = (ti − ti−1) − (Ti − Ti−1)`, where `Ti` is the send time of the first packet of
-//! group `i` and `ti` the arrival time of its last packet (MMSys16 §3.3, Figure 2). A group is
+//! group `i` and `ti` the arrival time of its last packet (MMSys16 §3.3, Figure 2); or, with
+//! [`GroupSendTime::Last`], `Ti` is the last packet's send time as in libwebrtc. A group is
 //! a video frame ([`GroupKey::Frame`]) or, where no frame marker is available (transport-wide
 //! feedback), the packets sent within a short burst ([`GroupKey::Burst`]).
 //!
@@ -14,6 +15,8 @@
 //! instead of producing a meaningless `dm`.
 
 use std::time::Duration;
+
+use crate::gcc::config::GroupSendTime;
 
 /// How a packet is attached to a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,16 +75,19 @@ impl Group {
 #[derive(Debug, Clone)]
 pub struct InterArrival {
     max_gap_us: i64,
+    send_time: GroupSendTime,
     current: Option<Group>,
     previous: Option<Group>,
     resets: u64,
 }
 
 impl InterArrival {
-    /// A grouper that restarts after gaps longer than `max_gap`.
-    pub fn new(max_gap: Duration) -> Self {
+    /// A grouper that restarts after gaps longer than `max_gap`; `send_time` says which
+    /// packet's send time stands for the group.
+    pub fn new(max_gap: Duration, send_time: GroupSendTime) -> Self {
         InterArrival {
             max_gap_us: i64::try_from(max_gap.as_micros()).unwrap_or(i64::MAX),
+            send_time,
             current: None,
             previous: None,
             resets: 0,
@@ -136,7 +142,10 @@ impl InterArrival {
     }
 
     fn delta(&mut self, prev: &Group, cur: &Group) -> Option<GroupDelta> {
-        let send = cur.first_send_us.saturating_sub(prev.first_send_us);
+        let send = match self.send_time {
+            GroupSendTime::First => cur.first_send_us.saturating_sub(prev.first_send_us),
+            GroupSendTime::Last => cur.last_send_us.saturating_sub(prev.last_send_us),
+        };
         let arrival = cur.last_arrival_us.saturating_sub(prev.last_arrival_us);
         if arrival < 0 || arrival > self.max_gap_us || send > self.max_gap_us {
             self.resets += 1;
@@ -159,7 +168,7 @@ mod tests {
 
     #[test]
     fn dm_is_arrival_spacing_minus_send_spacing_of_frames() {
-        let mut ia = InterArrival::new(GAP);
+        let mut ia = InterArrival::new(GAP, GroupSendTime::First);
         // Frame 0: two packets sent at 0 and 1 ms, arriving at 10 and 12 ms.
         assert_eq!(ia.on_packet(0, 10_000, 1000, GroupKey::Frame(0)), None);
         assert_eq!(ia.on_packet(1_000, 12_000, 1000, GroupKey::Frame(0)), None);
@@ -167,7 +176,9 @@ mod tests {
         assert_eq!(ia.on_packet(33_000, 46_000, 1200, GroupKey::Frame(1)), None);
         assert_eq!(ia.on_packet(34_000, 48_000, 1200, GroupKey::Frame(1)), None);
         // Frame 2 completes frame 1: the first delta (frames 0 → 1): 3 ms of extra queuing.
-        let d = ia.on_packet(66_000, 80_000, 900, GroupKey::Frame(2)).expect("frame 1 complete");
+        let d = ia
+            .on_packet(66_000, 80_000, 900, GroupKey::Frame(2))
+            .expect("frame 1 complete");
         assert_eq!(d.dm_ms(), 3.0);
         assert_eq!(d.size_delta_bytes, 400.0);
         let d = ia
@@ -181,42 +192,75 @@ mod tests {
     }
 
     #[test]
+    fn last_send_time_removes_the_frame_transmission_term() {
+        // Frames paced over 10 ms (small) and 20 ms (large), no queuing: the last packet
+        // always arrives 25 ms after it left.
+        let mut first = InterArrival::new(GAP, GroupSendTime::First);
+        let mut last = InterArrival::new(GAP, GroupSendTime::Last);
+        let mut dms = (Vec::new(), Vec::new());
+        for f in 0..6u64 {
+            let t0 = f as i64 * 33_000;
+            let span = if f % 2 == 0 { 10_000 } else { 20_000 };
+            for (s, a) in [(t0, t0 + 25_000), (t0 + span, t0 + span + 25_000)] {
+                if let Some(d) = first.on_packet(s, a, 1000, GroupKey::Frame(f)) {
+                    dms.0.push(d.dm_ms());
+                }
+                if let Some(d) = last.on_packet(s, a, 1000, GroupKey::Frame(f)) {
+                    dms.1.push(d.dm_ms());
+                }
+            }
+        }
+        assert!(dms.0.iter().all(|d| d.abs() == 10.0), "{:?}", dms.0);
+        assert!(dms.1.iter().all(|d| *d == 0.0), "{:?}", dms.1);
+    }
+
+    #[test]
     fn bursts_split_on_send_span() {
-        let mut ia = InterArrival::new(GAP);
+        let mut ia = InterArrival::new(GAP, GroupSendTime::First);
         let k = GroupKey::Burst {
             span: Duration::from_millis(5),
         };
         assert!(ia.on_packet(0, 0, 100, k).is_none());
         assert!(ia.on_packet(4_000, 4_000, 100, k).is_none());
         assert!(ia.on_packet(10_000, 12_000, 100, k).is_none());
-        let d = ia.on_packet(20_000, 22_000, 100, k).expect("second group complete");
+        let d = ia
+            .on_packet(20_000, 22_000, 100, k)
+            .expect("second group complete");
         assert_eq!(d.send_delta_ms, 10.0);
         assert_eq!(d.arrival_delta_ms, 8.0);
     }
 
     #[test]
     fn reordered_packets_are_ignored() {
-        let mut ia = InterArrival::new(GAP);
+        let mut ia = InterArrival::new(GAP, GroupSendTime::First);
         ia.on_packet(10_000, 10_000, 100, GroupKey::Frame(1));
         assert_eq!(ia.on_packet(0, 11_000, 100, GroupKey::Frame(0)), None);
         ia.on_packet(43_000, 43_000, 100, GroupKey::Frame(2));
-        let d = ia.on_packet(76_000, 76_000, 100, GroupKey::Frame(3)).unwrap();
+        let d = ia
+            .on_packet(76_000, 76_000, 100, GroupKey::Frame(3))
+            .unwrap();
         assert_eq!(d.send_delta_ms, 33.0);
     }
 
     #[test]
     fn gaps_and_backward_arrivals_restart_without_a_delta() {
-        let mut ia = InterArrival::new(GAP);
+        let mut ia = InterArrival::new(GAP, GroupSendTime::First);
         ia.on_packet(0, 0, 100, GroupKey::Frame(0));
         ia.on_packet(33_000, 33_000, 100, GroupKey::Frame(1));
         // Frame 2 arrives 10 s late; it completes frame 1 (a normal delta).
         let d = ia.on_packet(66_000, 10_000_000, 100, GroupKey::Frame(2));
         assert_eq!(d.map(|d| d.dm_ms()), Some(0.0));
         // Frame 3 completes frame 2: a 10 s gap, no delta.
-        assert!(ia.on_packet(99_000, 5_000, 100, GroupKey::Frame(3)).is_none());
+        assert!(
+            ia.on_packet(99_000, 5_000, 100, GroupKey::Frame(3))
+                .is_none()
+        );
         assert_eq!(ia.resets(), 1);
         // Frame 4 completes frame 3, whose arrival went back in time: no delta.
-        assert!(ia.on_packet(132_000, 38_000, 100, GroupKey::Frame(4)).is_none());
+        assert!(
+            ia.on_packet(132_000, 38_000, 100, GroupKey::Frame(4))
+                .is_none()
+        );
         assert_eq!(ia.resets(), 2);
         // Frames 3 → 4 are consistent again.
         let d = ia.on_packet(165_000, 71_000, 100, GroupKey::Frame(5));

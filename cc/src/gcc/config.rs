@@ -8,9 +8,10 @@
 
 use std::time::{Duration, Instant};
 
-use cg_types::Bitrate;
+use cg_types::{Bitrate, DataSize};
 
 use crate::controller::{Controller, ControllerConfig};
+use crate::gcc::rate_control::IncreaseMode;
 use crate::gcc::receiver::GccReceiver;
 use crate::gcc::sender::GccController;
 
@@ -32,7 +33,8 @@ pub enum GccMode {
 pub enum Grouping {
     /// One group per video frame (MMSys16 eq. (4)): packets with the same
     /// [`crate::ReceivedPacket::group`]. In send-side mode, where feedback carries no frame
-    /// marker, this falls back to [`Grouping::SendBurst`] with a 5 ms span.
+    /// marker, this falls back to [`Grouping::SendBurst`] with a 15 ms span (about half a
+    /// frame interval at 30 frames/s).
     Frame,
     /// Packets sent within `span` of the group's first packet form a group (libwebrtc's
     /// `kTimestampGroupLengthMs` = 5 ms, used for send-side estimation).
@@ -40,6 +42,19 @@ pub enum Grouping {
         /// Longest send-time span of one group.
         span: Duration,
     },
+}
+
+/// Which send time stands for a group's `Ti` in eq. (4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GroupSendTime {
+    /// The first packet's send time, as MMSys16 §3.3 defines `Ti`. With a pacer spreading a
+    /// frame over time, `dm` then also carries the frame's transmission time variation
+    /// `ΔL/C` (the term eq. (10) neglects).
+    First,
+    /// The last packet's send time (abs-send-time of the group's last packet, as libwebrtc's
+    /// `InterArrival` uses it): `dm` then sees only the queuing the last packet met.
+    #[default]
+    Last,
 }
 
 /// Which arrival-time filter estimates `m(ti)`.
@@ -133,6 +148,8 @@ pub struct GccConfig {
 
     /// Packet grouping for eq. (4). Default [`Grouping::Frame`].
     pub grouping: Grouping,
+    /// Which send time represents a group in eq. (4). Default [`GroupSendTime::Last`].
+    pub group_send_time: GroupSendTime,
     /// A gap between group arrivals longer than this (or arrival time going backwards)
     /// restarts the delta computation of eq. (4) instead of feeding a meaningless `dm`.
     /// Default 3 s (libwebrtc's `kArrivalTimeOffsetThresholdMs`).
@@ -158,6 +175,16 @@ pub struct GccConfig {
     pub kalman2_inv_capacity0: f64,
     /// `σ²n(0)` (ms²): initial measurement noise variance; MMSys16 gives none. Default 1.0.
     pub kalman_noise_var0: f64,
+    /// Eq. (16) update: the residual is clamped to ± this many `σn` before it enters the
+    /// variance, so that a single key frame does not inflate `σ²n` (libwebrtc's
+    /// `OveruseEstimator` uses 3). `None` follows eq. (16) literally. Default `Some(3.0)`.
+    pub kalman_residual_clamp: Option<f64>,
+    /// Update `σ²n` (eq. (16)) only while the detector's last signal is normal, as
+    /// libwebrtc's `OveruseEstimator` does: during a real trend the residuals are not jitter,
+    /// and letting them inflate `σ²n` shrinks the gain until `m` lags the queue by seconds
+    /// (measured in `gcc_scenarios`: after a 2 → 0.5 Mbit/s step, `m` stayed above `γ` for
+    /// 6 s after the queue had drained). `false` follows eq. (16) literally. Default `true`.
+    pub kalman_noise_only_when_normal: bool,
     /// Floor of `σ²n` (ms²); MMSys16 has none, libwebrtc uses 1. Keeps the gain from reaching
     /// 1 on a jitter-free path. Default 1.0.
     pub kalman_noise_var_min: f64,
@@ -173,6 +200,22 @@ pub struct GccConfig {
     pub eta: f64,
     /// Period over which one factor `η` applies. Default 1 s.
     pub increase_period: Duration,
+    /// Eq. (3)'s `η` only, or libwebrtc's additive increase near the link-capacity estimate
+    /// (see [`crate::gcc::rate_control`]). Default [`IncreaseMode::NearMaxAdditive`]: without
+    /// it, flows keep their rate ratio and three flows started 30 s apart reach a Jain index
+    /// of only 0.86 (REMB) / 0.71 (send-side) in `gcc_scenarios` (MMSys16 Table 2: 0.93).
+    pub increase: IncreaseMode,
+    /// RTT in the additive increase's response time (RTT + 100 ms). The receiver in REMB
+    /// mode has no RTT measurement (libwebrtc assumes 200 ms there). Default 200 ms.
+    pub default_rtt: Duration,
+    /// Send-side mode: use the RTT measured from feedback instead of `default_rtt` in the
+    /// additive step. Default `false`, so that both modes grow alike: with the measured RTT
+    /// (about 75 ms in `gcc_scenarios`) the send-side increase was 1.7 times faster than the
+    /// scalar Kalman filter's detection could follow (single flow q95 144 ms instead of 63 ms).
+    pub additive_measured_rtt: bool,
+    /// The additive increase adds one packet of this size per response time (RTT + 100 ms).
+    /// Default 1200 bytes.
+    pub additive_packet: DataSize,
     /// `α`, eq. (3): decrease factor applied to the receive rate. Default 0.85.
     pub alpha: f64,
     /// Window of the receive rate `R`, eq. (3). Default 500 ms.
@@ -194,8 +237,22 @@ pub struct GccConfig {
     pub loss_low: f64,
     /// Increase factor of eq. (5). Default 1.05.
     pub loss_increase: f64,
-    /// Send-side mode: how often the loss fraction computed from transport-wide feedback
-    /// drives eq. (5) (the papers' RTCP RR interval). Default 1 s.
+    /// 2013 eq. (2), `As ← min(As, Ar)` after every update. With it, `A` can grow no faster
+    /// than eq. (5)'s 5 % per report even where the delay-based increase is additive, which
+    /// keeps slow flows slow; without it `As` evolves by eq. (5) alone and `A = min(Ar, As)`
+    /// (libwebrtc keeps the two estimates apart the same way). Default `true`.
+    pub cap_as_by_ar: bool,
+    /// The increase of eq. (5) over one `loss_interval` is at least this much. With eq. (2)
+    /// capping `As` at `Ar` after every delay-based decrease, a slow flow's `As` would
+    /// otherwise grow by only 5 % of a small rate per second while the delay-based increase
+    /// is additive, so the loss-based controller would turn the delay-based AIMD back into
+    /// MIMD and keep late-comers small (measured: Jain 0.77 for three send-side flows). Default
+    /// 32 kbit/s: one 1200-byte packet per `default_rtt` + 100 ms, the delay-based additive
+    /// step. `Bitrate::ZERO` gives eq. (5) literally.
+    pub loss_additive_floor: Bitrate,
+    /// Send-side mode: the window over which the loss fraction of eq. (5) is counted from
+    /// transport-wide feedback, and the shortest interval between two loss-based decreases
+    /// (the papers' RTCP RR interval). Default 1 s.
     pub loss_interval: Duration,
 
     /// Pacing factor `f` (MMSys16 §3.5). Default 1.5.
@@ -210,6 +267,7 @@ impl Default for GccConfig {
             min_bitrate: Bitrate::kbps(50),
             max_bitrate: Bitrate::mbps(2),
             grouping: Grouping::Frame,
+            group_send_time: GroupSendTime::Last,
             max_group_gap: Duration::from_secs(3),
             filter: ArrivalFilterModel::Scalar,
             kalman_q: 1e-3,
@@ -220,11 +278,17 @@ impl Default for GccConfig {
             kalman2_p0_inv_capacity: 100.0,
             kalman2_inv_capacity0: 8.0 / 512.0,
             kalman_noise_var0: 1.0,
+            kalman_residual_clamp: Some(3.0),
+            kalman_noise_only_when_normal: true,
             kalman_noise_var_min: 1.0,
             threshold: ThresholdModel::adaptive(),
             overuse_time: Duration::from_millis(100),
             eta: 1.05,
             increase_period: Duration::from_secs(1),
+            increase: IncreaseMode::NearMaxAdditive,
+            default_rtt: Duration::from_millis(200),
+            additive_measured_rtt: false,
+            additive_packet: DataSize::bytes(1200),
             alpha: 0.85,
             receive_rate_window: Duration::from_millis(500),
             max_rate_ratio: 1.5,
@@ -234,6 +298,8 @@ impl Default for GccConfig {
             loss_high: 0.1,
             loss_low: 0.02,
             loss_increase: 1.05,
+            cap_as_by_ar: true,
+            loss_additive_floor: Bitrate::kbps(32),
             loss_interval: Duration::from_secs(1),
             pacing_factor: 1.5,
         }

@@ -31,6 +31,10 @@ pub struct DelayBasedStats {
     pub gamma: f64,
     /// The last `dm(ti)`, ms.
     pub dm: f64,
+    /// The scalar filter's Kalman gain `K(ti)` (NaN for the two-state model).
+    pub gain: f64,
+    /// The measurement noise variance `σ²n(ti)`, ms² (NaN for the two-state model).
+    pub noise_var: f64,
     /// The detector's signal `s`.
     pub signal: Signal,
     /// The FSM state `σ`.
@@ -39,6 +43,8 @@ pub struct DelayBasedStats {
     pub a_r: Bitrate,
     /// `R`, if a whole window has been seen.
     pub receive_rate: Option<Bitrate>,
+    /// The link-capacity estimate of the near-max region (libwebrtc), if any.
+    pub link_capacity: Option<Bitrate>,
     /// Groups processed.
     pub groups: u64,
 }
@@ -53,6 +59,7 @@ pub struct DelayBasedController {
     rate: RemoteRateController,
     receive_rate: ReceiveRate,
     near_ratio: f64,
+    noise_only_when_normal: bool,
     stats: DelayBasedStats,
 }
 
@@ -60,25 +67,31 @@ impl DelayBasedController {
     /// Built from the GCC config.
     pub fn new(c: &GccConfig) -> Self {
         let filter = match c.filter {
-            ArrivalFilterModel::Scalar => Filter::Scalar(ScalarKalman::new(
-                c.kalman_m0,
-                c.kalman_p0,
-                c.kalman_q,
-                c.kalman_beta,
-                c.kalman_noise_var0,
-                c.kalman_noise_var_min,
-            )),
-            ArrivalFilterModel::TwoState => Filter::TwoState(TwoStateKalman::new(
-                c.kalman2_inv_capacity0,
-                c.kalman_m0,
-                c.kalman2_p0_inv_capacity,
-                c.kalman_p0,
-                c.kalman2_q_inv_capacity,
-                c.kalman_q,
-                c.kalman_beta,
-                c.kalman_noise_var0,
-                c.kalman_noise_var_min,
-            )),
+            ArrivalFilterModel::Scalar => Filter::Scalar(
+                ScalarKalman::new(
+                    c.kalman_m0,
+                    c.kalman_p0,
+                    c.kalman_q,
+                    c.kalman_beta,
+                    c.kalman_noise_var0,
+                    c.kalman_noise_var_min,
+                )
+                .with_residual_clamp(c.kalman_residual_clamp),
+            ),
+            ArrivalFilterModel::TwoState => Filter::TwoState(
+                TwoStateKalman::new(
+                    c.kalman2_inv_capacity0,
+                    c.kalman_m0,
+                    c.kalman2_p0_inv_capacity,
+                    c.kalman_p0,
+                    c.kalman2_q_inv_capacity,
+                    c.kalman_q,
+                    c.kalman_beta,
+                    c.kalman_noise_var0,
+                    c.kalman_noise_var_min,
+                )
+                .with_residual_clamp(c.kalman_residual_clamp),
+            ),
         };
         let near_ratio = match c.threshold {
             ThresholdModel::Static { near_ratio, .. } => near_ratio,
@@ -90,6 +103,9 @@ impl DelayBasedController {
                 increase_period: c.increase_period,
                 alpha: c.alpha,
                 max_rate_ratio: c.max_rate_ratio,
+                increase: c.increase,
+                default_rtt: c.default_rtt,
+                additive_packet: c.additive_packet,
                 min: c.min_bitrate,
                 max: c.max_bitrate,
             },
@@ -97,7 +113,7 @@ impl DelayBasedController {
         );
         let threshold = Threshold::new(c.threshold);
         DelayBasedController {
-            inter_arrival: InterArrival::new(c.max_group_gap),
+            inter_arrival: InterArrival::new(c.max_group_gap, c.group_send_time),
             filter,
             stats: DelayBasedStats {
                 m: c.kalman_m0,
@@ -111,6 +127,7 @@ impl DelayBasedController {
             rate,
             receive_rate: ReceiveRate::new(c.receive_rate_window),
             near_ratio,
+            noise_only_when_normal: c.kalman_noise_only_when_normal,
         }
     }
 
@@ -123,16 +140,25 @@ impl DelayBasedController {
         key: GroupKey,
     ) -> bool {
         self.receive_rate.on_packet(arrival_us, size);
-        let Some(delta) =
-            self.inter_arrival
-                .on_packet(send_us, arrival_us, size.as_bytes(), key)
+        let Some(delta) = self
+            .inter_arrival
+            .on_packet(send_us, arrival_us, size.as_bytes(), key)
         else {
             return false;
         };
         let dm = delta.dm_ms();
-        let m = match &mut self.filter {
-            Filter::Scalar(f) => f.update(dm),
-            Filter::TwoState(f) => f.update(dm, delta.size_delta_bytes),
+        let update_noise = !self.noise_only_when_normal || self.detector.signal() == Signal::Normal;
+        let (m, gain, noise_var) = match &mut self.filter {
+            Filter::Scalar(f) => (
+                f.update_with(dm, update_noise),
+                f.gain(),
+                f.noise_variance(),
+            ),
+            Filter::TwoState(f) => (
+                f.update(dm, delta.size_delta_bytes, update_noise),
+                f64::NAN,
+                f64::NAN,
+            ),
         };
         let r = self.receive_rate.rate();
         // The detector compares m(ti) with the threshold in force before this sample,
@@ -140,6 +166,7 @@ impl DelayBasedController {
         let gamma_before = self.threshold.gamma();
         let signal = self.detector.detect(m, gamma_before, delta.send_delta_ms);
         let a_r = self.rate.update(signal, r, delta.arrival_us);
+        let signal = self.detector.signal();
         let hint = RegionHint {
             decreasing: self.rate.state() == RateState::Decrease,
             ar_well_below_r: r.is_some_and(|r| a_r.as_bps_f64() < self.near_ratio * r.as_bps_f64()),
@@ -149,13 +176,21 @@ impl DelayBasedController {
             m,
             gamma,
             dm,
+            gain,
+            noise_var,
             signal,
             state: self.rate.state(),
             a_r,
             receive_rate: r,
+            link_capacity: self.rate.link_capacity(),
             groups: self.stats.groups + 1,
         };
         true
+    }
+
+    /// A round-trip-time measurement (send-side mode), for the additive increase.
+    pub fn set_rtt(&mut self, rtt: std::time::Duration) {
+        self.rate.set_rtt(rtt);
     }
 
     /// `Ar`.
@@ -195,7 +230,12 @@ mod tests {
                     let tx = 1000.0 * 8.0 / cap_bps * 1e6;
                     self.link_free = self.link_free.max(self.t as f64) + tx;
                     let arrival = self.link_free as i64 + 25_000;
-                    c.on_packet(self.t, arrival, DataSize::bytes(1000), GroupKey::Frame(self.frame));
+                    c.on_packet(
+                        self.t,
+                        arrival,
+                        DataSize::bytes(1000),
+                        GroupKey::Frame(self.frame),
+                    );
                 }
                 self.frame += 1;
                 self.t += 33_333;
@@ -206,28 +246,39 @@ mod tests {
     #[test]
     fn sending_above_capacity_leads_to_overuse_and_decrease_below_capacity() {
         let mut c = DelayBasedController::new(&GccConfig::default());
-        let mut f = Fluid { t: 0, link_free: 0.0, frame: 0 };
+        let mut f = Fluid {
+            t: 0,
+            link_free: 0.0,
+            frame: 0,
+        };
         f.drive(&mut c, 720e3, 1e6, 3.0);
         assert_ne!(c.stats().signal, Signal::Overuse);
         let mut decreased = false;
         for _ in 0..60 {
             f.drive(&mut c, 1.2e6, 1e6, 0.1);
-            if c.stats().state == RateState::Decrease {
+            if c.stats().signal == Signal::Overuse {
                 decreased = true;
                 break;
             }
         }
         assert!(decreased, "stats {:?}", c.stats());
         assert!(c.stats().m > c.stats().gamma);
-        // α·R with R ≈ capacity.
-        let ar = c.estimate().as_bps_f64();
-        assert!(ar < 0.9e6 && ar > 0.75e6, "Ar = {ar}");
+        // Eq. (3): Ar = α·R with R the receive rate when over-use fired (which the near-max
+        // region records as its first link-capacity sample), at most the bottleneck rate.
+        let s = c.stats();
+        let r = s.link_capacity.expect("over-use seen").as_bps_f64();
+        assert!(r <= 1.05e6, "R = {r}");
+        assert!((s.a_r.as_bps_f64() - 0.85 * r).abs() < 10.0, "{s:?}");
     }
 
     #[test]
     fn below_capacity_the_rate_increases() {
         let mut c = DelayBasedController::new(&GccConfig::default());
-        let mut f = Fluid { t: 0, link_free: 0.0, frame: 0 };
+        let mut f = Fluid {
+            t: 0,
+            link_free: 0.0,
+            frame: 0,
+        };
         f.drive(&mut c, 240e3, 1e6, 5.0);
         let s = c.stats();
         assert_eq!(s.state, RateState::Increase, "{s:?}");

@@ -2,8 +2,9 @@
 //!
 //! `m > γ` must persist for `t̄OU` (accumulated over the frame inter-departure times `ΔT`)
 //! and `m(ti) ≥ m(ti−1)` before over-use is signalled; `m < −γ` signals under-use at once;
-//! `|m| ≤ γ` signals normal. While `m > γ` has not yet lasted `t̄OU`, the previous signal
-//! stands (Algorithm 1 assigns no new one).
+//! `|m| ≤ γ` signals normal. While `m > γ` has not yet lasted `t̄OU` (or `m` is shrinking),
+//! Algorithm 1 assigns no signal: [`OveruseDetector::detect`] then returns `None` and the
+//! rate controller keeps its state (see [`crate::gcc::rate_control`]).
 
 use std::time::Duration;
 
@@ -51,35 +52,41 @@ impl OveruseDetector {
     }
 
     /// Classifies `m(ti)` against `γ(ti)`; `send_delta_ms` is `ΔT`, the inter-departure time.
-    pub fn detect(&mut self, m: f64, gamma: f64, send_delta_ms: f64) -> Signal {
+    /// `None` when Algorithm 1 assigns no signal (over `γ`, not yet for `t̄OU`).
+    pub fn detect(&mut self, m: f64, gamma: f64, send_delta_ms: f64) -> Option<Signal> {
         if !m.is_finite() {
-            return self.signal;
+            return None;
         }
         let dt = if send_delta_ms.is_finite() {
             send_delta_ms.max(0.0)
         } else {
             0.0
         };
-        if m.abs() > gamma {
+        let out = if m.abs() > gamma {
             if m > 0.0 {
                 self.t_ou_ms += dt;
                 if self.t_ou_ms > self.overuse_time_ms && m >= self.prev_m {
                     self.t_ou_ms = 0.0;
-                    self.signal = Signal::Overuse;
+                    Some(Signal::Overuse)
+                } else {
+                    None
                 }
             } else {
                 self.t_ou_ms = 0.0;
-                self.signal = Signal::Underuse;
+                Some(Signal::Underuse)
             }
         } else {
             self.t_ou_ms = 0.0;
-            self.signal = Signal::Normal;
-        }
+            Some(Signal::Normal)
+        };
         self.prev_m = m;
-        self.signal
+        if let Some(s) = out {
+            self.signal = s;
+        }
+        out
     }
 
-    /// The last signal.
+    /// The last signal assigned.
     pub fn signal(&self) -> Signal {
         self.signal
     }
@@ -98,10 +105,10 @@ mod tests {
             m += 0.01; // growing
             elapsed += 33.0;
             let s = d.detect(m, 0.5, 33.0);
-            if s == Signal::Overuse {
+            if s == Some(Signal::Overuse) {
                 break;
             }
-            assert_eq!(s, Signal::Normal);
+            assert_eq!(s, None, "no signal while the persistence timer runs");
             assert!(elapsed < 200.0);
         }
         assert!(elapsed > 100.0, "fired after {elapsed} ms");
@@ -114,9 +121,12 @@ mod tests {
         let mut m = 2.0;
         for _ in 0..10 {
             m -= 0.05; // above γ but shrinking: the queue is already draining
-            assert_ne!(d.detect(m, 0.5, 33.0), Signal::Overuse);
+            assert_eq!(d.detect(m, 0.5, 33.0), None);
         }
-        assert_eq!(d.detect(m + 0.1, 0.5, 33.0), Signal::Overuse);
+        assert_eq!(d.detect(m + 0.1, 0.5, 33.0), Some(Signal::Overuse));
+        assert_eq!(d.signal(), Signal::Overuse);
+        // The timer restarted: the next frame above γ assigns nothing yet.
+        assert_eq!(d.detect(m + 0.2, 0.5, 33.0), None);
     }
 
     #[test]
@@ -125,16 +135,19 @@ mod tests {
         d.detect(1.0, 0.5, 33.0);
         d.detect(1.1, 0.5, 33.0);
         d.detect(1.2, 0.5, 33.0);
-        assert_eq!(d.detect(0.2, 0.5, 33.0), Signal::Normal);
-        assert_eq!(d.detect(1.0, 0.5, 33.0), Signal::Normal);
-        assert_eq!(d.detect(1.1, 0.5, 33.0), Signal::Normal);
+        assert_eq!(d.detect(0.2, 0.5, 33.0), Some(Signal::Normal));
+        assert_eq!(d.detect(1.0, 0.5, 33.0), None);
+        assert_eq!(d.detect(1.1, 0.5, 33.0), None);
+        assert_eq!(d.detect(1.2, 0.5, 33.0), None);
+        assert_eq!(d.detect(1.3, 0.5, 33.0), Some(Signal::Overuse));
     }
 
     #[test]
     fn underuse_and_normal_are_immediate() {
         let mut d = OveruseDetector::new(Duration::from_millis(100));
-        assert_eq!(d.detect(-0.6, 0.5, 33.0), Signal::Underuse);
-        assert_eq!(d.detect(0.3, 0.5, 33.0), Signal::Normal);
-        assert_eq!(d.detect(f64::NAN, 0.5, 33.0), Signal::Normal);
+        assert_eq!(d.detect(-0.6, 0.5, 33.0), Some(Signal::Underuse));
+        assert_eq!(d.detect(0.3, 0.5, 33.0), Some(Signal::Normal));
+        assert_eq!(d.detect(f64::NAN, 0.5, 33.0), None);
+        assert_eq!(d.signal(), Signal::Normal);
     }
 }

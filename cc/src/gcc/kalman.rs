@@ -18,6 +18,7 @@ pub struct ScalarKalman {
     q: f64,
     beta: f64,
     noise_var_min: f64,
+    residual_clamp: Option<f64>,
 }
 
 impl ScalarKalman {
@@ -32,22 +33,37 @@ impl ScalarKalman {
             q,
             beta,
             noise_var_min,
+            residual_clamp: None,
         }
+    }
+
+    /// Clamp the residual to ± `k·σn` in the noise update of eq. (16) (libwebrtc uses 3).
+    pub fn with_residual_clamp(mut self, k: Option<f64>) -> Self {
+        self.residual_clamp = k;
+        self
     }
 
     /// One measurement `dm(ti)` (ms); returns `m(ti)`.
     pub fn update(&mut self, dm: f64) -> f64 {
+        self.update_with(dm, true)
+    }
+
+    /// As [`update`](Self::update); `update_noise = false` leaves `σ²n` as it is (libwebrtc
+    /// updates it only while the detector says normal, so that the residuals of a real
+    /// trend do not pass for jitter).
+    pub fn update_with(&mut self, dm: f64, update_noise: bool) -> f64 {
         if !dm.is_finite() {
             return self.m;
         }
         // Residual z(ti) = dm(ti) − m(ti−1), and eq. (16).
         let z = dm - self.m;
-        let var = self.beta * self.noise_var + (1.0 - self.beta) * z * z;
-        self.noise_var = if var.is_finite() {
-            var.max(self.noise_var_min)
-        } else {
-            self.noise_var
-        };
+        if update_noise {
+            let zc = clamp_residual(z, self.noise_var, self.residual_clamp);
+            let var = self.beta * self.noise_var + (1.0 - self.beta) * zc * zc;
+            if var.is_finite() {
+                self.noise_var = var.max(self.noise_var_min);
+            }
+        }
         // Eq. (12): K = (P + Q) / (P + Q + σ²n).
         let pq = self.p + self.q;
         self.gain = pq / (pq + self.noise_var);
@@ -90,6 +106,7 @@ pub struct TwoStateKalman {
     noise_var: f64,
     beta: f64,
     noise_var_min: f64,
+    residual_clamp: Option<f64>,
 }
 
 impl TwoStateKalman {
@@ -114,11 +131,19 @@ impl TwoStateKalman {
             noise_var: noise_var0.max(noise_var_min),
             beta,
             noise_var_min,
+            residual_clamp: None,
         }
     }
 
-    /// One measurement `dm(ti)` (ms) with frame size difference `ΔL(ti)` (bytes); returns `m(ti)`.
-    pub fn update(&mut self, dm: f64, size_delta: f64) -> f64 {
+    /// Clamp the residual to ± `k·σn` in the noise update (libwebrtc uses 3).
+    pub fn with_residual_clamp(mut self, k: Option<f64>) -> Self {
+        self.residual_clamp = k;
+        self
+    }
+
+    /// One measurement `dm(ti)` (ms) with frame size difference `ΔL(ti)` (bytes); returns
+    /// `m(ti)`. `update_noise` as for [`ScalarKalman::update_with`].
+    pub fn update(&mut self, dm: f64, size_delta: f64, update_noise: bool) -> f64 {
         if !dm.is_finite() || !size_delta.is_finite() {
             return self.theta[1];
         }
@@ -131,9 +156,12 @@ impl TwoStateKalman {
             e[1][0] * h[0] + e[1][1] * h[1],
         ];
         let z = dm - (self.theta[0] * h[0] + self.theta[1]);
-        let var = self.beta * self.noise_var + (1.0 - self.beta) * z * z;
-        if var.is_finite() {
-            self.noise_var = var.max(self.noise_var_min);
+        if update_noise {
+            let zc = clamp_residual(z, self.noise_var, self.residual_clamp);
+            let var = self.beta * self.noise_var + (1.0 - self.beta) * zc * zc;
+            if var.is_finite() {
+                self.noise_var = var.max(self.noise_var_min);
+            }
         }
         let denom = self.noise_var + h[0] * eh[0] + h[1] * eh[1];
         if !(denom.is_finite() && denom > 0.0) {
@@ -156,7 +184,12 @@ impl TwoStateKalman {
             ],
         ];
         let new_theta = [self.theta[0] + k[0] * z, self.theta[1] + k[1] * z];
-        if new_e.iter().flatten().chain(&new_theta).all(|v| v.is_finite()) {
+        if new_e
+            .iter()
+            .flatten()
+            .chain(&new_theta)
+            .all(|v| v.is_finite())
+        {
             *e = new_e;
             self.theta = new_theta;
         }
@@ -171,6 +204,17 @@ impl TwoStateKalman {
     /// The estimated inverse capacity `1/C` in ms per byte.
     pub fn inverse_capacity(&self) -> f64 {
         self.theta[0]
+    }
+}
+
+/// `z` limited to ± `k·σ` (no limit for `None`).
+fn clamp_residual(z: f64, var: f64, k: Option<f64>) -> f64 {
+    match k {
+        Some(k) => {
+            let lim = k * var.sqrt();
+            z.clamp(-lim, lim)
+        }
+        None => z,
     }
 }
 
@@ -196,7 +240,11 @@ mod tests {
         // (σ²n stays at its floor of 1 with this little jitter).
         assert!(gains.windows(2).all(|w| w[1] <= w[0] + 1e-12), "{gains:?}");
         assert!(gains[0] > 0.09, "first gain {}", gains[0]);
-        assert!(gains[199] < 0.04 && gains[199] > 0.02, "last gain {}", gains[199]);
+        assert!(
+            gains[199] < 0.04 && gains[199] > 0.02,
+            "last gain {}",
+            gains[199]
+        );
         assert!(f.error_variance() < 0.04);
     }
 
@@ -207,11 +255,19 @@ mod tests {
         for _ in 0..300 {
             f.update(rng.normal());
         }
-        assert!(f.estimate().abs() < 0.3, "jitter only: m = {}", f.estimate());
+        assert!(
+            f.estimate().abs() < 0.3,
+            "jitter only: m = {}",
+            f.estimate()
+        );
         for _ in 0..150 {
             f.update(2.0 + rng.normal());
         }
-        assert!((f.estimate() - 2.0).abs() < 0.5, "queue growing: m = {}", f.estimate());
+        assert!(
+            (f.estimate() - 2.0).abs() < 0.5,
+            "queue growing: m = {}",
+            f.estimate()
+        );
     }
 
     #[test]
@@ -221,6 +277,37 @@ mod tests {
             f.update(if i % 2 == 0 { 5.0 } else { -5.0 });
         }
         assert!(f.noise_variance() > 15.0, "σ² = {}", f.noise_variance());
+    }
+
+    #[test]
+    fn residual_clamp_keeps_a_spike_from_inflating_the_noise_variance() {
+        let mut plain = paper();
+        let mut clamped = paper().with_residual_clamp(Some(3.0));
+        plain.update(100.0);
+        clamped.update(100.0);
+        assert!(plain.noise_variance() > 400.0);
+        assert!(
+            clamped.noise_variance() < 1.5,
+            "{}",
+            clamped.noise_variance()
+        );
+    }
+
+    #[test]
+    fn frozen_noise_variance_keeps_the_filter_responsive_to_a_trend() {
+        let mut adaptive = paper();
+        let mut frozen = paper();
+        for _ in 0..60 {
+            adaptive.update(4.0);
+            frozen.update_with(4.0, false);
+        }
+        assert!(
+            frozen.estimate() > adaptive.estimate(),
+            "{} vs {}",
+            frozen.estimate(),
+            adaptive.estimate()
+        );
+        assert_eq!(frozen.noise_variance(), 1.0);
     }
 
     #[test]
@@ -241,9 +328,13 @@ mod tests {
         let mut rng = Rng::new(3);
         for _ in 0..600 {
             let dl = (rng.next_f64() - 0.5) * 4000.0;
-            f.update(dl / 125.0, dl);
+            f.update(dl / 125.0, dl, true);
         }
         assert!(f.estimate().abs() < 0.2, "m = {}", f.estimate());
-        assert!((f.inverse_capacity() - 1.0 / 125.0).abs() < 1e-3, "1/C = {}", f.inverse_capacity());
+        assert!(
+            (f.inverse_capacity() - 1.0 / 125.0).abs() < 1e-3,
+            "1/C = {}",
+            f.inverse_capacity()
+        );
     }
 }

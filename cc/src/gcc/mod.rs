@@ -60,9 +60,11 @@ mod sender;
 pub mod threshold;
 mod time;
 
-pub use config::{ArrivalFilterModel, GccConfig, GccMode, Grouping, LossModel, ThresholdModel};
+pub use config::{
+    ArrivalFilterModel, GccConfig, GccMode, GroupSendTime, Grouping, LossModel, ThresholdModel,
+};
 pub use delay_based::{DelayBasedController, DelayBasedStats};
 pub use detector::Signal;
-pub use rate_control::RateState;
+pub use rate_control::{IncreaseMode, RateState};
 pub use receiver::GccReceiver;
 pub use sender::{GccController, GccStats};

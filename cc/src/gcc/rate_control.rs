@@ -9,14 +9,28 @@
 //! | under-use      | Hold     | Hold     | Hold     |
 //!
 //! Eq. (3): Increase `Ar ← η·Ar`, Decrease `Ar ← α·R`, Hold `Ar` unchanged; then
-//! `Ar ≤ 1.5·R` (MMSys16 §3.3) and `Ar ∈ [min, max]`. `η` is applied per `increase_period`
-//! of elapsed arrival time (capped at one period per update) rather than per frame, so the
-//! growth rate does not depend on the frame rate: at 30 frames/s a per-frame 1.05 would be
-//! ×4.3 per second, while MMSys16 §6.1 reports about 25 s to climb from 0.5 to 1 Mbit/s.
+//! `Ar ≤ 1.5·R` (MMSys16 §3.3) and `Ar ∈ [min, max]`.
+//!
+//! Two points the papers leave open, settled as libwebrtc (the code the papers measured) does:
+//!
+//! - `η` is applied per `increase_period` of elapsed arrival time (capped at one period per
+//!   update) rather than per frame, so the growth rate does not depend on the frame rate: at
+//!   30 frames/s a per-frame 1.05 would be ×4.3 per second, while MMSys16 §6.1 reports about
+//!   25 s to climb from 0.5 to 1 Mbit/s.
+//! - A decrease is applied once per over-use *signal*: on frames where Algorithm 1 assigns
+//!   no signal (the 100 ms persistence timer restarted after firing), Decrease gives way to
+//!   Hold ("stay on hold until the pipes are cleared"). Applying `α·R` on every frame instead
+//!   compounds the cut each time `R` (a 500 ms average) catches up with the previous one.
+//! - Optionally ([`IncreaseMode::NearMaxAdditive`]), libwebrtc's "near max" region, the
+//!   2013 paper's remote state region: once over-use has been seen, the receive rates at
+//!   which it happened are averaged into a link-capacity estimate; near it, `Ar` grows by
+//!   about one packet per response time (RTT + 100 ms) instead of by `η`. Additive increase
+//!   with the multiplicative decrease of eq. (3) is what makes competing flows converge to
+//!   a fair share (AIMD); pure `η` growth keeps their ratio.
 
 use std::time::Duration;
 
-use cg_types::Bitrate;
+use cg_types::{Bitrate, DataSize};
 
 use crate::gcc::detector::Signal;
 
@@ -53,6 +67,17 @@ impl RateState {
     }
 }
 
+/// How `Ar` grows in Increase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IncreaseMode {
+    /// Eq. (3) only: `Ar ← η·Ar` (per `increase_period`).
+    Multiplicative,
+    /// Eq. (3) far from the link-capacity estimate, additive increase near it (libwebrtc's
+    /// `AimdRateControl`; see the module docs).
+    #[default]
+    NearMaxAdditive,
+}
+
 /// Parameters of eq. (3).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateControlParams {
@@ -64,10 +89,52 @@ pub struct RateControlParams {
     pub alpha: f64,
     /// `Ar ≤ max_rate_ratio · R`.
     pub max_rate_ratio: f64,
+    /// Multiplicative only, or additive near the link-capacity estimate.
+    pub increase: IncreaseMode,
+    /// RTT used for the additive step's response time until a measurement is given.
+    pub default_rtt: Duration,
+    /// Packet size of the additive step (one per RTT + 100 ms).
+    pub additive_packet: DataSize,
     /// Lower bound.
     pub min: Bitrate,
     /// Upper bound.
     pub max: Bitrate,
+}
+
+/// libwebrtc's `LinkCapacityEstimator`: an EWMA of the receive rate at over-use, in kbit/s,
+/// with a normalised deviation, used to tell whether `Ar` is near the bottleneck rate.
+#[derive(Debug, Clone, Copy, Default)]
+struct LinkCapacity {
+    estimate_kbps: Option<f64>,
+    deviation: f64,
+}
+
+impl LinkCapacity {
+    fn on_overuse(&mut self, r: Bitrate) {
+        let sample = r.as_kbps_f64();
+        let alpha = 0.05;
+        let est = match self.estimate_kbps {
+            None => sample,
+            Some(e) => (1.0 - alpha) * e + alpha * sample,
+        };
+        let norm = est.max(1.0);
+        let err = est - sample;
+        self.deviation =
+            ((1.0 - alpha) * self.deviation + alpha * err * err / norm).clamp(0.4, 2.5);
+        self.estimate_kbps = Some(est);
+    }
+
+    fn deviation_kbps(&self, est: f64) -> f64 {
+        (self.deviation * est).sqrt()
+    }
+
+    fn upper_bound(&self) -> Option<f64> {
+        self.estimate_kbps.map(|e| e + 3.0 * self.deviation_kbps(e))
+    }
+
+    fn reset(&mut self) {
+        self.estimate_kbps = None;
+    }
 }
 
 /// The remote rate controller.
@@ -77,6 +144,8 @@ pub struct RemoteRateController {
     state: RateState,
     ar: Bitrate,
     last_us: Option<i64>,
+    capacity: LinkCapacity,
+    rtt: Duration,
 }
 
 impl RemoteRateController {
@@ -87,27 +156,39 @@ impl RemoteRateController {
             state: RateState::Increase,
             ar: start.min(p.max).max(p.min),
             last_us: None,
+            capacity: LinkCapacity {
+                estimate_kbps: None,
+                deviation: 0.4,
+            },
+            rtt: p.default_rtt,
         }
     }
 
-    /// One step at frame arrival `now_us` with detector signal `signal` and receive rate `r`
-    /// (unknown until a whole window has been seen). Returns `Ar(ti)`.
-    pub fn update(&mut self, signal: Signal, r: Option<Bitrate>, now_us: i64) -> Bitrate {
+    /// A round-trip-time measurement (send-side mode), for the additive step.
+    pub fn set_rtt(&mut self, rtt: Duration) {
+        self.rtt = rtt.min(Duration::from_secs(10));
+    }
+
+    /// One step at frame arrival `now_us` with detector signal `signal` (`None`: Algorithm 1
+    /// assigned none) and receive rate `r` (unknown until a whole window has been seen).
+    /// Returns `Ar(ti)`.
+    pub fn update(&mut self, signal: Option<Signal>, r: Option<Bitrate>, now_us: i64) -> Bitrate {
         let dt_us = match self.last_us {
             Some(last) => now_us.saturating_sub(last).max(0),
             None => 0,
         };
         self.last_us = Some(self.last_us.map_or(now_us, |l| l.max(now_us)));
-        self.state = self.state.next(signal);
+        self.state = match signal {
+            Some(s) => self.state.next(s),
+            None if self.state == RateState::Decrease => RateState::Hold,
+            None => self.state,
+        };
         match self.state {
-            RateState::Increase => {
-                let period = self.p.increase_period.as_micros().max(1) as f64;
-                let frac = (dt_us as f64 / period).min(1.0);
-                self.ar = self.ar.mul_f64(self.p.eta.powf(frac));
-            }
+            RateState::Increase => self.increase(dt_us, r),
             RateState::Decrease => {
                 if let Some(r) = r {
                     self.ar = r.mul_f64(self.p.alpha);
+                    self.capacity.on_overuse(r);
                 }
             }
             RateState::Hold => {}
@@ -119,6 +200,30 @@ impl RemoteRateController {
         self.ar
     }
 
+    fn increase(&mut self, dt_us: i64, r: Option<Bitrate>) {
+        let dt = (dt_us as f64 / self.p.increase_period.as_micros().max(1) as f64).min(1.0);
+        if self.p.increase == IncreaseMode::NearMaxAdditive {
+            if let (Some(ub), Some(r)) = (self.capacity.upper_bound(), r)
+                && r.as_kbps_f64() > ub
+            {
+                // The bottleneck got faster: forget the old capacity.
+                self.capacity.reset();
+            }
+            if self.capacity.estimate_kbps.is_some() {
+                // One packet per response time (libwebrtc `AdditiveRateIncrease`, with a fixed
+                // packet size rather than the average at the current rate, which would make
+                // slow flows grow slower and defeat AIMD's convergence to fairness).
+                let packet_bits = self.p.additive_packet.as_bits() as f64;
+                let response = self.rtt.as_secs_f64() + 0.1;
+                let per_second = (packet_bits / response).max(4000.0);
+                let step = per_second * dt * self.p.increase_period.as_secs_f64();
+                self.ar = Bitrate::from_bps_f64(self.ar.as_bps_f64() + step);
+                return;
+            }
+        }
+        self.ar = self.ar.mul_f64(self.p.eta.powf(dt));
+    }
+
     /// `Ar`.
     pub fn estimate(&self) -> Bitrate {
         self.ar
@@ -127,6 +232,13 @@ impl RemoteRateController {
     /// `σ`.
     pub fn state(&self) -> RateState {
         self.state
+    }
+
+    /// The link-capacity estimate of the near-max region, if over-use has been seen.
+    pub fn link_capacity(&self) -> Option<Bitrate> {
+        self.capacity
+            .estimate_kbps
+            .map(|k| Bitrate::from_bps_f64(k * 1e3))
     }
 }
 
@@ -140,6 +252,9 @@ mod tests {
             increase_period: Duration::from_secs(1),
             alpha: 0.85,
             max_rate_ratio: 1.5,
+            increase: IncreaseMode::Multiplicative,
+            default_rtt: Duration::from_millis(200),
+            additive_packet: DataSize::bytes(1200),
             min: Bitrate::kbps(50),
             max: Bitrate::mbps(2),
         }
@@ -164,16 +279,16 @@ mod tests {
     fn eq3_increase_decrease_hold() {
         let mut c = RemoteRateController::new(params(), Bitrate::kbps(1000));
         let r = Some(Bitrate::kbps(1000));
-        c.update(Signal::Normal, r, 0);
+        c.update(Some(Signal::Normal), r, 0);
         // One second of increase: ×1.05.
-        let a = c.update(Signal::Normal, r, 1_000_000);
+        let a = c.update(Some(Signal::Normal), r, 1_000_000);
         assert_eq!(a, Bitrate::kbps(1050));
         // Over-use: α·R.
-        let a = c.update(Signal::Overuse, r, 1_033_000);
+        let a = c.update(Some(Signal::Overuse), r, 1_033_000);
         assert_eq!(c.state(), RateState::Decrease);
         assert_eq!(a, Bitrate::kbps(850));
         // Under-use: hold.
-        let a = c.update(Signal::Underuse, Some(Bitrate::kbps(900)), 1_066_000);
+        let a = c.update(Some(Signal::Underuse), Some(Bitrate::kbps(900)), 1_066_000);
         assert_eq!(c.state(), RateState::Hold);
         assert_eq!(a, Bitrate::kbps(850));
     }
@@ -182,10 +297,10 @@ mod tests {
     fn increase_is_capped_at_one_and_a_half_times_the_receive_rate() {
         let mut c = RemoteRateController::new(params(), Bitrate::kbps(1000));
         let r = Some(Bitrate::kbps(400));
-        let a = c.update(Signal::Normal, r, 0);
+        let a = c.update(Some(Signal::Normal), r, 0);
         assert_eq!(a, Bitrate::kbps(600));
         for i in 1..100 {
-            c.update(Signal::Normal, r, i * 1_000_000);
+            c.update(Some(Signal::Normal), r, i * 1_000_000);
         }
         assert_eq!(c.estimate(), Bitrate::kbps(600));
     }
@@ -196,7 +311,7 @@ mod tests {
             let mut c = RemoteRateController::new(params(), Bitrate::kbps(500));
             let mut t = 0;
             while t <= 10_000_000 {
-                c.update(Signal::Normal, None, t);
+                c.update(Some(Signal::Normal), None, t);
                 t += frame_us;
             }
             c.estimate().as_bps_f64()
@@ -208,10 +323,56 @@ mod tests {
     }
 
     #[test]
+    fn a_decrease_is_applied_once_per_overuse_signal() {
+        let mut c = RemoteRateController::new(params(), Bitrate::kbps(1000));
+        let r = Some(Bitrate::kbps(1000));
+        assert_eq!(c.update(Some(Signal::Overuse), r, 0), Bitrate::kbps(850));
+        // No signal while the persistence timer runs: hold, even as R falls.
+        let a = c.update(None, Some(Bitrate::kbps(900)), 33_000);
+        assert_eq!(c.state(), RateState::Hold);
+        assert_eq!(a, Bitrate::kbps(850));
+        // No signal in Increase keeps increasing.
+        c.update(Some(Signal::Normal), r, 66_000);
+        c.update(None, r, 1_066_000);
+        assert_eq!(c.state(), RateState::Increase);
+    }
+
+    #[test]
+    fn near_max_the_increase_becomes_additive() {
+        let p = RateControlParams {
+            increase: IncreaseMode::NearMaxAdditive,
+            default_rtt: Duration::from_millis(50),
+            ..params()
+        };
+        let mut c = RemoteRateController::new(p, Bitrate::kbps(1000));
+        let r = Some(Bitrate::kbps(1000));
+        // No capacity estimate yet: multiplicative.
+        c.update(Some(Signal::Normal), r, 0);
+        assert_eq!(
+            c.update(Some(Signal::Normal), r, 1_000_000),
+            Bitrate::kbps(1050)
+        );
+        assert_eq!(c.link_capacity(), None);
+        // Over-use at R = 1 Mbit/s sets the estimate; from 850 kbit/s the growth is additive:
+        // one 1200-byte packet per 150 ms: 64 kbit/s per second.
+        c.update(Some(Signal::Overuse), r, 1_033_000);
+        assert_eq!(c.link_capacity(), Some(Bitrate::kbps(1000)));
+        c.update(Some(Signal::Normal), r, 1_066_000);
+        c.update(Some(Signal::Normal), r, 1_099_000);
+        let before = c.estimate().as_bps_f64();
+        let after = c.update(Some(Signal::Normal), r, 2_099_000).as_bps_f64();
+        let step = after - before;
+        assert!((step - 64_000.0).abs() < 100.0, "step {step}");
+        // R well above the estimate: the bottleneck got faster, back to multiplicative.
+        c.update(Some(Signal::Normal), Some(Bitrate::mbps(2)), 2_132_000);
+        assert_eq!(c.link_capacity(), None);
+    }
+
+    #[test]
     fn estimate_stays_within_bounds() {
         let mut c = RemoteRateController::new(params(), Bitrate::mbps(100));
         assert_eq!(c.estimate(), Bitrate::mbps(2));
-        let a = c.update(Signal::Overuse, Some(Bitrate::ZERO), 0);
+        let a = c.update(Some(Signal::Overuse), Some(Bitrate::ZERO), 0);
         assert_eq!(a, Bitrate::kbps(50));
     }
 }

@@ -94,7 +94,10 @@ mod tests {
     fn reordered_and_huge_inputs_stay_bounded() {
         let mut r = ReceiveRate::new(Duration::from_millis(500));
         for i in 0..(MAX_SAMPLES as i64 * 2) {
-            r.on_packet(if i % 2 == 0 { 0 } else { -5 }, DataSize::bytes(u64::MAX / 4));
+            r.on_packet(
+                if i % 2 == 0 { 0 } else { -5 },
+                DataSize::bytes(u64::MAX / 4),
+            );
         }
         assert!(r.samples.len() <= MAX_SAMPLES);
         r.on_packet(i64::MAX, DataSize::bytes(1));

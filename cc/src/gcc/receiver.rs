@@ -88,13 +88,12 @@ impl ReceiveSideEstimator for GccReceiver {
             ("m", s.m),
             ("gamma", s.gamma),
             ("dm", s.dm),
+            ("gain", s.gain),
+            ("noise_var", s.noise_var),
             ("signal", s.signal.as_f64()),
             ("state", s.state.as_f64()),
             ("a_r", s.a_r.as_bps_f64()),
-            (
-                "r",
-                s.receive_rate.map_or(f64::NAN, |r| r.as_bps_f64()),
-            ),
+            ("r", s.receive_rate.map_or(f64::NAN, |r| r.as_bps_f64())),
         ]
     }
 }

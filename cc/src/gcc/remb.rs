@@ -80,11 +80,20 @@ mod tests {
         assert_eq!(s.poll(ms(100), Bitrate::kbps(1100)), None);
         assert_eq!(s.poll(ms(200), Bitrate::kbps(975)), None);
         assert_eq!(s.next_periodic(), Some(ms(1000)));
-        assert_eq!(s.poll(ms(1000), Bitrate::kbps(980)), Some(Bitrate::kbps(980)));
+        assert_eq!(
+            s.poll(ms(1000), Bitrate::kbps(980)),
+            Some(Bitrate::kbps(980))
+        );
         // A drop of more than 3 % below the last sent value goes out at once.
-        assert_eq!(s.poll(ms(1100), Bitrate::kbps(950)), Some(Bitrate::kbps(950)));
+        assert_eq!(
+            s.poll(ms(1100), Bitrate::kbps(950)),
+            Some(Bitrate::kbps(950))
+        );
         // A slow slide accumulates against the last sent value.
         assert_eq!(s.poll(ms(1200), Bitrate::kbps(935)), None);
-        assert_eq!(s.poll(ms(1300), Bitrate::kbps(920)), Some(Bitrate::kbps(920)));
+        assert_eq!(
+            s.poll(ms(1300), Bitrate::kbps(920)),
+            Some(Bitrate::kbps(920))
+        );
     }
 }

@@ -151,8 +151,15 @@ mod tests {
         let mut t = Threshold::new(ThresholdModel::adaptive());
         let g0 = t.gamma();
         t.update(0.0, 0, RegionHint::default());
-        assert_eq!(t.update(5.0, 33_000, RegionHint::default()), g0, "5 ms spike skipped");
-        assert!(t.update(0.3, 66_000, RegionHint::default()) > g0, "0.3 ms adapts");
+        assert_eq!(
+            t.update(5.0, 33_000, RegionHint::default()),
+            g0,
+            "5 ms spike skipped"
+        );
+        assert!(
+            t.update(0.3, 66_000, RegionHint::default()) > g0,
+            "0.3 ms adapts"
+        );
     }
 
     #[test]

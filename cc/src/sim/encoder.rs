@@ -210,7 +210,11 @@ mod tests {
         let bytes: u64 = frames.iter().map(|f| f.size.as_bytes()).sum();
         let rate = bytes as f64 * 8.0 / 60.0;
         assert!((rate / 1e6 - 1.0).abs() < 0.05, "rate {rate}");
-        assert!((frames.len() as f64 / 60.0 - 30.0).abs() < 1.5, "{} frames", frames.len());
+        assert!(
+            (frames.len() as f64 / 60.0 - 30.0).abs() < 1.5,
+            "{} frames",
+            frames.len()
+        );
         let keys = frames.iter().filter(|f| f.key).count();
         assert_eq!(keys, 6, "one key frame every 10 s");
         let sizes: Vec<f64> = frames.iter().map(|f| f.size.as_bytes_f64()).collect();

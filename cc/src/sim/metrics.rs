@@ -83,7 +83,9 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
     }
     let p = if p.is_nan() { 0.0 } else { p.clamp(0.0, 100.0) };
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted.get(rank.saturating_sub(1).min(sorted.len() - 1)).copied()
+    sorted
+        .get(rank.saturating_sub(1).min(sorted.len() - 1))
+        .copied()
 }
 
 /// Packets offered to the link, and how many of them were dropped, in `[from, to)`.

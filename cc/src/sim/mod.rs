@@ -15,7 +15,7 @@
 //!   [`Controller::pacing_rate`](crate::Controller::pacing_rate); if the controller returns
 //!   [`send_allowance`](crate::Controller::send_allowance) `Some(bytes)`, a packet also waits
 //!   until it fits (window-based controllers such as SCReAM). It reports every packet through
-//!   `on_packet_sent`, the media queue through `on_media_queue`, passes feedback to
+//!   `on_packet_sent` (and the last packet of each frame through `on_frame_sent`), the media queue through `on_media_queue`, passes feedback to
 //!   `on_feedback` (with an RTT sample computed from the receiver's echo), and obeys
 //!   [`ControllerEvent`](crate::ControllerEvent)s (`DiscardQueue` clears the queue and asks for
 //!   a key frame; `RequestKeyFrame`; `Probe` is ignored). The encoder target is re-read

@@ -266,9 +266,7 @@ impl Endpoint for SimReceiver {
         if let Some(est) = self.estimator.as_mut() {
             // abs-send-time: the sender's clock, whose epoch is unknown here; the
             // simulation's sender clock is the shared Instant, expressed from our epoch.
-            let send_time = RemoteTime::from_micros(
-                super::signed_micros(m.send_time, self.epoch),
-            );
+            let send_time = RemoteTime::from_micros(super::signed_micros(m.send_time, self.epoch));
             est.on_packet_received(&ReceivedPacket {
                 arrival: now,
                 send_time,

@@ -85,8 +85,7 @@ pub struct SimSender {
 impl SimSender {
     /// A sender starting at `now`, encoding at the controller's initial target.
     pub fn new(cfg: SenderConfig, controller: Box<dyn Controller>, now: Instant) -> Self {
-        let encoder =
-            SyntheticEncoder::new(cfg.encoder.clone(), controller.target_bitrate(), now);
+        let encoder = SyntheticEncoder::new(cfg.encoder.clone(), controller.target_bitrate(), now);
         SimSender {
             controller,
             encoder,
@@ -127,10 +126,9 @@ impl SimSender {
     fn media_queue(&self, now: Instant) -> MediaQueue {
         MediaQueue {
             size: self.queue_bytes,
-            delay: self
-                .queue
-                .front()
-                .map_or(Duration::ZERO, |q| now.saturating_duration_since(q.enqueued)),
+            delay: self.queue.front().map_or(Duration::ZERO, |q| {
+                now.saturating_duration_since(q.enqueued)
+            }),
         }
     }
 
@@ -169,7 +167,8 @@ impl SimSender {
                 });
                 self.queue_bytes += DataSize::bytes(size);
             }
-            self.encoder.set_target(self.controller.target_bitrate(), now);
+            self.encoder
+                .set_target(self.controller.target_bitrate(), now);
         }
         // Bound the queue: drop whole frames that waited too long.
         while let Some(front) = self.queue.front() {
@@ -241,7 +240,9 @@ impl Endpoint for SimSender {
         let seq = self.next_seq;
         self.next_seq += 1;
         let rate = self.controller.pacing_rate().max(Bitrate::kbps(10));
-        let tx = rate.time_to_send(head.size).unwrap_or(Duration::from_millis(10));
+        let tx = rate
+            .time_to_send(head.size)
+            .unwrap_or(Duration::from_millis(10));
         self.next_send = self.next_send.max(now) + tx;
         self.sent[seq as usize % SENT_RING] = (seq, now);
         self.sent_bytes += head.size;
@@ -252,6 +253,9 @@ impl Endpoint for SimSender {
             ecn: self.cfg.ecn,
             kind: PacketKind::Media,
         });
+        if head.marker {
+            self.controller.on_frame_sent(seq);
+        }
         let mq = self.media_queue(now);
         self.controller.on_media_queue(mq, now);
         self.drain_events();

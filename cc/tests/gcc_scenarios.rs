@@ -1,0 +1,255 @@
+//! GCC in simulated time over cg-link: the scenarios of MMSys16 §6 (and the issue's
+//! single-flow check), in both REMB (receiver-side) and send-side modes.
+//!
+//! Each scenario is deterministic (seeded encoder and link). Metrics come from the
+//! bottleneck's per-packet events (`cg_cc::sim::metrics`).
+
+use std::time::{Duration, Instant};
+
+use cg_cc::gcc::{GccConfig, GccMode};
+use cg_cc::sim::{
+    self, EncoderConfig, ReceiverConfig, SenderConfig, SimReceiver, SimSender, metrics,
+};
+use cg_cc::{ControllerConfig, ReceiveSideEstimator};
+use cg_link::qdisc::DropTailConfig;
+use cg_link::sim::Sim;
+use cg_link::{CapacityConfig, Link, LinkConfig, RateStep};
+use cg_types::Bitrate;
+
+const ONE_WAY: Duration = Duration::from_millis(25);
+
+/// The encoder seed (`GCC_SEED` overrides it to check robustness by hand).
+fn seed() -> u64 {
+    std::env::var("GCC_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+}
+
+fn links(
+    capacity: CapacityConfig,
+    nominal: Bitrate,
+) -> (Link<sim::SimPacket>, Link<sim::SimPacket>) {
+    let forward = LinkConfig {
+        capacity,
+        event_limit: None,
+        ..LinkConfig::constant(nominal)
+    }
+    .with_delay(ONE_WAY)
+    .with_qdisc(cg_link::QdiscConfig::DropTail(DropTailConfig::time(
+        Duration::from_millis(300),
+    )));
+    let reverse = LinkConfig::constant(Bitrate::mbps(100)).with_delay(ONE_WAY);
+    (
+        Link::new(forward).expect("valid forward link"),
+        Link::new(reverse).expect("valid reverse link"),
+    )
+}
+
+fn gcc_pair(mode: GccMode, seed: u64, now: Instant) -> (SimSender, SimReceiver) {
+    let cfg = GccConfig {
+        mode,
+        ..GccConfig::default()
+    };
+
+    let estimator: Option<Box<dyn ReceiveSideEstimator>> = match mode {
+        GccMode::ReceiverSideRemb => Some(Box::new(cfg.build_receiver(now))),
+        GccMode::SendSideTwcc => None,
+    };
+    let sender = SenderConfig {
+        encoder: EncoderConfig {
+            seed,
+            ..EncoderConfig::default()
+        },
+        ..SenderConfig::default()
+    };
+    sim::pair(
+        sender,
+        ReceiverConfig::default(),
+        cfg.build(now),
+        estimator,
+        now,
+    )
+}
+
+struct Summary {
+    utilisation: f64,
+    q50: Duration,
+    q95: Duration,
+    loss: f64,
+}
+
+fn summarise(
+    s: &Sim<SimSender, SimReceiver>,
+    capacity: Bitrate,
+    from: Instant,
+    to: Instant,
+) -> Summary {
+    let ev = s.forward().events();
+    let q = metrics::queuing_delays(ev.iter(), None, from, to);
+    Summary {
+        utilisation: metrics::utilisation(ev.iter(), capacity, from, to),
+        q50: metrics::percentile(&q, 50.0).unwrap_or_default(),
+        q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
+        loss: metrics::loss_ratio(ev.iter(), None, from, to),
+    }
+}
+
+fn single_flow(mode: GccMode) {
+    let start = Instant::now();
+    let (f, r) = links(CapacityConfig::constant(Bitrate::mbps(1)), Bitrate::mbps(1));
+    let mut s = Sim::new(f, r, start);
+    let (tx, rx) = gcc_pair(mode, seed(), start);
+    s.add_pair(tx, rx);
+    let warm = start + Duration::from_secs(30);
+    let end = start + Duration::from_secs(90);
+    s.run_until(end);
+    let all = summarise(&s, Bitrate::mbps(1), start, end);
+    let steady = summarise(&s, Bitrate::mbps(1), warm, end);
+    eprintln!(
+        "{mode:?}: whole run U={:.3} q50={:?} q95={:?} loss={:.4}; after 30 s U={:.3} q50={:?} q95={:?} loss={:.4}",
+        all.utilisation,
+        all.q50,
+        all.q95,
+        all.loss,
+        steady.utilisation,
+        steady.q50,
+        steady.q95,
+        steady.loss
+    );
+    assert!(
+        steady.utilisation >= 0.85,
+        "utilisation {:.3}",
+        steady.utilisation
+    );
+    assert!(
+        steady.q95 <= Duration::from_millis(100),
+        "q95 {:?}",
+        steady.q95
+    );
+    assert_eq!(all.loss, 0.0, "no loss over the whole run");
+}
+
+#[test]
+fn single_flow_1mbps_remb() {
+    single_flow(GccMode::ReceiverSideRemb);
+}
+
+#[test]
+fn single_flow_1mbps_send_side() {
+    single_flow(GccMode::SendSideTwcc);
+}
+
+/// The mean of a controller stat between `from` and `to` from the sender's samples.
+fn mean_target(tx: &SimSender, from: Instant, to: Instant) -> Bitrate {
+    let v: Vec<f64> = tx
+        .samples()
+        .iter()
+        .filter(|s| s.time >= from && s.time < to)
+        .map(|s| s.stats.target.as_bps_f64())
+        .collect();
+    Bitrate::from_bps_f64(v.iter().sum::<f64>() / v.len().max(1) as f64)
+}
+
+/// MMSys16 §6.1: capacity 1 → 2.5 → 0.5 → 1 Mbit/s, 50 s each.
+fn capacity_steps(mode: GccMode) {
+    let start = Instant::now();
+    let caps = [1000u64, 2500, 500, 1000].map(Bitrate::kbps);
+    let steps = caps
+        .iter()
+        .map(|&rate| RateStep {
+            duration: Duration::from_secs(50),
+            rate,
+        })
+        .collect();
+    let schedule = CapacityConfig::Schedule {
+        steps,
+        repeat: false,
+    };
+    // DT/300 at the schedule's mean rate, as the link converts time limits.
+    let (f, r) = links(schedule, Bitrate::kbps(1250));
+    let mut s = Sim::new(f, r, start);
+    let (tx, rx) = gcc_pair(mode, seed(), start);
+    s.add_pair(tx, rx);
+    let end = start + Duration::from_secs(200);
+    s.run_until(end);
+    let ev = s.forward().events();
+    let encoder_max = Bitrate::mbps(2);
+    let mut report = Vec::new();
+    for (i, &cap) in caps.iter().enumerate() {
+        let phase = start + Duration::from_secs(50 * i as u64);
+        // Second half of each phase: the rate must have followed the step.
+        let from = phase + Duration::from_secs(25);
+        let to = phase + Duration::from_secs(50);
+        let thr = metrics::throughput(ev.iter(), None, from, to);
+        let target = mean_target(s.sender(0), from, to);
+        let q = metrics::queuing_delays(ev.iter(), None, from, to);
+        let q95 = metrics::percentile(&q, 95.0).unwrap_or_default();
+        let reachable = cap.min(encoder_max);
+        report.push(format!(
+            "phase {i} cap {cap}: throughput {thr} target {target} q95 {q95:?}"
+        ));
+        assert!(
+            thr.as_bps_f64() >= 0.7 * reachable.as_bps_f64(),
+            "{mode:?} phase {i}: throughput {thr} vs {reachable}\n{report:#?}"
+        );
+        assert!(
+            target.as_bps_f64() <= 1.2 * reachable.as_bps_f64(),
+            "{mode:?} phase {i}: target {target} vs {reachable}\n{report:#?}"
+        );
+    }
+    let all = summarise(&s, Bitrate::kbps(1250), start, end);
+    eprintln!(
+        "{mode:?} steps: {report:#?}\nwhole run U={:.3} q50={:?} q95={:?} loss={:.4}",
+        all.utilisation, all.q50, all.q95, all.loss
+    );
+}
+
+#[test]
+fn capacity_steps_remb() {
+    capacity_steps(GccMode::ReceiverSideRemb);
+}
+
+#[test]
+fn capacity_steps_send_side() {
+    capacity_steps(GccMode::SendSideTwcc);
+}
+
+/// MMSys16 §6.2: three flows on 3 Mbit/s, started 30 s apart.
+fn three_flows(mode: GccMode) {
+    let start = Instant::now();
+    let cap = Bitrate::mbps(3);
+    let (f, r) = links(CapacityConfig::constant(cap), cap);
+    let mut s = Sim::new(f, r, start);
+    for i in 0..3u64 {
+        let at = start + Duration::from_secs(30 * i);
+        s.run_until(at);
+        let (tx, rx) = gcc_pair(mode, seed() + i, at);
+        s.add_pair(tx, rx);
+    }
+    let end = start + Duration::from_secs(200);
+    s.run_until(end);
+    let from = start + Duration::from_secs(100);
+    let ev = s.forward().events();
+    let rates: Vec<f64> = (0..3)
+        .map(|i| metrics::throughput(ev.iter(), Some(s.flow(i)), from, end).as_bps_f64())
+        .collect();
+    let jain = metrics::jain_index(&rates);
+    let all = summarise(&s, cap, start + Duration::from_secs(60), end);
+    eprintln!(
+        "{mode:?} three flows: rates {rates:?} Jain {jain:.3}; with all three U={:.3} q50={:?} q95={:?} loss={:.4}",
+        all.utilisation, all.q50, all.q95, all.loss
+    );
+    assert!(jain >= 0.9, "Jain {jain:.3}, rates {rates:?}");
+    assert!(all.utilisation >= 0.7, "U {:.3}", all.utilisation);
+}
+
+#[test]
+fn three_flows_fairness_remb() {
+    three_flows(GccMode::ReceiverSideRemb);
+}
+
+#[test]
+fn three_flows_fairness_send_side() {
+    three_flows(GccMode::SendSideTwcc);
+}
