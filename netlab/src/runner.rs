@@ -66,8 +66,19 @@ struct Helper {
 }
 
 fn spawn_in(ns: &str, args: &[String], name: &str, pipe_out: bool) -> Result<Helper> {
+    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().map_err(|e| Error::io("current_exe", e))?;
     let mut cmd = Command::new("ip");
+    if name != "forwarder" {
+        // Traffic helpers below the forwarder's priority (nice −15 when run as root).
+        // SAFETY: setpriority is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setpriority(libc::PRIO_PROCESS, 0, -5);
+                Ok(())
+            });
+        }
+    }
     cmd.args(["netns", "exec", ns])
         .arg(exe)
         .args(args)

@@ -199,6 +199,48 @@ fn tcp_cubic_under_codel_keeps_the_queue_short_at_high_utilisation() {
 }
 
 #[test]
+fn ce_marks_reach_the_receiver_intact_and_reverse_traffic_flows() {
+    let _g = lock();
+    let (s, _) = run(
+        "ecn",
+        r#"
+duration = "10s"
+[forward]
+capacity = "1Mbit"
+delay = "10ms"
+qdisc = { kind = "codel", ecn = true }
+[reverse]
+capacity = "100Mbit"
+delay = "10ms"
+[[flows]]
+name = "ect0"
+kind = "udp"
+rate = "1.5Mbit"
+ecn = "ect0"
+from = "s1"
+to = "r1"
+[[flows]]
+name = "back"
+kind = "udp"
+rate = "300kbit"
+from = "r1"
+to = "s1"
+[metrics]
+warmup = "2s"
+"#,
+    );
+    let m = &s["metrics"];
+    let marks = f(m, &["flows", "0", "ce_marks"]);
+    let seen = f(m, &["flows", "0", "receiver_ce"]);
+    assert!(marks > 50.0, "CoDel with ECN marks: {marks}");
+    // A CE packet with a broken IPv4 checksum would be discarded by the receiver's kernel.
+    assert!(seen >= 0.9 * marks, "receiver saw {seen} CE of {marks} marked");
+    assert_eq!(m["flows"][1]["direction"], "reverse");
+    let back = f(m, &["flows", "1", "throughput_mbps"]);
+    assert!((back - 0.3).abs() < 0.015, "reverse flow {back} Mb/s");
+}
+
+#[test]
 fn invalid_scenario_is_refused_with_file_line_and_field_before_anything_is_created() {
     let _g = lock();
     let dir = scratch("invalid");
