@@ -117,7 +117,9 @@ mod tests {
 
     #[test]
     fn h264_idr_access_unit_is_a_key_frame_and_p_slice_is_not() {
-        let idr = [0, 0, 0, 1, 0x09, 0xf0, 0, 0, 0, 1, 0x67, 1, 2, 0, 0, 1, 0x65, 0x88];
+        let idr = [
+            0, 0, 0, 1, 0x09, 0xf0, 0, 0, 0, 1, 0x67, 1, 2, 0, 0, 1, 0x65, 0x88,
+        ];
         let p = [0, 0, 0, 1, 0x09, 0xf0, 0, 0, 1, 0x41, 0x9a];
         assert!(Codec::H264.is_key_frame(&idr));
         assert!(!Codec::H264.is_key_frame(&p));

@@ -54,7 +54,9 @@ fn default_camera() -> PathBuf {
 
 impl Default for SourceConfig {
     fn default() -> Self {
-        SourceConfig::TestPattern { pattern: TestPattern::default() }
+        SourceConfig::TestPattern {
+            pattern: TestPattern::default(),
+        }
     }
 }
 
@@ -163,10 +165,16 @@ impl EncoderConfig {
     pub(crate) fn validate(&self) -> Result<(), crate::MediaError> {
         let bad = |m: String| Err(crate::MediaError::InvalidConfig(m));
         if !(16..=7680).contains(&self.width) || !(16..=4320).contains(&self.height) {
-            return bad(format!("size {}x{} outside 16x16..7680x4320", self.width, self.height));
+            return bad(format!(
+                "size {}x{} outside 16x16..7680x4320",
+                self.width, self.height
+            ));
         }
-        if self.width % 2 != 0 || self.height % 2 != 0 {
-            return bad(format!("size {}x{} must be even for I420", self.width, self.height));
+        if !self.width.is_multiple_of(2) || !self.height.is_multiple_of(2) {
+            return bad(format!(
+                "size {}x{} must be even for I420",
+                self.width, self.height
+            ));
         }
         if !(1..=240).contains(&self.frame_rate) {
             return bad(format!("frame rate {} outside 1..=240", self.frame_rate));
@@ -178,7 +186,10 @@ impl EncoderConfig {
             return bad("stats_window must be positive".to_owned());
         }
         if !(-16..=16).contains(&self.vp8_cpu_used) {
-            return bad(format!("vp8_cpu_used {} outside -16..=16", self.vp8_cpu_used));
+            return bad(format!(
+                "vp8_cpu_used {} outside -16..=16",
+                self.vp8_cpu_used
+            ));
         }
         Ok(())
     }
@@ -277,7 +288,12 @@ mod tests {
         let c = EncoderConfig::default();
         assert_eq!((c.width, c.height, c.frame_rate), (1280, 720, 30));
         assert_eq!(c.encoder, "vp8");
-        assert_eq!(c.source, SourceConfig::TestPattern { pattern: TestPattern::MovingZonePlate });
+        assert_eq!(
+            c.source,
+            SourceConfig::TestPattern {
+                pattern: TestPattern::MovingZonePlate
+            }
+        );
         assert!(c.validate().is_ok());
     }
 
@@ -297,9 +313,15 @@ mod tests {
 
     #[test]
     fn odd_or_zero_sizes_are_rejected() {
-        let c = EncoderConfig { width: 641, ..EncoderConfig::default() };
+        let c = EncoderConfig {
+            width: 641,
+            ..EncoderConfig::default()
+        };
         assert!(c.validate().is_err());
-        let c = EncoderConfig { frame_rate: 0, ..EncoderConfig::default() };
+        let c = EncoderConfig {
+            frame_rate: 0,
+            ..EncoderConfig::default()
+        };
         assert!(c.validate().is_err());
     }
 }

@@ -231,7 +231,13 @@ impl Decoder {
             .name("cg-media-dec-watch".to_owned())
             .spawn(move || watch_loop(weak))
             .map_err(|e| MediaError::Pipeline(format!("cannot spawn watch thread: {e}")))?;
-        Ok((Decoder { inner, watch: Mutex::new(Some(watch)) }, rx))
+        Ok((
+            Decoder {
+                inner,
+                watch: Mutex::new(Some(watch)),
+            },
+            rx,
+        ))
     }
 
     /// Feeds one encoded frame. Never blocks and never fails on bad bytes: corrupt frames go
@@ -242,7 +248,10 @@ impl Decoder {
         let inner = &self.inner;
         let codec = inner.config.codec;
         if frame.codec != codec {
-            return Err(MediaError::WrongCodec { expected: codec, got: frame.codec });
+            return Err(MediaError::WrongCodec {
+                expected: codec,
+                got: frame.codec,
+            });
         }
         if inner.stopping.load(Ordering::Acquire) {
             return Err(MediaError::Stopped);
@@ -286,7 +295,9 @@ impl Decoder {
         }
         // Our own strictly increasing timestamps: the sender's PTS may jump or restart.
         let since_epoch = now.checked_duration_since(s.epoch).unwrap_or_default();
-        let pts = u64::try_from(since_epoch.as_nanos()).unwrap_or(u64::MAX).max(s.last_pts + 1);
+        let pts = u64::try_from(since_epoch.as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(s.last_pts + 1);
         s.last_pts = pts;
         if is_key {
             s.last_key_pts = pts;
@@ -308,7 +319,9 @@ impl Decoder {
         );
         let mut buffer = gst::Buffer::from_slice(frame.data);
         {
-            let b = buffer.get_mut().expect("a new buffer has exactly one reference");
+            let b = buffer
+                .get_mut()
+                .expect("a new buffer has exactly one reference");
             b.set_pts(gst::ClockTime::from_nseconds(pts));
             let mut flags = gst::BufferFlags::empty();
             if !is_key {
@@ -406,7 +419,9 @@ impl Drop for Decoder {
 
 impl std::fmt::Debug for Decoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Decoder").field("codec", &self.inner.config.codec).finish_non_exhaustive()
+        f.debug_struct("Decoder")
+            .field("codec", &self.inner.config.codec)
+            .finish_non_exhaustive()
     }
 }
 
@@ -426,7 +441,9 @@ impl Inner {
     /// Called from the decoder's streaming thread for every decoded picture.
     fn on_decoded(&self, pts: Option<gst::ClockTime>, size: Option<(u32, u32)>) {
         let now = HostTime::now();
-        let Some(pts) = pts.map(|p| p.nseconds()) else { return };
+        let Some(pts) = pts.map(|p| p.nseconds()) else {
+            return;
+        };
         let mut s = lock(&self.state);
         // Frames older than this one that never came out were swallowed by the decoder.
         let (mut swallowed, mut needs_key) = (0, false);
@@ -446,7 +463,9 @@ impl Inner {
             s.waiting_for_key = true;
             self.maybe_request_key_frame(&mut s, now);
         }
-        let Some(p) = s.pending.remove(&pts) else { return };
+        let Some(p) = s.pending.remove(&pts) else {
+            return;
+        };
         s.frames_decoded += 1;
         s.timeouts_since_output = 0;
         s.last_decoded_at = Some(now);
@@ -480,7 +499,10 @@ impl Inner {
 
 /// Picks the first installed factory.
 fn first_available(names: &[&'static str]) -> Option<&'static str> {
-    names.iter().copied().find(|n| gst::ElementFactory::find(n).is_some())
+    names
+        .iter()
+        .copied()
+        .find(|n| gst::ElementFactory::find(n).is_some())
 }
 
 fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, MediaError> {
@@ -502,7 +524,10 @@ fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, MediaError> {
         Codec::H265 => (Some("h265parse"), "nvh265dec", "avdec_h265"),
     };
     if let Some(parser) = parser {
-        chain.push(props::make(parser, "gstreamer1.0-plugins-bad (videoparsers)")?);
+        chain.push(props::make(
+            parser,
+            "gstreamer1.0-plugins-bad (videoparsers)",
+        )?);
     }
     let candidates: &[&'static str] = if config.hardware { &[hw, sw] } else { &[sw] };
     let name = first_available(candidates).ok_or(MediaError::MissingElement {
@@ -556,9 +581,15 @@ fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, MediaError> {
         }
         gst::PadProbeReturn::Ok
     });
-    let bus = pipeline.bus().ok_or_else(|| MediaError::Pipeline("no bus".to_owned()))?;
+    let bus = pipeline
+        .bus()
+        .ok_or_else(|| MediaError::Pipeline("no bus".to_owned()))?;
     start_pipeline(&pipeline, &bus)?;
-    Ok(Pipe { pipeline, appsrc, bus })
+    Ok(Pipe {
+        pipeline,
+        appsrc,
+        bus,
+    })
 }
 
 /// Watches the bus, times out swallowed frames, repeats key-frame requests, restarts a
@@ -575,7 +606,11 @@ fn watch_loop(weak: Weak<Inner>) {
             let mut timeout = gst::ClockTime::from_mseconds(50);
             while let Some(msg) = bus.timed_pop_filtered(
                 timeout,
-                &[gst::MessageType::Error, gst::MessageType::Warning, gst::MessageType::Eos],
+                &[
+                    gst::MessageType::Error,
+                    gst::MessageType::Warning,
+                    gst::MessageType::Eos,
+                ],
             ) {
                 timeout = gst::ClockTime::ZERO;
                 let mut s = lock(&inner.state);
@@ -607,7 +642,9 @@ fn watch_loop(weak: Weak<Inner>) {
             let (mut timed_out, mut needs_key) = (0u32, false);
             while let Some(entry) = s.pending.first_entry() {
                 let key = *entry.key();
-                let age = now.checked_duration_since(entry.get().pushed_at).unwrap_or_default();
+                let age = now
+                    .checked_duration_since(entry.get().pushed_at)
+                    .unwrap_or_default();
                 if age < timeout {
                     break;
                 }

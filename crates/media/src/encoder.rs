@@ -147,9 +147,12 @@ impl Encoder {
             chain.push(p);
         }
         let out_caps = props::make("capsfilter", "core")?;
-        props::set(&out_caps, "caps", &kind.output_caps())?;
+        props::set(&out_caps, "caps", kind.output_caps())?;
         chain.push(out_caps);
-        let appsink = gst_app::AppSink::builder().sync(false).max_buffers(4).build();
+        let appsink = gst_app::AppSink::builder()
+            .sync(false)
+            .max_buffers(4)
+            .build();
         chain.push(appsink.clone().upcast());
         pipeline.add_many(&chain)?;
         source.tail.link(&chain[0])?;
@@ -185,7 +188,9 @@ impl Encoder {
         let (tx, rx) = sync_channel(config.frame_queue);
         install_output(&appsink, &encoder, &shared, tx, kind.codec());
 
-        let bus = pipeline.bus().ok_or_else(|| MediaError::Pipeline("no bus".to_owned()))?;
+        let bus = pipeline
+            .bus()
+            .ok_or_else(|| MediaError::Pipeline("no bus".to_owned()))?;
         start_pipeline(&pipeline, &bus)?;
         if let Err(e) = source.start() {
             let _ = pipeline.set_state(gst::State::Null);
@@ -211,7 +216,9 @@ impl Encoder {
     /// the next raw frame, without restarting anything (see
     /// [`EncoderStats::target_applied_at_pts`]).
     pub fn set_target_bitrate(&self, rate: Bitrate) {
-        self.shared.wanted_bps.store(rate.as_bps(), Ordering::Release);
+        self.shared
+            .wanted_bps
+            .store(rate.as_bps(), Ordering::Release);
     }
 
     /// Asks for a key frame (an upstream `force-key-unit` event with all headers): the next
@@ -276,7 +283,9 @@ impl Drop for Encoder {
 
 impl std::fmt::Debug for Encoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Encoder").field("kind", &self.kind).finish_non_exhaustive()
+        f.debug_struct("Encoder")
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
     }
 }
 
@@ -307,14 +316,18 @@ fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), Medi
         s.key_frame_requested_after_index = s.frames_in.checked_sub(1);
         s.key_frame_requested_after_pts = s.last_input_pts;
     }
-    let event = gst_video::UpstreamForceKeyUnitEvent::builder().all_headers(true).build();
+    let event = gst_video::UpstreamForceKeyUnitEvent::builder()
+        .all_headers(true)
+        .build();
     let pad = encoder
         .static_pad("src")
         .ok_or_else(|| MediaError::Pipeline("encoder has no src pad".to_owned()))?;
     if pad.send_event(event) {
         Ok(())
     } else {
-        Err(MediaError::Pipeline("encoder refused the force-key-unit event".to_owned()))
+        Err(MediaError::Pipeline(
+            "encoder refused the force-key-unit event".to_owned(),
+        ))
     }
 }
 
@@ -327,7 +340,9 @@ fn install_input_probe(encoder: &gst::Element, shared: &Arc<Shared>) -> Result<(
     let shared = shared.clone();
     let enc = encoder.downgrade();
     pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
-        let Some(buffer) = info.buffer() else { return gst::PadProbeReturn::Ok };
+        let Some(buffer) = info.buffer() else {
+            return gst::PadProbeReturn::Ok;
+        };
         let now = HostTime::now();
         let segment = pad.sticky_event::<gst::event::Segment>(0);
         let pts = running_time(segment.as_ref().map(|e| e.segment()), buffer.pts());
@@ -381,8 +396,12 @@ fn install_output(
         gst_app::AppSinkCallbacks::builder()
             .new_sample(move |sink| {
                 let sample = sink.pull_sample().map_err(|_| gst::FlowError::Flushing)?;
-                let Some(buffer) = sample.buffer() else { return Ok(gst::FlowSuccess::Ok) };
-                let Ok(map) = buffer.map_readable() else { return Ok(gst::FlowSuccess::Ok) };
+                let Some(buffer) = sample.buffer() else {
+                    return Ok(gst::FlowSuccess::Ok);
+                };
+                let Ok(map) = buffer.map_readable() else {
+                    return Ok(gst::FlowSuccess::Ok);
+                };
                 let data = Bytes::copy_from_slice(&map);
                 drop(map);
                 let now = HostTime::now();
@@ -401,8 +420,7 @@ fn install_output(
                         break;
                     }
                 }
-                let (capture_time, index) =
-                    found.unwrap_or((now, s.frames_in.saturating_sub(1)));
+                let (capture_time, index) = found.unwrap_or((now, s.frames_in.saturating_sub(1)));
                 let pts_d = pts.map_or(Duration::ZERO, |p| Duration::from_nanos(p.nseconds()));
                 let latency = now.checked_duration_since(capture_time).unwrap_or_default();
                 let size = data.len() as u64;
@@ -416,7 +434,11 @@ fn install_output(
                 }
                 s.latencies.push_back((pts_d, latency));
                 let window = s.window;
-                while s.latencies.front().is_some_and(|&(p, _)| p + window <= pts_d) {
+                while s
+                    .latencies
+                    .front()
+                    .is_some_and(|&(p, _)| p + window <= pts_d)
+                {
                     s.latencies.pop_front();
                 }
                 let seq = s.seq;
@@ -457,11 +479,16 @@ fn install_output(
 pub(crate) fn start_pipeline(pipeline: &gst::Pipeline, bus: &gst::Bus) -> Result<(), MediaError> {
     let fail = |pipeline: &gst::Pipeline, fallback: String| {
         let msg = bus
-            .timed_pop_filtered(gst::ClockTime::from_mseconds(100), &[gst::MessageType::Error])
+            .timed_pop_filtered(
+                gst::ClockTime::from_mseconds(100),
+                &[gst::MessageType::Error],
+            )
             .and_then(|m| match m.view() {
                 gst::MessageView::Error(e) => Some(format!(
                     "{}: {}{}",
-                    e.src().map(|s| s.path_string().to_string()).unwrap_or_default(),
+                    e.src()
+                        .map(|s| s.path_string().to_string())
+                        .unwrap_or_default(),
                     e.error(),
                     e.debug().map(|d| format!(" ({d})")).unwrap_or_default()
                 )),

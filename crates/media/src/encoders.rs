@@ -25,8 +25,12 @@ pub enum EncoderKind {
 
 impl EncoderKind {
     /// Every encoder cg-media knows, in the order they are listed to users.
-    pub const ALL: [EncoderKind; 4] =
-        [EncoderKind::Vp8, EncoderKind::X264, EncoderKind::NvH264, EncoderKind::NvH265];
+    pub const ALL: [EncoderKind; 4] = [
+        EncoderKind::Vp8,
+        EncoderKind::X264,
+        EncoderKind::NvH264,
+        EncoderKind::NvH265,
+    ];
 
     /// Parses a configuration name: the short name (`vp8`, `x264`, `nvh264`, `nvh265`) or the
     /// element name (`vp8enc`, …), case-insensitive. An unknown name is an
@@ -38,7 +42,10 @@ impl EncoderKind {
             .find(|k| lower == k.short_name() || lower == k.element_name())
             .ok_or_else(|| MediaError::UnknownEncoder {
                 name: name.to_owned(),
-                available: Self::available().iter().map(|k| k.short_name().to_owned()).collect(),
+                available: Self::available()
+                    .iter()
+                    .map(|k| k.short_name().to_owned())
+                    .collect(),
             })
     }
 
@@ -110,9 +117,16 @@ impl EncoderKind {
                     self.plugin()
                 )
             } else {
-                format!("no GStreamer element {}: install {}", self.element_name(), self.plugin())
+                format!(
+                    "no GStreamer element {}: install {}",
+                    self.element_name(),
+                    self.plugin()
+                )
             };
-            return Err(MediaError::EncoderNotAvailable { encoder: self.element_name(), reason });
+            return Err(MediaError::EncoderNotAvailable {
+                encoder: self.element_name(),
+                reason,
+            });
         }
         if self.is_nvenc() {
             self.probe_open()?;
@@ -128,17 +142,22 @@ impl EncoderKind {
         );
         let not_available = |reason: String| MediaError::EncoderNotAvailable {
             encoder: self.element_name(),
-            reason: format!("{} exists but cannot encode here: {reason}", self.element_name()),
+            reason: format!(
+                "{} exists but cannot encode here: {reason}",
+                self.element_name()
+            ),
         };
         let pipeline = gst::parse::launch(&desc).map_err(|e| not_available(e.to_string()))?;
         let result = (|| {
-            pipeline.set_state(gst::State::Playing).map_err(|e| not_available(e.to_string()))?;
-            let bus = pipeline.bus().ok_or_else(|| not_available("no bus".to_owned()))?;
+            pipeline
+                .set_state(gst::State::Playing)
+                .map_err(|e| not_available(e.to_string()))?;
+            let bus = pipeline
+                .bus()
+                .ok_or_else(|| not_available("no bus".to_owned()))?;
             let timeout = gst::ClockTime::from_nseconds(NVENC_PROBE_TIMEOUT.as_nanos() as u64);
-            match bus.timed_pop_filtered(
-                timeout,
-                &[gst::MessageType::Eos, gst::MessageType::Error],
-            ) {
+            match bus.timed_pop_filtered(timeout, &[gst::MessageType::Eos, gst::MessageType::Error])
+            {
                 Some(msg) => match msg.view() {
                     gst::MessageView::Eos(_) => Ok(()),
                     gst::MessageView::Error(e) => Err(not_available(e.error().to_string())),
@@ -178,7 +197,9 @@ impl EncoderKind {
                 props::set(e, "min-quantizer", 2i32)?;
                 props::set(e, "max-quantizer", 56i32)?;
                 match gop {
-                    Some(n) => props::set(e, "keyframe-max-dist", i32::try_from(n).unwrap_or(i32::MAX))?,
+                    Some(n) => {
+                        props::set(e, "keyframe-max-dist", i32::try_from(n).unwrap_or(i32::MAX))?
+                    }
                     None => props::set_str(e, "keyframe-mode", "disabled")?,
                 }
             }
@@ -190,14 +211,22 @@ impl EncoderKind {
                 props::set(e, "b-adapt", false)?;
                 props::set(e, "threads", threads)?;
                 props::set(e, "vbv-buf-capacity", 500u32)?;
-                props::set(e, "key-int-max", gop.unwrap_or(i32::MAX as u32).min(i32::MAX as u32))?;
+                props::set(
+                    e,
+                    "key-int-max",
+                    gop.unwrap_or(i32::MAX as u32).min(i32::MAX as u32),
+                )?;
             }
             EncoderKind::NvH264 | EncoderKind::NvH265 => {
                 props::set_str(e, "preset", "low-latency-hq")?;
                 props::set_str(e, "rc-mode", "cbr")?;
                 props::set(e, "zerolatency", true)?;
                 props::set(e, "bframes", 0u32)?;
-                props::set(e, "gop-size", gop.map_or(-1, |n| i32::try_from(n).unwrap_or(-1)))?;
+                props::set(
+                    e,
+                    "gop-size",
+                    gop.map_or(-1, |n| i32::try_from(n).unwrap_or(-1)),
+                )?;
             }
         }
         self.set_bitrate(&element, config.start_bitrate)?;
@@ -217,7 +246,11 @@ impl EncoderKind {
         match self {
             EncoderKind::Vp8 => {
                 let bps = rate.as_bps().clamp(1_000, i32::MAX as u64);
-                props::set(element, "target-bitrate", i32::try_from(bps).unwrap_or(i32::MAX))?;
+                props::set(
+                    element,
+                    "target-bitrate",
+                    i32::try_from(bps).unwrap_or(i32::MAX),
+                )?;
                 Ok(Bitrate::bps(bps))
             }
             EncoderKind::X264 => {
@@ -266,8 +299,14 @@ mod tests {
     fn names_parse_in_short_and_element_form() {
         assert_eq!(EncoderKind::from_name("vp8").unwrap(), EncoderKind::Vp8);
         assert_eq!(EncoderKind::from_name("VP8ENC").unwrap(), EncoderKind::Vp8);
-        assert_eq!(EncoderKind::from_name("x264enc").unwrap(), EncoderKind::X264);
-        assert_eq!(EncoderKind::from_name("nvh265").unwrap(), EncoderKind::NvH265);
+        assert_eq!(
+            EncoderKind::from_name("x264enc").unwrap(),
+            EncoderKind::X264
+        );
+        assert_eq!(
+            EncoderKind::from_name("nvh265").unwrap(),
+            EncoderKind::NvH265
+        );
     }
 
     #[test]
@@ -288,16 +327,23 @@ mod tests {
     fn bitrate_units_are_bits_for_vp8_and_kilobits_for_x264() {
         crate::init().unwrap();
         let vp8 = gst::ElementFactory::make("vp8enc").build().unwrap();
-        EncoderKind::Vp8.set_bitrate(&vp8, Bitrate::kbps(1_500)).unwrap();
+        EncoderKind::Vp8
+            .set_bitrate(&vp8, Bitrate::kbps(1_500))
+            .unwrap();
         assert_eq!(vp8.property::<i32>("target-bitrate"), 1_500_000);
         let x264 = gst::ElementFactory::make("x264enc").build().unwrap();
-        EncoderKind::X264.set_bitrate(&x264, Bitrate::kbps(1_500)).unwrap();
+        EncoderKind::X264
+            .set_bitrate(&x264, Bitrate::kbps(1_500))
+            .unwrap();
         assert_eq!(x264.property::<u32>("bitrate"), 1_500);
         // Out-of-range values are clamped, never a panic inside GObject.
         EncoderKind::X264.set_bitrate(&x264, Bitrate::MAX).unwrap();
         assert_eq!(x264.property::<u32>("bitrate"), 2_048_000);
         EncoderKind::Vp8.set_bitrate(&vp8, Bitrate::MAX).unwrap();
         // vp8enc keeps whole kbit/s (libvpx's rc_target_bitrate unit).
-        assert_eq!(vp8.property::<i32>("target-bitrate") / 1000, i32::MAX / 1000);
+        assert_eq!(
+            vp8.property::<i32>("target-bitrate") / 1000,
+            i32::MAX / 1000
+        );
     }
 }

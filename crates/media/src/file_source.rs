@@ -48,9 +48,9 @@ pub fn parse_y4m_header(line: &str) -> Result<FileVideoInfo, String> {
             "W" => width = value.parse::<u32>().ok(),
             "H" => height = value.parse::<u32>().ok(),
             "F" => {
-                fps = value.split_once(':').and_then(|(n, d)| {
-                    Some((n.parse::<u32>().ok()?, d.parse::<u32>().ok()?))
-                })
+                fps = value
+                    .split_once(':')
+                    .and_then(|(n, d)| Some((n.parse::<u32>().ok()?, d.parse::<u32>().ok()?)))
             }
             "C" if !value.starts_with("420") => {
                 return Err(format!("colour space C{value} is not 4:2:0"));
@@ -58,11 +58,21 @@ pub fn parse_y4m_header(line: &str) -> Result<FileVideoInfo, String> {
             _ => {}
         }
     }
-    let width = width.filter(|w| (2..=16384).contains(w)).ok_or("missing or bad width W")?;
-    let height = height.filter(|h| (2..=16384).contains(h)).ok_or("missing or bad height H")?;
-    let (fps_num, fps_den) =
-        fps.filter(|&(n, d)| n > 0 && d > 0).ok_or("missing or bad frame rate F")?;
-    Ok(FileVideoInfo { width, height, fps_num, fps_den })
+    let width = width
+        .filter(|w| (2..=16384).contains(w))
+        .ok_or("missing or bad width W")?;
+    let height = height
+        .filter(|h| (2..=16384).contains(h))
+        .ok_or("missing or bad height H")?;
+    let (fps_num, fps_den) = fps
+        .filter(|&(n, d)| n > 0 && d > 0)
+        .ok_or("missing or bad frame rate F")?;
+    Ok(FileVideoInfo {
+        width,
+        height,
+        fps_num,
+        fps_den,
+    })
 }
 
 /// Reads frames from a raw or Y4M file, going back to the first frame at the end when
@@ -80,7 +90,10 @@ pub struct FrameReader {
 impl FrameReader {
     /// Opens `path` and reads its header.
     pub fn open(path: &Path, format: FileFormat, looping: bool) -> Result<Self, MediaError> {
-        let err = |reason: String| MediaError::File { path: path.to_owned(), reason };
+        let err = |reason: String| MediaError::File {
+            path: path.to_owned(),
+            reason,
+        };
         let file = File::open(path).map_err(|e| err(e.to_string()))?;
         let mut reader = BufReader::with_capacity(1 << 20, file);
         let (info, y4m, first_frame_offset) = match format {
@@ -91,20 +104,42 @@ impl FrameReader {
                     .read_until(b'\n', &mut line)
                     .map_err(|e| err(e.to_string()))?;
                 if line.last() != Some(&b'\n') {
-                    return Err(err("Y4M header line missing or longer than 4 KiB".to_owned()));
+                    return Err(err(
+                        "Y4M header line missing or longer than 4 KiB".to_owned()
+                    ));
                 }
                 let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
                 let info = parse_y4m_header(&text).map_err(err)?;
                 (info, true, line.len() as u64)
             }
-            FileFormat::RawI420 { width, height, frame_rate } => {
+            FileFormat::RawI420 {
+                width,
+                height,
+                frame_rate,
+            } => {
                 if width < 2 || height < 2 || frame_rate == 0 {
                     return Err(err(format!("bad raw format {width}x{height}@{frame_rate}")));
                 }
-                (FileVideoInfo { width, height, fps_num: frame_rate, fps_den: 1 }, false, 0)
+                (
+                    FileVideoInfo {
+                        width,
+                        height,
+                        fps_num: frame_rate,
+                        fps_den: 1,
+                    },
+                    false,
+                    0,
+                )
             }
         };
-        Ok(FrameReader { path: path.to_owned(), reader, info, y4m, first_frame_offset, looping })
+        Ok(FrameReader {
+            path: path.to_owned(),
+            reader,
+            info,
+            y4m,
+            first_frame_offset,
+            looping,
+        })
     }
 
     /// The frames' size and rate.
@@ -161,7 +196,10 @@ impl FrameReader {
     }
 
     fn err(&self, reason: String) -> MediaError {
-        MediaError::File { path: self.path.clone(), reason }
+        MediaError::File {
+            path: self.path.clone(),
+            reason,
+        }
     }
 }
 
@@ -172,7 +210,7 @@ mod tests {
 
     fn y4m_file(frames: u8) -> tempfile::NamedTempFile {
         let mut f = tempfile::NamedTempFile::new().unwrap();
-        write!(f, "YUV4MPEG2 W4 H2 F25:1 Ip A1:1 C420jpeg\n").unwrap();
+        writeln!(f, "YUV4MPEG2 W4 H2 F25:1 Ip A1:1 C420jpeg").unwrap();
         for i in 0..frames {
             f.write_all(b"FRAME\n").unwrap();
             f.write_all(&[i; 12]).unwrap();
@@ -184,7 +222,15 @@ mod tests {
     #[test]
     fn y4m_header_gives_size_and_rate() {
         let info = parse_y4m_header("YUV4MPEG2 W1280 H720 F30000:1001 It A1:1 C420mpeg2").unwrap();
-        assert_eq!(info, FileVideoInfo { width: 1280, height: 720, fps_num: 30000, fps_den: 1001 });
+        assert_eq!(
+            info,
+            FileVideoInfo {
+                width: 1280,
+                height: 720,
+                fps_num: 30000,
+                fps_den: 1001
+            }
+        );
         assert_eq!(info.frame_bytes(), 1280 * 720 * 3 / 2);
     }
 
@@ -200,7 +246,9 @@ mod tests {
     fn y4m_reader_loops_back_to_the_first_frame() {
         let f = y4m_file(3);
         let mut r = FrameReader::open(f.path(), FileFormat::Y4m, true).unwrap();
-        let firsts: Vec<u8> = (0..7).map(|_| r.next_frame().unwrap().unwrap()[0]).collect();
+        let firsts: Vec<u8> = (0..7)
+            .map(|_| r.next_frame().unwrap().unwrap()[0])
+            .collect();
         assert_eq!(firsts, [0, 1, 2, 0, 1, 2, 0]);
     }
 
@@ -219,7 +267,11 @@ mod tests {
         f.write_all(&[1; 6]).unwrap(); // one 2x2 I420 frame
         f.write_all(&[2; 3]).unwrap(); // half a frame
         f.flush().unwrap();
-        let fmt = FileFormat::RawI420 { width: 2, height: 2, frame_rate: 10 };
+        let fmt = FileFormat::RawI420 {
+            width: 2,
+            height: 2,
+            frame_rate: 10,
+        };
         let mut r = FrameReader::open(f.path(), fmt, true).unwrap();
         assert_eq!(r.next_frame().unwrap().unwrap(), vec![1; 6]);
         assert_eq!(r.next_frame().unwrap().unwrap(), vec![1; 6]);
@@ -228,7 +280,11 @@ mod tests {
     #[test]
     fn empty_looping_file_is_an_error_not_a_spin() {
         let f = tempfile::NamedTempFile::new().unwrap();
-        let fmt = FileFormat::RawI420 { width: 2, height: 2, frame_rate: 10 };
+        let fmt = FileFormat::RawI420 {
+            width: 2,
+            height: 2,
+            frame_rate: 10,
+        };
         let mut r = FrameReader::open(f.path(), fmt, true).unwrap();
         assert!(r.next_frame().is_err());
     }

@@ -51,7 +51,10 @@ impl FreezeDetector {
         if gap <= self.threshold {
             return None;
         }
-        let freeze = Freeze { started_at: last, duration: gap };
+        let freeze = Freeze {
+            started_at: last,
+            duration: gap,
+        };
         self.count += 1;
         self.total += gap;
         self.longest = self.longest.max(gap);
@@ -115,11 +118,27 @@ mod tests {
     fn a_gap_over_three_intervals_is_a_freeze_with_its_duration() {
         let mut d = FreezeDetector::new(Duration::from_millis(33), 3, 8);
         d.on_frame(t(0));
-        assert_eq!(d.on_frame(t(99)), None, "exactly 3 intervals is not a freeze");
+        assert_eq!(
+            d.on_frame(t(99)),
+            None,
+            "exactly 3 intervals is not a freeze"
+        );
         let f = d.on_frame(t(400)).unwrap();
-        assert_eq!(f, Freeze { started_at: t(99), duration: Duration::from_millis(301) });
-        assert_eq!(d.on_frame(t(900)).unwrap().duration, Duration::from_millis(500));
-        assert_eq!((d.count(), d.total(), d.longest()), (2, Duration::from_millis(801), Duration::from_millis(500)));
+        assert_eq!(
+            f,
+            Freeze {
+                started_at: t(99),
+                duration: Duration::from_millis(301)
+            }
+        );
+        assert_eq!(
+            d.on_frame(t(900)).unwrap().duration,
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            (d.count(), d.total(), d.longest()),
+            (2, Duration::from_millis(801), Duration::from_millis(500))
+        );
     }
 
     #[test]

@@ -61,7 +61,11 @@ impl HostTime {
         if instant >= now_i {
             now_h + instant.duration_since(now_i)
         } else {
-            HostTime(now_h.0.saturating_sub(duration_nanos(now_i.duration_since(instant))))
+            HostTime(
+                now_h
+                    .0
+                    .saturating_sub(duration_nanos(now_i.duration_since(instant))),
+            )
         }
     }
 
@@ -81,7 +85,12 @@ impl std::ops::Add<Duration> for HostTime {
 
 impl fmt::Display for HostTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}s",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 

@@ -1,6 +1,106 @@
-//! GStreamer encoder and decoder pipelines for cg (issue #8).
+//! GStreamer encoder and decoder pipelines for cg, with run-time rate control.
 //!
-//! TODO(docs): filled in below once the API settles.
+//! cg-media is a driver, not a sans-IO core: it owns GStreamer pipelines and their threads
+//! and reads the host clock. It only *adapts* the encoder — the congestion controller
+//! (cg-cc) decides the rate, the transport (cg-rtp / cg-net) packetizes, paces and asks for
+//! key frames.
+//!
+//! # Sender: [`Encoder`]
+//!
+//! ```text
+//! videotestsrc (live) | file reader → appsrc (live) | ximagesrc | v4l2src
+//!   → [videoconvert → videoscale → videorate] → capsfilter I420 W×H@F
+//!   → queue (1 frame, leaky: a slow encoder drops the oldest raw frame, never delays capture)
+//!   → ● input probe: capture time, frame index, pending target bit rate
+//!   → vp8enc | x264enc | nvh264enc | nvh265enc   (low-latency settings, see EncoderKind)
+//!   → [h264parse | h265parse, SPS/PPS before every IDR] → capsfilter → appsink (sync=false)
+//!   → bounded std::sync::mpsc channel → the application
+//! ```
+//!
+//! [`Encoder::start`] takes an [`EncoderConfig`] (serde; the default is a moving zone plate,
+//! 1280×720 at 30 fps, VP8 at 2.5 Mbit/s) and returns the handle and a
+//! `Receiver<`[`EncodedFrame`]`>`. The handle is `Send + Sync` and every method is
+//! non-blocking:
+//! - [`Encoder::set_target_bitrate`] stores the new [`cg_types::Bitrate`]; the streaming
+//!   thread applies it in front of the next raw frame (no restart; the encoders take the
+//!   new value while playing). The conversion to the element's unit — vp8enc
+//!   `target-bitrate` in bit/s, x264enc and nvh26xenc `bitrate` in kbit/s — happens in one
+//!   place, `EncoderKind::set_bitrate`.
+//! - [`Encoder::request_key_frame`] sends an upstream `force-key-unit` event
+//!   (`gstreamer_video::UpstreamForceKeyUnitEvent`, all headers): the next raw frame to enter
+//!   the encoder is coded as a key frame.
+//! - [`Encoder::stats`]: frames in/out, key frames, bytes, produced versus target rate over a
+//!   window of stream time ([`RateWindow`]), encode latency (last, mean, max), back-pressure
+//!   drops, the first pipeline error.
+//!
+//! Unknown encoder names are [`MediaError::UnknownEncoder`] with the list of encoders
+//! installed here; NVENC is checked twice — the element factory must exist (the nvcodec
+//! plugin registers it only with an NVIDIA driver and GPU) and a two-frame probe pipeline
+//! must open a session — and otherwise is [`MediaError::EncoderNotAvailable`] saying which.
+//!
+//! # Receiver: [`Decoder`]
+//!
+//! ```text
+//! push(EncodedFrame) → gate → appsrc (live) → [h264parse | h265parse]
+//!   → vp8dec | avdec_h264 | avdec_h265 | nv*dec (if installed and `hardware`)
+//!   → ● output probe: decoded frames, size, glass-to-glass latency, freezes
+//!   → fakesink (default) | videoconvert → autovideosink   (both sync=false)
+//! ```
+//!
+//! The gate drops frames after a loss (a gap in [`EncodedFrame::seq`], or
+//! [`Decoder::signal_loss`]) until the next key frame, recognised from the bitstream
+//! ([`Codec::is_key_frame`]), and raises a key-frame request that the transport collects
+//! with [`Decoder::take_key_frame_request`] (repeated every `key_frame_request_interval`
+//! while waiting). Decoder errors never stop the stream: `max-errors = -1`, and a frame
+//! that goes in but never comes out (the decoder rejected it, or it is older than
+//! `decode_timeout`) is counted in [`DecoderStats::decode_errors`] and makes the decoder wait
+//! for a key frame; a bus error, or a decoder that lets a second of frames time out, is
+//! answered by rebuilding the pipeline ([`DecoderStats::restarts`]). Freezes are gaps
+//! between decoded frames longer than 3 nominal frame intervals ([`FreezeDetector`]).
+//!
+//! # Clocks
+//!
+//! - [`EncodedFrame::capture_time`] is a [`HostTime`]: `CLOCK_MONOTONIC`, read when the raw
+//!   frame enters the encoder. It is one clock for every process on the host, so a receiver
+//!   process in another netlab namespace computes glass-to-glass latency as
+//!   `decoded_at − capture_time` without any clock synchronisation. (It is also the clock of
+//!   `std::time::Instant` and of GStreamer's system clock on Linux; [`HostTime::to_instant`]
+//!   converts.) Not comparable across machines.
+//! - [`EncodedFrame::pts`] is the frame's running time in the sender pipeline (starts near
+//!   zero). Produced rates and key-frame positions are measured on it, so a busy host delays
+//!   the numbers but does not distort them. Encoders may shift buffer timestamps (x264enc
+//!   adds 1000 hours to keep DTS positive); input and output are matched on running time,
+//!   which survives that.
+//! - The decoder stamps buffers with its own strictly increasing times (the sender's PTS may
+//!   jump or restart); sinks do not synchronise (`sync=false`): frames are shown as soon as
+//!   they are decoded.
+//!
+//! # Threads and back-pressure
+//!
+//! GStreamer runs the source, the encoder and the decoder in their own streaming threads;
+//! cg-media adds one bus-watch thread per pipeline (and a reader thread for file sources).
+//! Nothing ever blocks a streaming thread on the application: the frame channel is a bounded
+//! `std::sync::mpsc::sync_channel` fed with `try_send`. When it is full the encoded frame is
+//! dropped, counted ([`EncoderStats::dropped_backpressure`]) and a key frame is requested,
+//! since the receiver will see a sequence gap. From tokio, receive in `spawn_blocking` (or a
+//! plain thread) with `recv`/`recv_timeout`; the handles' methods are cheap enough to call
+//! from async code. The decoder's queue in front of the decoding element is bounded by
+//! `max_queued_frames` (beyond it, frames are dropped as a loss).
+//!
+//! libvpx runs single-threaded by default: its VP8 worker threads synchronise by spinning,
+//! and on an oversubscribed 2-core host `threads = 2` fell to 5 fps (see
+//! [`EncoderConfig::threads`]).
+//!
+//! # Figures
+//!
+//! `cargo run --release -p cg-media --example bench_720p -- 15` on the 2-vCPU reference VM
+//! while other jobs kept its load average at 11.7 (so at well under one free core): 720p30
+//! VP8 at 2.5 Mbit/s, moving zone plate, encode and decode in one process. CPU per
+//! streaming thread: encoder 17.2 % of a core at the 22 fps the host sustained (≈ 7.8 ms of
+//! CPU per frame), decoder 6.8 % (≈ 3.1 ms per frame), zone-plate drawing 18.7 %. Per-frame
+//! latency, median / p95: encode 33.1 / 62.1 ms, decode 11.9 / 33.4 ms, glass-to-glass over
+//! the in-process loopback 49.9 / 88.5 ms — dominated by waiting for a CPU on that host, not
+//! by the codecs.
 
 mod codec;
 mod config;

@@ -49,15 +49,24 @@ pub(crate) fn set_str(
 
 fn pspec(element: &impl IsA<gst::Element>, name: &str) -> Result<glib::ParamSpec, MediaError> {
     element.as_ref().find_property(name).ok_or_else(|| {
-        MediaError::Pipeline(format!("element {} has no property {name}", element.as_ref().name()))
+        MediaError::Pipeline(format!(
+            "element {} has no property {name}",
+            element.as_ref().name()
+        ))
     })
 }
 
 /// Creates an element, or says which plugin is missing.
-pub(crate) fn make(factory: &'static str, plugin: &'static str) -> Result<gst::Element, MediaError> {
+pub(crate) fn make(
+    factory: &'static str,
+    plugin: &'static str,
+) -> Result<gst::Element, MediaError> {
     gst::ElementFactory::make(factory)
         .build()
-        .map_err(|_| MediaError::MissingElement { element: factory, plugin })
+        .map_err(|_| MediaError::MissingElement {
+            element: factory,
+            plugin,
+        })
 }
 
 #[cfg(test)]

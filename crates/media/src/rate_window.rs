@@ -24,7 +24,13 @@ pub struct RateWindow {
 impl RateWindow {
     /// A window of `window` for frames nominally `frame_interval` apart.
     pub fn new(window: Duration, frame_interval: Duration) -> Self {
-        RateWindow { window, frame_interval, frames: VecDeque::new(), bytes_in_window: 0, first: None }
+        RateWindow {
+            window,
+            frame_interval,
+            frames: VecDeque::new(),
+            bytes_in_window: 0,
+            first: None,
+        }
     }
 
     /// Records a frame. Out-of-order timestamps are accepted (counted at the newest time).

@@ -34,7 +34,10 @@ impl BuiltSource {
             .field("format", "I420")
             .field("width", i32::try_from(config.width).unwrap_or(1280))
             .field("height", i32::try_from(config.height).unwrap_or(720))
-            .field("framerate", gst::Fraction::new(i32::try_from(config.frame_rate).unwrap_or(30), 1))
+            .field(
+                "framerate",
+                gst::Fraction::new(i32::try_from(config.frame_rate).unwrap_or(30), 1),
+            )
             .build();
         let capsfilter = props::make("capsfilter", "core")?;
         props::set(&capsfilter, "caps", &raw_caps)?;
@@ -61,7 +64,11 @@ impl BuiltSource {
                 }
                 chain.push(src);
             }
-            SourceConfig::File { path, format, looping } => {
+            SourceConfig::File {
+                path,
+                format,
+                looping,
+            } => {
                 let reader = FrameReader::open(path, *format, *looping)?;
                 let info = reader.info();
                 let caps = gst::Caps::builder("video/x-raw")
@@ -112,13 +119,20 @@ impl BuiltSource {
         chain.push(capsfilter.clone());
         pipeline.add_many(&chain)?;
         gst::Element::link_many(&chain)?;
-        Ok(BuiltSource { tail: capsfilter, feeder })
+        Ok(BuiltSource {
+            tail: capsfilter,
+            feeder,
+        })
     }
 
     /// Starts the file reader thread, if any (after the pipeline is PLAYING).
     pub fn start(&mut self) -> Result<(), MediaError> {
-        let Some(f) = self.feeder.as_mut() else { return Ok(()) };
-        let Some(mut reader) = f.reader.take() else { return Ok(()) };
+        let Some(f) = self.feeder.as_mut() else {
+            return Ok(());
+        };
+        let Some(mut reader) = f.reader.take() else {
+            return Ok(());
+        };
         let appsrc = f.appsrc.clone();
         let stop = f.stop.clone();
         let info = reader.info();
@@ -149,7 +163,10 @@ impl BuiltSource {
                         epoch = now;
                         n = 0;
                     }
-                    if appsrc.push_buffer(gst::Buffer::from_mut_slice(frame)).is_err() {
+                    if appsrc
+                        .push_buffer(gst::Buffer::from_mut_slice(frame))
+                        .is_err()
+                    {
                         break;
                     }
                     n = n.saturating_add(1);

@@ -9,7 +9,7 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use cg_media::{
-    Codec, DecoderConfig, Decoder, EncodedFrame, Encoder, EncoderConfig, FileFormat, MediaError,
+    Codec, Decoder, DecoderConfig, EncodedFrame, Encoder, EncoderConfig, FileFormat, MediaError,
     PushOutcome, SourceConfig, TestPattern,
 };
 use cg_types::{Bitrate, DataSize};
@@ -34,7 +34,9 @@ fn config(encoder: &str, width: u32, height: u32, rate: Bitrate) -> EncoderConfi
 fn collect_until(rx: &Receiver<EncodedFrame>, until: Duration) -> Vec<EncodedFrame> {
     let mut frames = Vec::new();
     loop {
-        let f = rx.recv_timeout(Duration::from_secs(10)).expect("encoder produces frames");
+        let f = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("encoder produces frames");
         let done = f.pts >= until;
         frames.push(f);
         if done {
@@ -64,8 +66,11 @@ fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
 fn round_trip(encoder: &str, codec: Codec, width: u32, height: u32) {
     let _g = serial();
     let (enc, rx) = Encoder::start(config(encoder, width, height, Bitrate::mbps(1))).unwrap();
-    let (dec, records) =
-        Decoder::start(DecoderConfig { codec, ..DecoderConfig::default() }).unwrap();
+    let (dec, records) = Decoder::start(DecoderConfig {
+        codec,
+        ..DecoderConfig::default()
+    })
+    .unwrap();
     let mut pushed = 0;
     while pushed < 30 {
         let f = rx.recv_timeout(Duration::from_secs(10)).expect("frames");
@@ -77,17 +82,27 @@ fn round_trip(encoder: &str, codec: Codec, width: u32, height: u32) {
         assert_eq!(dec.push(f).unwrap(), PushOutcome::Queued);
         pushed += 1;
     }
-    wait_for("30 decoded frames", Duration::from_secs(10), || dec.stats().frames_decoded >= 30);
+    wait_for("30 decoded frames", Duration::from_secs(10), || {
+        dec.stats().frames_decoded >= 30
+    });
     let stats = dec.stats();
     assert_eq!(stats.last_size, Some((width, height)));
     assert_eq!(stats.decode_errors, 0);
     let rec = records.recv_timeout(Duration::from_secs(1)).unwrap();
     assert_eq!((rec.width, rec.height), (width, height));
-    let g2g = rec.glass_to_glass.expect("capture time is on this host's clock");
-    assert!(g2g > Duration::ZERO && g2g < Duration::from_secs(5), "{g2g:?}");
+    let g2g = rec
+        .glass_to_glass
+        .expect("capture time is on this host's clock");
+    assert!(
+        g2g > Duration::ZERO && g2g < Duration::from_secs(5),
+        "{g2g:?}"
+    );
     assert!(stats.median_glass_to_glass.is_some());
     let es = enc.stats();
-    assert!(es.frames_out >= 30 && es.key_frames >= 1 && es.error.is_none(), "{es:?}");
+    assert!(
+        es.frames_out >= 30 && es.key_frames >= 1 && es.error.is_none(),
+        "{es:?}"
+    );
     assert!(es.mean_encode_latency > Duration::ZERO);
     enc.stop();
     dec.stop();
@@ -106,12 +121,19 @@ fn x264_output_decodes_to_frames_of_the_configured_size() {
 /// Issue #8: a 2 → 0.5 Mbit/s step is followed within 2 s (±20 %).
 fn follows_target_step(encoder: &str) {
     let _g = serial();
-    let cfg = EncoderConfig { stats_window: Duration::from_secs(1), ..config(encoder, 640, 360, Bitrate::mbps(2)) };
+    let cfg = EncoderConfig {
+        stats_window: Duration::from_secs(1),
+        ..config(encoder, 640, 360, Bitrate::mbps(2))
+    };
     let (enc, rx) = Encoder::start(cfg).unwrap();
     let first = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     let t0 = first.pts;
     let before = collect_until(&rx, t0 + Duration::from_secs(2));
-    let settled = rate_between(&before, t0 + Duration::from_secs(1), t0 + Duration::from_secs(2));
+    let settled = rate_between(
+        &before,
+        t0 + Duration::from_secs(1),
+        t0 + Duration::from_secs(2),
+    );
     assert!(
         (1.6..=2.4).contains(&settled.as_mbps_f64()),
         "the source must be able to fill 2 Mbit/s: produced {settled}"
@@ -125,14 +147,21 @@ fn follows_target_step(encoder: &str) {
         }
     };
     after.extend(collect_until(&rx, step_pts + Duration::from_secs(2)));
-    let window = rate_between(&after, step_pts + Duration::from_secs(1), step_pts + Duration::from_secs(2));
+    let window = rate_between(
+        &after,
+        step_pts + Duration::from_secs(1),
+        step_pts + Duration::from_secs(2),
+    );
     assert!(
         (0.4..=0.6).contains(&window.as_mbps_f64()),
         "produced {window} in the second after the step (target 500 kbit/s)"
     );
     let stats = enc.stats();
     assert_eq!(stats.target_bitrate, Bitrate::kbps(500));
-    assert!((0.4..=0.6).contains(&stats.produced_bitrate.as_mbps_f64()), "{stats:?}");
+    assert!(
+        (0.4..=0.6).contains(&stats.produced_bitrate.as_mbps_f64()),
+        "{stats:?}"
+    );
     assert!(stats.error.is_none());
 }
 
@@ -149,28 +178,47 @@ fn x264_follows_a_target_step_from_2_to_0_5_mbps_within_2_s() {
 /// Issue #8: a key-frame request yields a key frame within 2 frame intervals.
 fn key_frame_on_request(encoder: &str) {
     let _g = serial();
-    let cfg = EncoderConfig { key_frame_interval: None, ..config(encoder, 320, 240, Bitrate::kbps(500)) };
+    let cfg = EncoderConfig {
+        key_frame_interval: None,
+        ..config(encoder, 320, 240, Bitrate::kbps(500))
+    };
     let (enc, rx) = Encoder::start(cfg).unwrap();
     let interval = Duration::from_secs(1) / 30;
     let t0 = rx.recv_timeout(Duration::from_secs(10)).unwrap().pts;
     for round in 0..3 {
         let frames = collect_until(&rx, t0 + Duration::from_millis(500 + 500 * round));
-        assert!(frames.iter().all(|f| !f.key_frame), "no key frame without a request");
+        assert!(
+            frames.iter().all(|f| !f.key_frame),
+            "no key frame without a request"
+        );
         enc.request_key_frame().unwrap();
         let stats = enc.stats();
-        let after = stats.key_frame_requested_after_index.expect("frames entered");
+        let after = stats
+            .key_frame_requested_after_index
+            .expect("frames entered");
         let after_pts = stats.key_frame_requested_after_pts.expect("frames entered");
         let key = loop {
             let f = rx.recv_timeout(Duration::from_secs(10)).unwrap();
             if f.key_frame {
                 break f;
             }
-            assert!(f.index <= after + 2, "frame {} is not a key frame (request after {after})", f.index);
+            assert!(
+                f.index <= after + 2,
+                "frame {} is not a key frame (request after {after})",
+                f.index
+            );
         };
-        assert!(key.index > after && key.index <= after + 2, "key frame {} after {after}", key.index);
+        assert!(
+            key.index > after && key.index <= after + 2,
+            "key frame {} after {after}",
+            key.index
+        );
         // Within two frame intervals of the last frame before the request.
         let late = key.pts.saturating_sub(after_pts);
-        assert!(late <= 2 * interval + Duration::from_millis(2), "key frame {late:?} after the request");
+        assert!(
+            late <= 2 * interval + Duration::from_millis(2),
+            "key frame {late:?} after the request"
+        );
         assert!(enc.kind().codec().is_key_frame(&key.data));
     }
     assert_eq!(enc.stats().key_frame_requests, 3);
@@ -204,7 +252,10 @@ fn nvenc_without_an_nvidia_gpu_is_a_clear_not_available_error() {
         match Encoder::start(config(name, 320, 240, Bitrate::mbps(1))) {
             Err(MediaError::EncoderNotAvailable { encoder, reason }) => {
                 assert!(encoder.starts_with("nvh26"));
-                assert!(reason.contains("NVIDIA") || reason.contains("cannot encode"), "{reason}");
+                assert!(
+                    reason.contains("NVIDIA") || reason.contains("cannot encode"),
+                    "{reason}"
+                );
             }
             Err(other) => panic!("{name}: wrong error {other}"),
             Ok(_) => {
@@ -217,17 +268,25 @@ fn nvenc_without_an_nvidia_gpu_is_a_clear_not_available_error() {
 
 /// Encodes `n` frames at 320x240 for the decoder tests.
 fn encode_frames(encoder: &str, n: usize) -> Vec<EncodedFrame> {
-    let cfg = EncoderConfig { key_frame_interval: None, ..config(encoder, 320, 240, Bitrate::kbps(800)) };
+    let cfg = EncoderConfig {
+        key_frame_interval: None,
+        ..config(encoder, 320, 240, Bitrate::kbps(800))
+    };
     let (enc, rx) = Encoder::start(cfg).unwrap();
-    let frames: Vec<EncodedFrame> =
-        (0..n).map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap()).collect();
+    let frames: Vec<EncodedFrame> = (0..n)
+        .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
+        .collect();
     enc.stop();
     assert!(frames[0].key_frame && frames[1..].iter().all(|f| !f.key_frame));
     frames
 }
 
 fn with_seq(f: &EncodedFrame, seq: u64, data: Vec<u8>) -> EncodedFrame {
-    EncodedFrame { seq, data: data.into(), ..f.clone() }
+    EncodedFrame {
+        seq,
+        data: data.into(),
+        ..f.clone()
+    }
 }
 
 /// Issue #8: corrupt or truncated frames → counted errors, the pipeline keeps running, and
@@ -235,7 +294,11 @@ fn with_seq(f: &EncodedFrame, seq: u64, data: Vec<u8>) -> EncodedFrame {
 fn corrupt_frames_are_counted(encoder: &str, codec: Codec) {
     let _g = serial();
     let frames = encode_frames(encoder, 20);
-    let (dec, _records) = Decoder::start(DecoderConfig { codec, ..DecoderConfig::default() }).unwrap();
+    let (dec, _records) = Decoder::start(DecoderConfig {
+        codec,
+        ..DecoderConfig::default()
+    })
+    .unwrap();
     let mut seq = 0u64;
     let mut push = |f: &EncodedFrame, data: Vec<u8>| {
         let out = dec.push(with_seq(f, seq, data)).unwrap();
@@ -245,7 +308,9 @@ fn corrupt_frames_are_counted(encoder: &str, codec: Codec) {
     for f in &frames[..10] {
         push(f, f.data.to_vec());
     }
-    wait_for("10 good frames", Duration::from_secs(10), || dec.stats().frames_decoded >= 10);
+    wait_for("10 good frames", Duration::from_secs(10), || {
+        dec.stats().frames_decoded >= 10
+    });
 
     // Truncated inter frames, random bytes, a truncated key frame, an empty frame.
     let mut rng = cg_types::Rng::new(8);
@@ -270,14 +335,19 @@ fn corrupt_frames_are_counted(encoder: &str, codec: Codec) {
         let s = dec.stats();
         s.decode_errors + s.decoder_warnings > 0 && s.waiting_for_key_frame
     });
-    assert!(dec.take_key_frame_request(), "a decode error asks for a key frame");
+    assert!(
+        dec.take_key_frame_request(),
+        "a decode error asks for a key frame"
+    );
 
     // A good key frame and its successors decode again.
     let decoded_before = dec.stats().frames_decoded;
     for f in &frames[..10] {
         push(f, f.data.to_vec());
     }
-    wait_for("recovery", Duration::from_secs(10), || dec.stats().frames_decoded >= decoded_before + 8);
+    wait_for("recovery", Duration::from_secs(10), || {
+        dec.stats().frames_decoded >= decoded_before + 8
+    });
     let s = dec.stats();
     assert_eq!(s.last_size, Some((320, 240)));
     assert!(!s.waiting_for_key_frame, "{s:?}");
@@ -304,23 +374,46 @@ fn a_lost_frame_makes_the_decoder_wait_for_a_key_frame_and_ask_for_one() {
     }
     assert!(!dec.take_key_frame_request());
     // Frame 5 is lost: 6.. reference it.
-    assert_eq!(dec.push(frames[6].clone()).unwrap(), PushOutcome::DroppedAwaitingKeyFrame);
+    assert_eq!(
+        dec.push(frames[6].clone()).unwrap(),
+        PushOutcome::DroppedAwaitingKeyFrame
+    );
     assert!(dec.take_key_frame_request());
-    assert_eq!(dec.push(frames[7].clone()).unwrap(), PushOutcome::DroppedAwaitingKeyFrame);
+    assert_eq!(
+        dec.push(frames[7].clone()).unwrap(),
+        PushOutcome::DroppedAwaitingKeyFrame
+    );
     // A duplicate is stale, not a loss.
-    assert_eq!(dec.push(frames[7].clone()).unwrap(), PushOutcome::DroppedStale);
+    assert_eq!(
+        dec.push(frames[7].clone()).unwrap(),
+        PushOutcome::DroppedStale
+    );
     // The key frame (re-sent with a later sequence number) resumes decoding.
-    let key = EncodedFrame { seq: 8, ..frames[0].clone() };
+    let key = EncodedFrame {
+        seq: 8,
+        ..frames[0].clone()
+    };
     assert_eq!(dec.push(key).unwrap(), PushOutcome::Queued);
     for (i, f) in frames[1..4].iter().enumerate() {
-        let f = EncodedFrame { seq: 9 + i as u64, ..f.clone() };
+        let f = EncodedFrame {
+            seq: 9 + i as u64,
+            ..f.clone()
+        };
         assert_eq!(dec.push(f).unwrap(), PushOutcome::Queued);
     }
-    wait_for("decoding resumes", Duration::from_secs(10), || dec.stats().frames_decoded >= 9);
+    wait_for("decoding resumes", Duration::from_secs(10), || {
+        dec.stats().frames_decoded >= 9
+    });
     let s = dec.stats();
-    assert_eq!((s.losses, s.dropped_awaiting_key_frame, s.dropped_stale), (1, 2, 1));
+    assert_eq!(
+        (s.losses, s.dropped_awaiting_key_frame, s.dropped_stale),
+        (1, 2, 1)
+    );
     // Wrong codec is a typed error, not a crash.
-    let h264 = EncodedFrame { codec: Codec::H264, ..frames[0].clone() };
+    let h264 = EncodedFrame {
+        codec: Codec::H264,
+        ..frames[0].clone()
+    };
     assert!(matches!(dec.push(h264), Err(MediaError::WrongCodec { .. })));
 }
 
@@ -333,25 +426,42 @@ fn a_pause_in_the_stream_is_counted_as_a_freeze_with_its_duration() {
         dec.push(f.clone()).unwrap();
         std::thread::sleep(Duration::from_millis(33));
     }
-    wait_for("5 frames", Duration::from_secs(10), || dec.stats().frames_decoded >= 5);
+    wait_for("5 frames", Duration::from_secs(10), || {
+        dec.stats().frames_decoded >= 5
+    });
     std::thread::sleep(Duration::from_millis(400));
-    assert!(dec.stats().current_stall.is_some_and(|d| d >= Duration::from_millis(400)));
+    assert!(
+        dec.stats()
+            .current_stall
+            .is_some_and(|d| d >= Duration::from_millis(400))
+    );
     for f in &frames[5..] {
         dec.push(f.clone()).unwrap();
     }
-    wait_for("10 frames", Duration::from_secs(10), || dec.stats().frames_decoded >= 10);
+    wait_for("10 frames", Duration::from_secs(10), || {
+        dec.stats().frames_decoded >= 10
+    });
     let s = dec.stats();
     assert!(s.freezes >= 1, "{s:?}");
     assert!(s.longest_freeze >= Duration::from_millis(400), "{s:?}");
-    assert!(s.recent_freezes.iter().any(|f| f.duration >= Duration::from_millis(400)));
+    assert!(
+        s.recent_freezes
+            .iter()
+            .any(|f| f.duration >= Duration::from_millis(400))
+    );
 }
 
 #[test]
 fn back_pressure_drops_frames_without_stalling_and_requests_a_key_frame() {
     let _g = serial();
-    let cfg = EncoderConfig { frame_queue: 2, ..config("vp8", 320, 240, Bitrate::kbps(300)) };
+    let cfg = EncoderConfig {
+        frame_queue: 2,
+        ..config("vp8", 320, 240, Bitrate::kbps(300))
+    };
     let (enc, rx) = Encoder::start(cfg).unwrap();
-    wait_for("drops", Duration::from_secs(10), || enc.stats().dropped_backpressure >= 5);
+    wait_for("drops", Duration::from_secs(10), || {
+        enc.stats().dropped_backpressure >= 5
+    });
     let s = enc.stats();
     assert!(s.key_frame_requests >= 1 && s.error.is_none(), "{s:?}");
     // The pipeline is still running: fresh frames arrive, with a sequence gap.
@@ -367,16 +477,22 @@ fn y4m_file_source_loops_and_encodes() {
     let _g = serial();
     use std::io::Write;
     let mut file = tempfile::NamedTempFile::new().unwrap();
-    write!(file, "YUV4MPEG2 W160 H120 F30:1 C420jpeg\n").unwrap();
+    writeln!(file, "YUV4MPEG2 W160 H120 F30:1 C420jpeg").unwrap();
     for i in 0..5u8 {
         file.write_all(b"FRAME\n").unwrap();
-        let luma: Vec<u8> = (0..160 * 120).map(|p| (p as u8).wrapping_mul(i + 1)).collect();
+        let luma: Vec<u8> = (0..160 * 120)
+            .map(|p| (p as u8).wrapping_mul(i + 1))
+            .collect();
         file.write_all(&luma).unwrap();
         file.write_all(&[128; 2 * 80 * 60]).unwrap();
     }
     file.flush().unwrap();
     let cfg = EncoderConfig {
-        source: SourceConfig::File { path: file.path().to_owned(), format: FileFormat::Y4m, looping: true },
+        source: SourceConfig::File {
+            path: file.path().to_owned(),
+            format: FileFormat::Y4m,
+            looping: true,
+        },
         ..config("vp8", 160, 120, Bitrate::kbps(300))
     };
     let (enc, rx) = Encoder::start(cfg).unwrap();
@@ -385,20 +501,30 @@ fn y4m_file_source_loops_and_encodes() {
     let frames = collect_until(&rx, first.pts + Duration::from_millis(500));
     // 15 frames are due in 500 ms; a loaded host may deliver fewer, but more than the 5 in
     // the file proves the loop.
-    assert!(frames.len() >= 8, "5-frame file looped: {} frames", frames.len());
+    assert!(
+        frames.len() >= 8,
+        "5-frame file looped: {} frames",
+        frames.len()
+    );
     assert!(enc.stats().error.is_none());
 }
 
 #[test]
 fn missing_file_and_missing_display_are_typed_errors() {
     let cfg = EncoderConfig {
-        source: SourceConfig::File { path: "/nonexistent.y4m".into(), format: FileFormat::Y4m, looping: true },
+        source: SourceConfig::File {
+            path: "/nonexistent.y4m".into(),
+            format: FileFormat::Y4m,
+            looping: true,
+        },
         ..config("vp8", 160, 120, Bitrate::kbps(300))
     };
     assert!(matches!(Encoder::start(cfg), Err(MediaError::File { .. })));
     let _g = serial();
     let cfg = EncoderConfig {
-        source: SourceConfig::Screen { display: Some(":97".to_owned()) },
+        source: SourceConfig::Screen {
+            display: Some(":97".to_owned()),
+        },
         ..config("vp8", 160, 120, Bitrate::kbps(300))
     };
     match Encoder::start(cfg) {

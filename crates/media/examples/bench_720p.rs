@@ -1,0 +1,184 @@
+//! Whole-process benchmark: 720p30 VP8 encode → decode in one process.
+//!
+//! ```text
+//! cargo run --release -p cg-media --example bench_720p -- [seconds] [encoder] [pattern]
+//! ```
+//! (defaults: 20 s, `vp8`, `zone` — also `smpte`). Prints per-frame encode latency (encoder
+//! input → appsink), decode latency (push → decoded picture), glass-to-glass latency
+//! (capture → decoded picture over this in-process loopback), and the CPU time of each
+//! GStreamer streaming thread (source, encoder, decoder) read from /proc/self/task, as a
+//! percentage of one core.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use cg_media::{
+    Decoder, DecoderConfig, Encoder, EncoderConfig, EncoderKind, HostTime, SourceConfig,
+    TestPattern,
+};
+use cg_types::Bitrate;
+
+/// User + system CPU time of every thread of this process, by thread name.
+fn thread_cpu() -> HashMap<String, Duration> {
+    let tick = 100.0; // USER_HZ on Linux
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close].to_owned();
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        // Fields after the name: state is index 0, utime index 11, stime index 12.
+        let ticks: f64 = [11, 12]
+            .iter()
+            .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
+            .sum();
+        *out.entry(name).or_default() += Duration::from_secs_f64(ticks / tick);
+    }
+    out
+}
+
+fn percentiles(mut v: Vec<Duration>) -> String {
+    if v.is_empty() {
+        return "no samples".to_owned();
+    }
+    v.sort_unstable();
+    let p = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    format!(
+        "median {:6.2} ms  p95 {:6.2} ms  max {:6.2} ms  (n = {})",
+        p(0.5).as_secs_f64() * 1e3,
+        p(0.95).as_secs_f64() * 1e3,
+        p(1.0).as_secs_f64() * 1e3,
+        v.len()
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let seconds: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let encoder = args.get(2).cloned().unwrap_or_else(|| "vp8".to_owned());
+    let pattern = match args.get(3).map(String::as_str) {
+        Some("smpte") => TestPattern::ScrollingSmpte,
+        _ => TestPattern::MovingZonePlate,
+    };
+    let config = EncoderConfig {
+        encoder: encoder.clone(),
+        source: SourceConfig::TestPattern { pattern },
+        start_bitrate: Bitrate::kbps(2_500),
+        ..EncoderConfig::default()
+    };
+    let codec = EncoderKind::from_name(&encoder)
+        .expect("known encoder")
+        .codec();
+    println!(
+        "{}x{}@{} {encoder} {pattern:?} at {}, {seconds} s",
+        config.width, config.height, config.frame_rate, config.start_bitrate
+    );
+    let (enc, frames) = Encoder::start(config).expect("encoder starts");
+    let (dec, decoded) = Decoder::start(DecoderConfig {
+        codec,
+        frame_queue: 4096,
+        ..DecoderConfig::default()
+    })
+    .expect("decoder starts");
+
+    // Warm up one second, then measure.
+    let warm_up = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < warm_up {
+        if let Ok(f) = frames.recv_timeout(Duration::from_millis(100)) {
+            let _ = dec.push(f);
+        }
+    }
+    while decoded.try_recv().is_ok() {}
+    let cpu0 = thread_cpu();
+    let t0 = Instant::now();
+    let (stats0_enc, stats0_dec) = (enc.stats(), dec.stats());
+    let mut pushed_at: HashMap<u64, HostTime> = HashMap::new();
+    let (mut enc_lat, mut dec_lat, mut g2g, mut sizes) = (Vec::new(), Vec::new(), Vec::new(), 0u64);
+    let end = t0 + Duration::from_secs(seconds);
+    while Instant::now() < end {
+        let Ok(f) = frames.recv_timeout(Duration::from_millis(100)) else {
+            continue;
+        };
+        enc_lat.push(f.encode_latency);
+        sizes += f.data.len() as u64;
+        pushed_at.insert(f.seq, HostTime::now());
+        let _ = dec.push(f);
+        while let Ok(d) = decoded.try_recv() {
+            if let Some(p) = pushed_at.remove(&d.seq) {
+                dec_lat.push(d.decoded_at.checked_duration_since(p).unwrap_or_default());
+            }
+            g2g.extend(d.glass_to_glass);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    while let Ok(d) = decoded.try_recv() {
+        if let Some(p) = pushed_at.remove(&d.seq) {
+            dec_lat.push(d.decoded_at.checked_duration_since(p).unwrap_or_default());
+        }
+        g2g.extend(d.glass_to_glass);
+    }
+    let wall = t0.elapsed();
+    let cpu1 = thread_cpu();
+    let (es, ds) = (enc.stats(), dec.stats());
+    enc.stop();
+    dec.stop();
+
+    println!(
+        "encode latency (encoder in → appsink):  {}",
+        percentiles(enc_lat.clone())
+    );
+    println!(
+        "decode latency (push → decoded picture): {}",
+        percentiles(dec_lat)
+    );
+    println!(
+        "glass-to-glass (capture → decoded):      {}",
+        percentiles(g2g)
+    );
+    let frames_in = es.frames_in - stats0_enc.frames_in;
+    let frames_out = es.frames_out - stats0_enc.frames_out;
+    println!(
+        "encoder: {frames_in} frames in, {frames_out} out in {:.1} s ({:.1} fps); produced {:.3} Mbit/s (target {})",
+        wall.as_secs_f64(),
+        frames_out as f64 / wall.as_secs_f64(),
+        sizes as f64 * 8.0 / wall.as_secs_f64() / 1e6,
+        es.target_bitrate
+    );
+    println!(
+        "decoder: {} decoded, {} errors, {} freezes (longest {:?}), {} dropped awaiting key frame",
+        ds.frames_decoded - stats0_dec.frames_decoded,
+        ds.decode_errors - stats0_dec.decode_errors,
+        ds.freezes - stats0_dec.freezes,
+        ds.longest_freeze,
+        ds.dropped_awaiting_key_frame
+    );
+    println!(
+        "CPU per thread over {:.1} s (% of one core):",
+        wall.as_secs_f64()
+    );
+    let mut rows: Vec<(String, f64)> = cpu1
+        .iter()
+        .map(|(name, t)| {
+            let before = cpu0.get(name).copied().unwrap_or_default();
+            (
+                name.clone(),
+                t.saturating_sub(before).as_secs_f64() / wall.as_secs_f64() * 100.0,
+            )
+        })
+        .filter(|(_, pct)| *pct >= 0.5)
+        .collect();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (name, pct) in rows {
+        println!("  {name:<16} {pct:5.1} %");
+    }
+    println!(
+        "  (videotestsrc*:src = source drawing, queue*:src = encoder + appsink, appsrc*:src = decoder + fakesink)"
+    );
+}
