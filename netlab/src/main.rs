@@ -272,8 +272,13 @@ fn real_main(args: Args) -> Result<(), Error> {
                 .map_err(|e| Error::io(format!("read {}", scenario.display()), e))?;
             let sc = Scenario::parse(&text, &scenario.display().to_string(), "scenario", &base)?;
             emu::forwarder::run(emu::forwarder::ForwarderConfig {
-                forward: emu::linkcfg::link_config(&sc.forward, sc.seed, "forward")?,
-                reverse: emu::linkcfg::link_config(&sc.reverse, sc.seed.wrapping_add(1), "reverse")?,
+                forward: emu::linkcfg::link_config(&sc.forward, &sc.flows, sc.seed, "forward")?,
+                reverse: emu::linkcfg::link_config(
+                    &sc.reverse,
+                    &sc.flows,
+                    sc.seed.wrapping_add(1),
+                    "reverse",
+                )?,
                 overhead: 0,
                 t0_ns,
                 coalesce: Duration::from_micros(coalesce_us),

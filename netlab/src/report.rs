@@ -52,8 +52,8 @@ pub fn preflight(sc: &Scenario) -> Result<()> {
         )));
     }
     if sc.backend == Backend::Emulated || sc.fallback == Fallback::Emulated {
-        crate::emu::linkcfg::link_config(&sc.forward, sc.seed, "forward")?;
-        crate::emu::linkcfg::link_config(&sc.reverse, sc.seed, "reverse")?;
+        crate::emu::linkcfg::link_config(&sc.forward, &sc.flows, sc.seed, "forward")?;
+        crate::emu::linkcfg::link_config(&sc.reverse, &sc.flows, sc.seed, "reverse")?;
     }
     Ok(())
 }

@@ -3,16 +3,24 @@
 use std::time::Duration;
 
 use cg_link::{CapacityConfig, DelayConfig, LinkConfig, LossConfig, MahimahiTrace, RateStep};
-use cg_link::qdisc::{DropTailConfig, QdiscConfig, QueueLimit};
+use cg_link::qdisc::{
+    DropTailConfig, HtbClassConfig, HtbConfig, HtbMatch, HtbRule, QdiscConfig, QueueLimit,
+};
+use cg_link::{Dscp, Protocol};
 
 use cg_types::Bitrate;
 
 use crate::scenario::units::{Dur, Limit};
-use crate::scenario::{Capacity, LinkSpec, Qdisc};
+use crate::scenario::{Capacity, FlowKind, FlowSpec, LinkSpec, Qdisc, RawHtbClass};
 use crate::{Error, Result};
 
 /// Builds (and validates, by constructing a link) the cg-link config for one direction.
-pub fn link_config(spec: &LinkSpec, seed: u64, what: &str) -> Result<LinkConfig> {
+pub fn link_config(
+    spec: &LinkSpec,
+    flows: &[FlowSpec],
+    seed: u64,
+    what: &str,
+) -> Result<LinkConfig> {
     let capacity = match &spec.capacity {
         Capacity::Constant(r) => CapacityConfig::Constant { rate: *r },
         Capacity::Schedule(steps) => CapacityConfig::Schedule {
@@ -42,7 +50,7 @@ pub fn link_config(spec: &LinkSpec, seed: u64, what: &str) -> Result<LinkConfig>
         capacity,
         delay: DelayConfig::fixed(spec.delay),
         loss,
-        qdisc: qdisc_config(&spec.qdisc, spec.capacity.rate_at(Duration::ZERO), what)?,
+        qdisc: qdisc_config(&spec.qdisc, spec.capacity.rate_at(Duration::ZERO), flows, what)?,
         seed,
         // The forwarder streams events out with poll_event; keep the in-memory log small.
         event_limit: Some(1 << 16),
@@ -60,7 +68,12 @@ pub fn link_config(spec: &LinkSpec, seed: u64, what: &str) -> Result<LinkConfig>
 /// passing only the parameters the scenario sets, so every omitted one takes cg-link's (Linux's)
 /// default. Limits given in bytes or time become packets of 1500 bytes at the mean rate for
 /// qdiscs whose limit is a packet count.
-pub fn qdisc_config(q: &Qdisc, rate: Bitrate, what: &str) -> Result<QdiscConfig> {
+pub fn qdisc_config(
+    q: &Qdisc,
+    rate: Bitrate,
+    flows: &[FlowSpec],
+    what: &str,
+) -> Result<QdiscConfig> {
     use toml::Value as V;
     let dur = |d: &Option<Dur>| d.map(|d| V::String(humantime::format_duration(d.0).to_string()));
     let pkts = |l: &Option<Limit>| {
@@ -93,7 +106,13 @@ pub fn qdisc_config(q: &Qdisc, rate: Bitrate, what: &str) -> Result<QdiscConfig>
                 ("ecn", ecn.map(V::Boolean)),
             ],
         ),
-        Qdisc::Sfq { limit } => (&["sfq"], vec![("limit", pkts(limit))]),
+        Qdisc::Sfq { limit } => (
+            &["sfq"],
+            vec![(
+                "limit",
+                limit.and_then(|l| V::try_from(queue_limit(l)).ok()),
+            )],
+        ),
         Qdisc::FqCodel { target, interval, limit, ecn } => (
             &["fq_codel"],
             vec![
@@ -108,15 +127,11 @@ pub fn qdisc_config(q: &Qdisc, rate: Bitrate, what: &str) -> Result<QdiscConfig>
             vec![
                 ("target", dur(target)),
                 ("limit", pkts(limit)),
-                ("step", dur(step)),
-                ("coupling", coupling.map(V::Float)),
+                ("step_threshold", dur(step)),
+                ("coupling_factor", coupling.map(V::Float)),
             ],
         ),
-        Qdisc::Htb { .. } => {
-            return Err(Error::NotAvailable(format!(
-                "{what} qdisc `htb` is not available in cg-link yet"
-            )));
-        }
+        Qdisc::Htb { classes, default } => return htb_config(classes, default, rate, flows, what),
     };
     let mut last = String::new();
     for kind in kinds {
@@ -140,6 +155,56 @@ pub fn qdisc_config(q: &Qdisc, rate: Bitrate, what: &str) -> Result<QdiscConfig>
     } else {
         Err(Error::NotAvailable(format!("{what} qdisc `{}`: {last}", q.kind())))
     }
+}
+
+/// HTB (TMA24 §IV-C): scenario classes with their child qdiscs; a class's `flows` become
+/// rules on the flows' protocol and destination port (each flow has its own port), `dscp`
+/// a DSCP rule.
+fn htb_config(
+    classes: &[RawHtbClass],
+    default: &str,
+    rate: Bitrate,
+    flows: &[FlowSpec],
+    what: &str,
+) -> Result<QdiscConfig> {
+    let mut cfg = HtbConfig {
+        default_class: Some(default.to_owned()),
+        ..HtbConfig::default()
+    };
+    for c in classes {
+        let mut class = HtbClassConfig::new(&c.name, c.rate.0, c.ceil.map_or(rate, |r| r.0), c.prio);
+        if let Some(q) = &c.qdisc {
+            class.qdisc = Some(Box::new(qdisc_config(q, c.rate.0, flows, what)?));
+        }
+        cfg.classes.push(class);
+        for name in &c.flows {
+            for f in flows
+                .iter()
+                .filter(|f| &f.name == name || f.name.strip_prefix(name.as_str()).is_some_and(|r| r.starts_with('-')))
+            {
+                cfg.rules.push(HtbRule {
+                    class: c.name.clone(),
+                    matches: HtbMatch {
+                        dst_port: Some(f.port),
+                        protocol: Some(Protocol(if f.kind == FlowKind::Tcp { 6 } else { 17 })),
+                        ..HtbMatch::default()
+                    },
+                });
+            }
+        }
+        if let Some(d) = c.dscp {
+            cfg.rules.push(HtbRule {
+                class: c.name.clone(),
+                matches: HtbMatch {
+                    dscp: Some(Dscp::new(d).ok_or_else(|| {
+                        Error::NotAvailable(format!("{what} htb class `{}`: DSCP {d} is above 63", c.name))
+                    })?),
+                    ..HtbMatch::default()
+                },
+            });
+        }
+    }
+    Ok(QdiscConfig::Htb(cfg))
 }
 
 fn queue_limit(l: Limit) -> QueueLimit {
@@ -167,7 +232,7 @@ mod tests {
                 limit: Limit::Time(Duration::from_millis(300)),
             },
         };
-        let c = link_config(&spec, 1, "forward").unwrap();
+        let c = link_config(&spec, &[], 1, "forward").unwrap();
         match c.capacity {
             CapacityConfig::Schedule { steps, .. } => {
                 assert_eq!(steps[0].duration, Duration::from_secs(20));
@@ -186,8 +251,29 @@ mod tests {
             limit: Some(Limit::Packets(1000)),
             ecn: Some(true),
         };
-        let c = qdisc_config(&q, Bitrate::mbps(1), "forward").unwrap();
+        let c = qdisc_config(&q, Bitrate::mbps(1), &[], "forward").unwrap();
         let text = format!("{c:?}");
         assert!(text.contains("13ms") && text.contains("1000") && text.contains("ecn: true"), "{text}");
+    }
+
+    #[test]
+    fn every_preset_builds_a_cg_link_config() {
+        for name in crate::scenario::presets::names() {
+            let sc = crate::scenario::presets::load(name).unwrap().unwrap();
+            link_config(&sc.forward, &sc.flows, 1, "forward").unwrap_or_else(|e| panic!("{name}: {e}"));
+            link_config(&sc.reverse, &sc.flows, 1, "reverse").unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn htb_classes_match_their_flows_by_port() {
+        let sc = crate::scenario::presets::load("tma24-4-htb-cubic").unwrap().unwrap();
+        let c = link_config(&sc.forward, &sc.flows, 1, "forward").unwrap();
+        let QdiscConfig::Htb(h) = c.qdisc else { panic!("{:?}", c.qdisc) };
+        assert_eq!(h.classes.len(), 2);
+        assert_eq!(h.default_class.as_deref(), Some("be"));
+        let cg = sc.flows.iter().find(|f| f.name == "cg").unwrap();
+        assert_eq!(h.rules[0].class, "cg");
+        assert_eq!(h.rules[0].matches.dst_port, Some(cg.port));
     }
 }
