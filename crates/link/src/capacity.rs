@@ -1,7 +1,7 @@
 //! Link capacity: constant, a piecewise-constant schedule, or a Mahimahi delivery trace.
 //!
 //! Capacity is a *service curve*, not a ticking clock: given when a packet starts being served
-//! and its size, [`Capacity::finish`] computes when its last bit leaves, integrating across
+//! and its size, `Capacity::finish` computes when its last bit leaves, integrating across
 //! schedule steps or walking trace opportunities. Nothing ticks per millisecond, so a real-time
 //! driver sleeps until the next completion and a simulation jumps straight to it.
 
@@ -445,8 +445,12 @@ impl Capacity {
 
 /// `work` bit·nanoseconds at `bps`, rounded up to the nanosecond.
 fn bits_time(work: u128, bps: u64) -> Duration {
-    let bps = bps.max(1) as u128;
-    Duration::from_nanos(u64::try_from(work.div_ceil(bps)).unwrap_or(u64::MAX))
+    let bps = bps.max(1);
+    // Fast path: one packet's work fits in 64 bits (below ~2 GB).
+    if let Ok(w) = u64::try_from(work) {
+        return Duration::from_nanos(w.div_ceil(bps));
+    }
+    Duration::from_nanos(u64::try_from(work.div_ceil(bps as u128)).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

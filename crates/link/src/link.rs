@@ -647,6 +647,62 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn tma24_htb_preset_through_the_link_keeps_the_cloud_gaming_rate() {
+        let t0 = Instant::now();
+        let rate = Bitrate::mbps(50);
+        let cfg = LinkConfig {
+            qdisc: QdiscConfig::Preset {
+                name: "tma24-htb".into(),
+            },
+            ..LinkConfig::constant(rate)
+        };
+        let mut link = Link::new(cfg).unwrap();
+        let mut tcp = Cbr::new(2, Bitrate::mbps(80), 1500, t0);
+        tcp.flow.protocol = crate::packet::Protocol::TCP;
+        let mut src = [Cbr::new(1, Bitrate::mbps(10), 1200, t0), tcp];
+        let until = t0 + Duration::from_secs(10);
+        let out = drive(&mut link, &mut src, until);
+        let from = t0 + Duration::from_secs(1);
+        let rate_of = |f: FlowId| {
+            let b: u64 = out
+                .iter()
+                .filter(|(t, p)| *t >= from && p.flow == f)
+                .map(|(_, p)| p.size.as_bytes())
+                .sum();
+            b as f64 * 8.0 / 9.0 / 1e6
+        };
+        let cg = rate_of(FlowId::from_index(1));
+        let be = rate_of(src[1].flow);
+        assert!((cg - 10.0).abs() < 0.1, "CG {cg} Mb/s");
+        assert!((be - 40.0).abs() < 0.5, "BE {be} Mb/s");
+        let cg_stats = link.stats().flow(&FlowId::from_index(1)).unwrap();
+        assert_eq!(cg_stats.dropped, 0);
+        assert!(
+            cg_stats.sojourn_max < Duration::from_millis(5),
+            "{:?}",
+            cg_stats.sojourn_max
+        );
+    }
+
+    #[test]
+    fn aqm_timers_run_through_the_link_and_stop_when_idle() {
+        let t0 = Instant::now();
+        let cfg =
+            LinkConfig::constant(Bitrate::mbps(10)).with_qdisc(crate::presets::tma24_dualpi2());
+        let mut link = Link::new(cfg).unwrap();
+        let mut src = [Cbr::new(0, Bitrate::mbps(15), 1000, t0)];
+        src[0].stop = Some(t0 + Duration::from_secs(3));
+        drive(&mut link, &mut src, t0 + Duration::from_secs(3));
+        assert!(
+            link.stats().total().dropped > 0,
+            "the PI controller drops the excess"
+        );
+        drive(&mut link, &mut [], t0 + Duration::from_secs(60));
+        assert_eq!(link.poll_timeout(), None, "idle link, idle controller");
+        assert_eq!(link.backlog(), 0);
+    }
+
+    #[test]
     fn invalid_configs_are_typed_errors() {
         assert!(matches!(
             Link::<()>::new(LinkConfig::constant(Bitrate::ZERO)),

@@ -1,6 +1,7 @@
 //! Per-flow counters kept by the link from its own events.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Duration;
 
 use cg_types::DataSize;
@@ -11,6 +12,42 @@ use crate::packet::FlowId;
 /// Flows tracked individually; packets of further flows count only in the totals, so hostile
 /// input (a port scan through netlab) cannot grow the map without bound.
 pub const MAX_TRACKED_FLOWS: usize = 4096;
+
+/// A fast non-cryptographic hasher for the per-flow map (FxHash's rotate-multiply): flow ids
+/// are hashed several times per packet, and SipHash's DoS resistance buys nothing here since
+/// the map is bounded by [`MAX_TRACKED_FLOWS`].
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(i as u64);
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.write_u64(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FlowMap<V> = HashMap<FlowId, V, BuildHasherDefault<FxHasher>>;
 
 /// Counters of one flow (or of all flows together).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -89,7 +126,7 @@ impl FlowStats {
 #[derive(Debug, Clone, Default)]
 pub struct LinkStats {
     total: FlowStats,
-    flows: HashMap<FlowId, FlowStats>,
+    flows: FlowMap<FlowStats>,
     untracked: u64,
 }
 

@@ -1,6 +1,6 @@
 //! CoDel (RFC 8289): controlled delay, sojourn-time based dropping at dequeue.
 //!
-//! [`CodelState`] is the per-queue control loop of RFC 8289 §5.5–5.6 (Linux's `codel_vars`),
+//! `CodelState` is the per-queue control loop of RFC 8289 §5.5–5.6 (Linux's `codel_vars`),
 //! shared with FQ-CoDel, which runs one per flow.
 
 use std::collections::VecDeque;

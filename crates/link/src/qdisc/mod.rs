@@ -142,6 +142,12 @@ pub enum QdiscConfig {
     Dualpi2(DualPi2Config),
     /// Hierarchical token bucket with classes and child qdiscs (Linux `htb`).
     Htb(HtbConfig),
+    /// A named preset from the papers (see [`crate::presets`]), resolved against the link
+    /// rate when built: `{ kind = "preset", name = "ccr16-codel" }`.
+    Preset {
+        /// One of [`crate::presets::NAMES`].
+        name: String,
+    },
 }
 
 impl Default for QdiscConfig {
@@ -166,7 +172,17 @@ impl QdiscConfig {
             QdiscConfig::FqCodel(c) => Box::new(FqCodel::new(c, link, rng.fork())?),
             QdiscConfig::Dualpi2(c) => Box::new(DualPi2::new(c, link, rng.fork())?),
             QdiscConfig::Htb(c) => Box::new(Htb::new(c, link, rng)?),
+            QdiscConfig::Preset { .. } => return self.resolve(link)?.build(link, rng),
         })
+    }
+
+    /// This config with a [`QdiscConfig::Preset`] replaced by what it names for `link` (the
+    /// kernel-`tc` backend needs concrete parameters). Other configs are returned as they are.
+    pub fn resolve(&self, link: LinkInfo) -> Result<QdiscConfig, Error> {
+        match self {
+            QdiscConfig::Preset { name } => crate::presets::by_name(name, link.rate),
+            other => Ok(other.clone()),
+        }
     }
 
     /// Checks the parameters without keeping the qdisc.
@@ -455,5 +471,69 @@ pub(crate) mod testing {
             .iter()
             .filter(|e| e.kind == EventKind::Dropped(reason))
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn every_kind_deserialises_with_linux_defaults() {
+        let cases = [
+            (
+                r#"kind = "pfifo""#,
+                QdiscConfig::DropTail(DropTailConfig::default()),
+            ),
+            (
+                r#"kind = "codel""#,
+                QdiscConfig::Codel(CodelConfig::default()),
+            ),
+            (r#"kind = "pie""#, QdiscConfig::Pie(PieConfig::default())),
+            (r#"kind = "sfq""#, QdiscConfig::Sfq(SfqConfig::default())),
+            (
+                r#"kind = "fq_codel""#,
+                QdiscConfig::FqCodel(FqCodelConfig::default()),
+            ),
+            (
+                r#"kind = "dualpi2""#,
+                QdiscConfig::Dualpi2(DualPi2Config::default()),
+            ),
+        ];
+        for (text, want) in cases {
+            let got: QdiscConfig = toml::from_str(text).unwrap();
+            assert_eq!(got, want, "{text}");
+        }
+        let c: QdiscConfig =
+            toml::from_str("kind = \"codel\"\ntarget = \"13ms\"\necn = true").unwrap();
+        assert_eq!(
+            c,
+            QdiscConfig::Codel(CodelConfig {
+                target: Duration::from_millis(13),
+                ecn: true,
+                ..CodelConfig::default()
+            })
+        );
+        assert!(
+            toml::from_str::<QdiscConfig>("kind = \"codel\"\ntargett = \"13ms\"").is_err(),
+            "typos are errors"
+        );
+    }
+
+    #[test]
+    fn presets_resolve_against_the_link_rate() {
+        let p: QdiscConfig = toml::from_str("kind = \"preset\"\nname = \"ccr16-codel\"").unwrap();
+        let link = LinkInfo::new(Bitrate::mbps(1));
+        assert_eq!(
+            p.resolve(link).unwrap(),
+            crate::presets::ccr16_codel(Bitrate::mbps(1))
+        );
+        p.validate(link).unwrap();
+        let bad = QdiscConfig::Preset { name: "x".into() };
+        assert!(matches!(
+            bad.validate(link),
+            Err(Error::UnknownPreset { .. })
+        ));
     }
 }
