@@ -44,7 +44,8 @@ pub fn spawn(args: &[String]) -> Result<Child> {
             Ok(())
         });
     }
-    cmd.spawn().map_err(|e| Error::io("cannot start unshare (util-linux)", e))
+    cmd.spawn()
+        .map_err(|e| Error::io("cannot start unshare (util-linux)", e))
 }
 
 /// Inside the isolated runner: gives `ip netns` a private, writable `/run/netns`.

@@ -25,7 +25,9 @@ pub const KINDS: &[&str] = &[
 pub fn probe(ns: &str) -> Result<BTreeSet<String>> {
     run(
         "ip",
-        &["-n", ns, "link", "add", "kprobe0", "type", "veth", "peer", "name", "kprobe1"],
+        &[
+            "-n", ns, "link", "add", "kprobe0", "type", "veth", "peer", "name", "kprobe1",
+        ],
     )?;
     let mut ok = BTreeSet::new();
     for kind in KINDS {
@@ -34,7 +36,9 @@ pub fn probe(ns: &str) -> Result<BTreeSet<String>> {
             "htb" => vec!["htb", "default", "1"],
             k => vec![k],
         };
-        let mut cmd = vec!["-n", ns, "qdisc", "add", "dev", "kprobe0", "root", "handle", "1:"];
+        let mut cmd = vec![
+            "-n", ns, "qdisc", "add", "dev", "kprobe0", "root", "handle", "1:",
+        ];
         cmd.extend(args);
         if run("tc", &cmd).is_ok() {
             ok.insert((*kind).to_owned());
@@ -72,8 +76,20 @@ pub fn plan(spec: &LinkSpec, dev: &str, have: &BTreeSet<String>) -> Result<Vec<V
     // Burst: at least two MTUs, or 1 ms of traffic at high rates.
     let burst = (bps / 8 / 1000).max(3028);
     let mut cmds = vec![s(&[
-        "qdisc", "replace", "dev", dev, "root", "handle", "1:", "tbf", "rate",
-        &format!("{bps}bit"), "burst", &burst.to_string(), "limit", "3028",
+        "qdisc",
+        "replace",
+        "dev",
+        dev,
+        "root",
+        "handle",
+        "1:",
+        "tbf",
+        "rate",
+        &format!("{bps}bit"),
+        "burst",
+        &burst.to_string(),
+        "limit",
+        "3028",
     ])];
     let child: Vec<String> = match &spec.qdisc {
         Qdisc::Droptail { limit } => match limit {
@@ -102,7 +118,9 @@ pub fn plan(spec: &LinkSpec, dev: &str, have: &BTreeSet<String>) -> Result<Vec<V
     c.extend(child);
     cmds.push(c);
     if !spec.delay.is_zero() || spec.loss > 0.0 {
-        let mut c = s(&["qdisc", "add", "dev", dev, "parent", "10:", "handle", "20:", "netem"]);
+        let mut c = s(&[
+            "qdisc", "add", "dev", dev, "parent", "10:", "handle", "20:", "netem",
+        ]);
         c.extend(s(&["delay", &format!("{}us", spec.delay.as_micros())]));
         if spec.loss > 0.0 {
             c.extend(s(&["loss", &format!("{}%", spec.loss * 100.0)]));
@@ -144,7 +162,12 @@ mod tests {
     #[test]
     fn droptail_in_time_becomes_tbf_with_bfifo() {
         let p = plan(
-            &spec(0, Qdisc::Droptail { limit: Limit::Time(Duration::from_millis(300)) }),
+            &spec(
+                0,
+                Qdisc::Droptail {
+                    limit: Limit::Time(Duration::from_millis(300)),
+                },
+            ),
             "vr1",
             &have(&["tbf", "bfifo", "pfifo", "htb"]),
         )
@@ -157,10 +180,24 @@ mod tests {
     #[test]
     fn missing_netem_or_aqm_is_a_clear_error() {
         let h = have(&["tbf", "bfifo", "pfifo", "htb"]);
-        let e = plan(&spec(25, Qdisc::Droptail { limit: Limit::Packets(100) }), "x", &h)
-            .unwrap_err();
+        let e = plan(
+            &spec(
+                25,
+                Qdisc::Droptail {
+                    limit: Limit::Packets(100),
+                },
+            ),
+            "x",
+            &h,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("netem"), "{e}");
-        let codel = Qdisc::Codel { target: None, interval: None, limit: None, ecn: None };
+        let codel = Qdisc::Codel {
+            target: None,
+            interval: None,
+            limit: None,
+            ecn: None,
+        };
         let e = plan(&spec(0, codel), "x", &h).unwrap_err();
         assert!(e.to_string().contains("codel"), "{e}");
     }

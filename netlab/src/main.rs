@@ -9,7 +9,10 @@ use cg_netlab::{Error, bench, emu, report, runner, traffic};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(version, about = "Network-namespace testbeds with emulated and kernel bottlenecks")]
+#[command(
+    version,
+    about = "Network-namespace testbeds with emulated and kernel bottlenecks"
+)]
 struct Args {
     #[command(subcommand)]
     cmd: Cmd,
@@ -157,16 +160,18 @@ struct SinkArgs {
 fn load(spec: &str) -> Result<(Scenario, PathBuf), Error> {
     if let Some(name) = spec.strip_prefix("preset:") {
         let sc = presets::load(name).ok_or_else(|| {
-            Error::NotAvailable(format!(
-                "no preset `{name}`; `netlab presets` lists them"
-            ))
+            Error::NotAvailable(format!("no preset `{name}`; `netlab presets` lists them"))
         })??;
         Ok((sc, PathBuf::from(".")))
     } else {
         let p = Path::new(spec);
         let sc = Scenario::load(p)?;
         let base = p.parent().map(Path::to_path_buf).unwrap_or_default();
-        let base = if base.as_os_str().is_empty() { PathBuf::from(".") } else { base };
+        let base = if base.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            base
+        };
         Ok((sc, std::fs::canonicalize(&base).unwrap_or(base)))
     }
 }
@@ -221,7 +226,8 @@ fn real_main(args: Args) -> Result<(), Error> {
             match name {
                 Some(n) => print!(
                     "{}",
-                    presets::text(&n).ok_or_else(|| Error::NotAvailable(format!("no preset `{n}`")))?
+                    presets::text(&n)
+                        .ok_or_else(|| Error::NotAvailable(format!("no preset `{n}`")))?
                 ),
                 None => {
                     for n in presets::names() {
@@ -245,7 +251,11 @@ fn real_main(args: Args) -> Result<(), Error> {
             println!("plots and CSVs in {}", opts.out.display());
             Ok(())
         }
-        Cmd::Bench { rates, seconds, out } => bench::run(&rates, seconds, &out),
+        Cmd::Bench {
+            rates,
+            seconds,
+            out,
+        } => bench::run(&rates, seconds, &out),
         Cmd::Runner {
             scenario,
             base,
@@ -308,16 +318,31 @@ fn real_main(args: Args) -> Result<(), Error> {
         }),
         Cmd::TcpSink(a) => {
             let stop = traffic::stop_on_stdin_eof();
-            traffic::tcp::sink(a.port, a.t0_ns, Duration::from_millis(a.bin_ms), &a.out, stop)
+            traffic::tcp::sink(
+                a.port,
+                a.t0_ns,
+                Duration::from_millis(a.bin_ms),
+                &a.out,
+                stop,
+            )
         }
         Cmd::UdpSink(a) => {
             let stop = traffic::stop_on_stdin_eof();
-            traffic::udp::sink(a.port, a.t0_ns, Duration::from_millis(a.bin_ms), &a.out, stop)
+            traffic::udp::sink(
+                a.port,
+                a.t0_ns,
+                Duration::from_millis(a.bin_ms),
+                &a.out,
+                stop,
+            )
         }
         Cmd::Echo => traffic::probe::echo(traffic::stop_on_stdin_eof()),
         Cmd::Probe { dst, count, gap_ms } => {
             let r = traffic::probe::probe(dst, count, Duration::from_millis(gap_ms))?;
-            println!("{}", serde_json::to_string(&r).expect("probe result serialises"));
+            println!(
+                "{}",
+                serde_json::to_string(&r).expect("probe result serialises")
+            );
             Ok(())
         }
     }

@@ -181,7 +181,11 @@ fn read_csv(path: &Path) -> Vec<Vec<f64>> {
     };
     text.lines()
         .skip(1)
-        .map(|l| l.split(',').map(|x| x.parse().unwrap_or(f64::NAN)).collect())
+        .map(|l| {
+            l.split(',')
+                .map(|x| x.parse().unwrap_or(f64::NAN))
+                .collect()
+        })
         .collect()
 }
 
@@ -342,7 +346,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
         let sink = read_csv(&raw.join(format!("sink-{}.csv", f.name)));
         let mut sink_bytes = 0.0;
         for r in &sink {
-            if r.is_empty() || !(r[0] < dur) {
+            if r.is_empty() || r[0].is_nan() || r[0] >= dur {
                 continue;
             }
             let b = (r[0] / bin).max(0.0) as usize;
@@ -374,7 +378,11 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
             }
         }
         let active = (f.stop.as_secs_f64().min(dur) - f.start.as_secs_f64().max(w0)).max(1e-9);
-        let bytes = if have_log { delivered[fi] as f64 } else { sink_bytes };
+        let bytes = if have_log {
+            delivered[fi] as f64
+        } else {
+            sink_bytes
+        };
         let arrivals = delivered_pkts[fi] + dropped[fi];
         flows.push(FlowSummary {
             name: f.name.clone(),
@@ -388,8 +396,16 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
             loss_ratio: if arrivals > 0 {
                 dropped[fi] as f64 / arrivals as f64
             } else if f.kind == FlowKind::Udp && !have_log {
-                let got: f64 = sink.iter().filter(|r| r.len() >= 8 && in_window(r[0])).map(|r| r[2]).sum();
-                if got + rlost as f64 > 0.0 { rlost as f64 / (got + rlost as f64) } else { 0.0 }
+                let got: f64 = sink
+                    .iter()
+                    .filter(|r| r.len() >= 8 && in_window(r[0]))
+                    .map(|r| r[2])
+                    .sum();
+                if got + rlost as f64 > 0.0 {
+                    rlost as f64 / (got + rlost as f64)
+                } else {
+                    0.0
+                }
             } else {
                 0.0
             },
@@ -408,7 +424,10 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
         });
     }
     // Utilisation and link series.
-    let cap_bits = sc.forward.capacity.bits_between(Duration::from_secs_f64(w0), sc.duration);
+    let cap_bits = sc
+        .forward
+        .capacity
+        .bits_between(Duration::from_secs_f64(w0), sc.duration);
     let link_total_bytes = if have_log {
         link_bytes as f64
     } else {
@@ -422,7 +441,11 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
     let link_series = (0..nbins)
         .map(|b| {
             let t = b as f64 * bin;
-            let cap = sc.forward.capacity.rate_at(Duration::from_secs_f64(t)).as_mbps_f64();
+            let cap = sc
+                .forward
+                .capacity
+                .rate_at(Duration::from_secs_f64(t))
+                .as_mbps_f64();
             let rate = if have_log {
                 link_bins[b] * 8.0 / bin / 1e6
             } else {
@@ -437,8 +460,16 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
         })
         .collect();
     let link = LinkSummary {
-        utilisation: if cap_bits > 0.0 { link_total_bytes * 8.0 / cap_bits } else { 0.0 },
-        loss_ratio: if link_pkts > 0 { link_drops as f64 / link_pkts as f64 } else { 0.0 },
+        utilisation: if cap_bits > 0.0 {
+            link_total_bytes * 8.0 / cap_bits
+        } else {
+            0.0
+        },
+        loss_ratio: if link_pkts > 0 {
+            link_drops as f64 / link_pkts as f64
+        } else {
+            0.0
+        },
         qdelay_ms: Dist::of(&mut link_q),
         ce_marks: link_ce,
         bins: link_series,

@@ -90,9 +90,18 @@ pub fn all(m: &Metrics, dur: f64, dir: &Path) -> Result<()> {
         m.link.bins.iter().map(|(t, _, r)| (*t, *r)).collect(),
     ));
     for f in m.flows.iter().take(MAX_FLOWS) {
-        rate.push((f.name.clone(), f.bins.iter().map(|b| (b.t_s, b.rate_mbps)).collect()));
+        rate.push((
+            f.name.clone(),
+            f.bins.iter().map(|b| (b.t_s, b.rate_mbps)).collect(),
+        ));
     }
-    line_chart(&dir.join("rate.png"), "Delivered rate and capacity", "Mb/s", &rate, dur)?;
+    line_chart(
+        &dir.join("rate.png"),
+        "Delivered rate and capacity",
+        "Mb/s",
+        &rate,
+        dur,
+    )?;
     // Queuing delay and RTT.
     let mut delay: Series = Vec::new();
     for f in m.flows.iter().take(MAX_FLOWS) {
@@ -113,7 +122,13 @@ pub fn all(m: &Metrics, dur: f64, dir: &Path) -> Result<()> {
             ));
         }
     }
-    line_chart(&dir.join("delay.png"), "Queuing delay (bottleneck) and endpoint delay", "ms", &delay, dur)?;
+    line_chart(
+        &dir.join("delay.png"),
+        "Queuing delay (bottleneck) and endpoint delay",
+        "ms",
+        &delay,
+        dur,
+    )?;
     // Loss ratio per bin.
     let mut loss: Series = Vec::new();
     for f in m.flows.iter().take(MAX_FLOWS) {
@@ -122,12 +137,22 @@ pub fn all(m: &Metrics, dur: f64, dir: &Path) -> Result<()> {
             f.bins
                 .iter()
                 .map(|b| {
-                    let l = if b.arrivals > 0 { b.drops as f64 / b.arrivals as f64 } else { 0.0 };
+                    let l = if b.arrivals > 0 {
+                        b.drops as f64 / b.arrivals as f64
+                    } else {
+                        0.0
+                    };
                     (b.t_s, l)
                 })
                 .collect(),
         ));
     }
-    line_chart(&dir.join("loss.png"), "Fraction lost at the bottleneck", "loss ratio", &loss, dur)?;
+    line_chart(
+        &dir.join("loss.png"),
+        "Fraction lost at the bottleneck",
+        "loss ratio",
+        &loss,
+        dur,
+    )?;
     Ok(())
 }

@@ -113,11 +113,14 @@ pub fn run_and_report(sc: &Scenario, req: &RunRequest) -> Result<Summary> {
         metrics: m,
     };
     let p = out.join("summary.json");
-    std::fs::write(&p, serde_json::to_string_pretty(&summary).expect("summary serialises"))
-        .map_err(|e| Error::Output {
-            path: p,
-            detail: e.to_string(),
-        })?;
+    std::fs::write(
+        &p,
+        serde_json::to_string_pretty(&summary).expect("summary serialises"),
+    )
+    .map_err(|e| Error::Output {
+        path: p,
+        detail: e.to_string(),
+    })?;
     Ok(summary)
 }
 
@@ -137,7 +140,15 @@ fn write_csvs(m: &Metrics, out: &Path) -> Result<()> {
             let _ = writeln!(
                 s,
                 "{:.3},{:.4},{:.3},{:.3},{},{},{},{:.3},{:.3}",
-                b.t_s, b.rate_mbps, b.qdelay_ms, b.qdelay_max_ms, b.arrivals, b.drops, b.ce, b.rtt_ms, b.owd_ms
+                b.t_s,
+                b.rate_mbps,
+                b.qdelay_ms,
+                b.qdelay_max_ms,
+                b.arrivals,
+                b.drops,
+                b.ce,
+                b.rtt_ms,
+                b.owd_ms
             );
         }
         w(format!("flow-{}.csv", f.name), s)?;
@@ -153,7 +164,11 @@ fn write_csvs(m: &Metrics, out: &Path) -> Result<()> {
 pub fn table(s: &Summary) -> String {
     let m = &s.metrics;
     let mut t = String::new();
-    let _ = writeln!(t, "scenario {}  (backend {}, window {:.0}–{:.0} s)", s.scenario, s.run.backend, m.window_s.0, m.window_s.1);
+    let _ = writeln!(
+        t,
+        "scenario {}  (backend {}, window {:.0}–{:.0} s)",
+        s.scenario, s.run.backend, m.window_s.0, m.window_s.1
+    );
     let _ = writeln!(
         t,
         "RTT check: {:.2} ms measured, {:.2} ms configured",
@@ -174,12 +189,26 @@ pub fn table(s: &Summary) -> String {
     );
     if let Some(j) = m.jain {
         let (a, b) = m.jain_window_s.unwrap_or_default();
-        let _ = writeln!(t, "Jain's fairness index {j:.3} (all forward flows active, {a:.0}–{b:.0} s)");
+        let _ = writeln!(
+            t,
+            "Jain's fairness index {j:.3} (all forward flows active, {a:.0}–{b:.0} s)"
+        );
     }
     let _ = writeln!(
         t,
         "{:<16} {:>4} {:>8} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8}",
-        "flow", "kind", "dir", "Mb/s", "loss%", "q p5", "q p50", "q p95", "q mean", ">100ms", "CE", "RTT p50"
+        "flow",
+        "kind",
+        "dir",
+        "Mb/s",
+        "loss%",
+        "q p5",
+        "q p50",
+        "q p95",
+        "q mean",
+        ">100ms",
+        "CE",
+        "RTT p50"
     );
     for f in &m.flows {
         let _ = writeln!(

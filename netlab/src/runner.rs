@@ -83,7 +83,11 @@ fn spawn_in(ns: &str, args: &[String], name: &str, pipe_out: bool) -> Result<Hel
         .arg(exe)
         .args(args)
         .stdin(Stdio::piped())
-        .stdout(if pipe_out { Stdio::piped() } else { Stdio::null() })
+        .stdout(if pipe_out {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stderr(Stdio::inherit());
     let mut child = cmd
         .spawn()
@@ -188,8 +192,16 @@ pub fn run(opts: &RunOptions) -> Result<()> {
         }
     }
     std::thread::sleep(Duration::from_millis(100));
-    let s1 = sc.hosts.iter().position(|h| !h.is_receiver).expect("at least one sender");
-    let r1 = sc.hosts.iter().position(|h| h.is_receiver).expect("at least one receiver");
+    let s1 = sc
+        .hosts
+        .iter()
+        .position(|h| !h.is_receiver)
+        .expect("at least one sender");
+    let r1 = sc
+        .hosts
+        .iter()
+        .position(|h| h.is_receiver)
+        .expect("at least one receiver");
     let probe_out = crate::sys::run(
         "ip",
         &[
@@ -225,7 +237,8 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     // much shorter RTT, a misconfigured delay as a different one, while a scheduling hiccup
     // of a loaded machine on some probes does not fail the run.
     let min = pr.min_ms().unwrap_or(f64::NAN);
-    if !opts.skip_rtt_check && !((min - expected).abs() <= 1.0) {
+    let off = (min - expected).abs();
+    if !opts.skip_rtt_check && (off.is_nan() || off > 1.0) {
         return Err(Error::Check(format!(
             "measured RTT {min:.2} ms (min of {} answered probes of {}; median {measured:.2} ms) differs from the configured {expected:.2} ms by more than 1 ms: a route bypasses the bottleneck or the emulator is overloaded",
             pr.rtts_ms.len(),
@@ -260,10 +273,17 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             s("--port"),
             s(f.port),
             s("--out"),
-            raw.join(format!("sink-{}.csv", f.name)).display().to_string(),
+            raw.join(format!("sink-{}.csv", f.name))
+                .display()
+                .to_string(),
         ];
         exe_args_common(&mut a);
-        helpers.push(spawn_in(&topo.ns(f.to), &a, &format!("sink {}", f.name), false)?);
+        helpers.push(spawn_in(
+            &topo.ns(f.to),
+            &a,
+            &format!("sink {}", f.name),
+            false,
+        )?);
     }
     std::thread::sleep(Duration::from_millis(100));
     for f in &sc.flows {
@@ -276,7 +296,9 @@ pub fn run(opts: &RunOptions) -> Result<()> {
                 s("--cc"),
                 s(f.cc.name()),
                 s("--out"),
-                raw.join(format!("send-{}.csv", f.name)).display().to_string(),
+                raw.join(format!("send-{}.csv", f.name))
+                    .display()
+                    .to_string(),
             ],
             _ => vec![
                 s("__udp-send"),
@@ -302,10 +324,20 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             a.extend([s("--steps"), crate::traffic::format_steps(&f.rate_steps)]);
         }
         if let Some((on, off)) = f.on_off {
-            a.extend([s("--on"), s(on.as_secs_f64()), s("--off"), s(off.as_secs_f64())]);
+            a.extend([
+                s("--on"),
+                s(on.as_secs_f64()),
+                s("--off"),
+                s(off.as_secs_f64()),
+            ]);
         }
         exe_args_common(&mut a);
-        senders.push(spawn_in(&topo.ns(f.from), &a, &format!("sender {}", f.name), false)?);
+        senders.push(spawn_in(
+            &topo.ns(f.from),
+            &a,
+            &format!("sender {}", f.name),
+            false,
+        )?);
     }
     if progress_on(opts) {
         eprintln!(
@@ -313,7 +345,11 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             sc.name,
             sc.duration.as_secs_f64(),
             sc.flows.len(),
-            if backend == Backend::Emulated { "emulated" } else { "kernel" }
+            if backend == Backend::Emulated {
+                "emulated"
+            } else {
+                "kernel"
+            }
         );
     }
     // Wait for the run to end.
@@ -356,10 +392,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     };
     if let Some(mut f) = forwarder {
         f.stdin.take();
-        let st = f
-            .child
-            .wait()
-            .map_err(|e| Error::io("wait forwarder", e))?;
+        let st = f.child.wait().map_err(|e| Error::io("wait forwarder", e))?;
         if !st.success() {
             return Err(Error::Process(format!("forwarder failed: {st}")));
         }
@@ -371,7 +404,12 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     }
     let info = RunInfo {
         t0_ns,
-        backend: if backend == Backend::Emulated { "emulated" } else { "kernel" }.into(),
+        backend: if backend == Backend::Emulated {
+            "emulated"
+        } else {
+            "kernel"
+        }
+        .into(),
         backend_note,
         kernel_qdiscs: kernel_qdiscs.into_iter().collect(),
         rtt_expected_ms: expected,
@@ -407,7 +445,13 @@ pub fn expected_rtt_ms(sc: &Scenario, backend: Backend) -> f64 {
         }
         Backend::Kernel => {
             (sc.forward.delay + sc.reverse.delay).as_secs_f64() * 1e3
-                + 74.0 * 8.0 / sc.forward.capacity.rate_at(Duration::ZERO).as_bps_f64().max(1.0) * 1e3
+                + 74.0 * 8.0
+                    / sc.forward
+                        .capacity
+                        .rate_at(Duration::ZERO)
+                        .as_bps_f64()
+                        .max(1.0)
+                    * 1e3
         }
     }
 }
@@ -417,8 +461,12 @@ fn kernel_setup(
     topo: &Topology,
     have: &std::collections::BTreeSet<String>,
 ) -> Result<()> {
-    let senders: Vec<usize> = (0..sc.hosts.len()).filter(|i| !sc.hosts[*i].is_receiver).collect();
-    let receivers: Vec<usize> = (0..sc.hosts.len()).filter(|i| sc.hosts[*i].is_receiver).collect();
+    let senders: Vec<usize> = (0..sc.hosts.len())
+        .filter(|i| !sc.hosts[*i].is_receiver)
+        .collect();
+    let receivers: Vec<usize> = (0..sc.hosts.len())
+        .filter(|i| sc.hosts[*i].is_receiver)
+        .collect();
     if receivers.len() != 1 || senders.len() != 1 {
         return Err(Error::KernelMissing(
             "the kernel backend shapes one veth per direction, so it needs exactly one sender and one receiver host".into(),
@@ -459,6 +507,7 @@ fn udp_rcvbuf_errors(ns: &str) -> u64 {
 /// Reads `raw/run.json`.
 pub fn read_info(out: &Path) -> Result<RunInfo> {
     let p = out.join("raw").join("run.json");
-    let text = std::fs::read_to_string(&p).map_err(|e| Error::io(format!("read {}", p.display()), e))?;
+    let text =
+        std::fs::read_to_string(&p).map_err(|e| Error::io(format!("read {}", p.display()), e))?;
     serde_json::from_str(&text).map_err(|e| Error::Process(format!("{}: {e}", p.display())))
 }

@@ -9,9 +9,9 @@
 //! ```
 //! Interface names are fixed, short and never `ip` keywords (`up`, `dn`, `a`… break `ip link`).
 
+use crate::Result;
 use crate::scenario::{Host, Scenario};
 use crate::sys::{ip, ip_in, sysctl_in};
-use crate::Result;
 
 /// TUN that carries the forward direction out of the router's routing (senders' traffic).
 pub const TUN_FORWARD: &str = "tfwd";
@@ -91,12 +91,21 @@ impl Topology {
                     "link", "add", &rif, "type", "veth", "peer", "name", "eth0", "netns", &ns,
                 ],
             )?;
-            ip_in(&rt, &["addr", "add", &format!("{}/24", h.gateway), "dev", &rif])?;
+            ip_in(
+                &rt,
+                &["addr", "add", &format!("{}/24", h.gateway), "dev", &rif],
+            )?;
             ip_in(&rt, &["link", "set", &rif, "up"])?;
             ip_in(&ns, &["link", "set", "lo", "up"])?;
-            ip_in(&ns, &["addr", "add", &format!("{}/24", h.addr), "dev", "eth0"])?;
+            ip_in(
+                &ns,
+                &["addr", "add", &format!("{}/24", h.addr), "dev", "eth0"],
+            )?;
             ip_in(&ns, &["link", "set", "eth0", "up"])?;
-            ip_in(&ns, &["route", "add", "default", "via", &h.gateway.to_string()])?;
+            ip_in(
+                &ns,
+                &["route", "add", "default", "via", &h.gateway.to_string()],
+            )?;
         }
         Ok(t)
     }
@@ -108,13 +117,44 @@ impl Topology {
             ip_in(&rt, &["link", "set", tun, "up"])?;
             ip_in(&rt, &["link", "set", tun, "txqueuelen", "1000"])?;
         }
-        ip_in(&rt, &["route", "add", "default", "dev", TUN_FORWARD, "table", "100"])?;
-        ip_in(&rt, &["route", "add", "default", "dev", TUN_REVERSE, "table", "101"])?;
+        ip_in(
+            &rt,
+            &[
+                "route",
+                "add",
+                "default",
+                "dev",
+                TUN_FORWARD,
+                "table",
+                "100",
+            ],
+        )?;
+        ip_in(
+            &rt,
+            &[
+                "route",
+                "add",
+                "default",
+                "dev",
+                TUN_REVERSE,
+                "table",
+                "101",
+            ],
+        )?;
         for (i, h) in self.hosts.iter().enumerate() {
             let table = if h.is_receiver { "101" } else { "100" };
             ip_in(
                 &rt,
-                &["rule", "add", "iif", &self.router_if(i), "lookup", table, "pref", "100"],
+                &[
+                    "rule",
+                    "add",
+                    "iif",
+                    &self.router_if(i),
+                    "lookup",
+                    table,
+                    "pref",
+                    "100",
+                ],
             )?;
         }
         Ok(())

@@ -34,7 +34,13 @@ fn run(name: &str, toml: &str) -> (Value, PathBuf) {
     std::fs::write(&file, toml).expect("write scenario");
     let out = dir.join("out");
     let o: Output = netlab()
-        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"])
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
         .output()
         .expect("netlab runs");
     assert!(
@@ -56,7 +62,8 @@ fn f(v: &Value, path: &[&str]) -> f64 {
             Err(_) => &x[*p],
         };
     }
-    x.as_f64().unwrap_or_else(|| panic!("{path:?} missing in {v}"))
+    x.as_f64()
+        .unwrap_or_else(|| panic!("{path:?} missing in {v}"))
 }
 
 /// Processes whose command line mentions `needle` (our unique output path).
@@ -64,7 +71,10 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let name = e.file_name();
-        let Some(pid) = name.to_str().filter(|s| s.chars().all(|c| c.is_ascii_digit())) else {
+        let Some(pid) = name
+            .to_str()
+            .filter(|s| s.chars().all(|c| c.is_ascii_digit()))
+        else {
             continue;
         };
         if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
@@ -108,12 +118,18 @@ fn udp_2mbit_into_1mbit_droptail300_leaves_at_capacity_with_half_lost() {
     assert!((loss - 0.5).abs() <= 0.03, "loss {loss}");
     let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
     // DT/300 at 1 Mb/s holds 37 500 B = 30 datagrams of 1228 B = 295 ms.
-    assert!((270.0..=310.0).contains(&q50), "median queuing delay {q50} ms");
+    assert!(
+        (270.0..=310.0).contains(&q50),
+        "median queuing delay {q50} ms"
+    );
     // Every drop is counted: bottleneck drops + hidden TUN drops + receiver-side gaps agree.
     let tun = f(&s, &["run", "tun_drops", "0"]);
     assert_eq!(tun, 0.0, "no hidden drops at 2 Mb/s");
     for png in ["rate.png", "delay.png", "loss.png"] {
-        assert!(std::fs::metadata(out.join(png)).unwrap().len() > 10_000, "{png}");
+        assert!(
+            std::fs::metadata(out.join(png)).unwrap().len() > 10_000,
+            "{png}"
+        );
     }
     assert!(out.join("flow-udp.csv").exists());
     // Nothing of the run survives it.
@@ -145,9 +161,15 @@ to = "r1"
     assert!((expected - 40.1).abs() < 0.1, "expected {expected}");
     let min = f(&s, &["run", "rtt_min_ms"]);
     let median = f(&s, &["run", "rtt_measured_ms"]);
-    assert!((min - expected).abs() <= 1.0, "measured {min} vs {expected}");
+    assert!(
+        (min - expected).abs() <= 1.0,
+        "measured {min} vs {expected}"
+    );
     // The median sees scheduling noise of a loaded machine; still close.
-    assert!((median - expected).abs() <= 2.0, "median {median} vs {expected}");
+    assert!(
+        (median - expected).abs() <= 2.0,
+        "median {median} vs {expected}"
+    );
 }
 
 fn tcp_scenario(qdisc: &str) -> String {
@@ -198,7 +220,10 @@ fn tcp_cubic_under_codel_keeps_the_queue_short_at_high_utilisation() {
     assert!(u >= 0.90, "utilisation {u}");
     let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
     assert!(q50 <= 15.0, "median queuing delay {q50} ms");
-    assert!(f(m, &["flows", "0", "loss_ratio"]) > 0.0, "CoDel drops to keep the delay");
+    assert!(
+        f(m, &["flows", "0", "loss_ratio"]) > 0.0,
+        "CoDel drops to keep the delay"
+    );
 }
 
 #[test]
@@ -237,7 +262,10 @@ warmup = "2s"
     let seen = f(m, &["flows", "0", "receiver_ce"]);
     assert!(marks > 50.0, "CoDel with ECN marks: {marks}");
     // A CE packet with a broken IPv4 checksum would be discarded by the receiver's kernel.
-    assert!(seen >= 0.9 * marks, "receiver saw {seen} CE of {marks} marked");
+    assert!(
+        seen >= 0.9 * marks,
+        "receiver saw {seen} CE of {marks} marked"
+    );
     assert_eq!(m["flows"][1]["direction"], "reverse");
     let back = f(m, &["flows", "1", "throughput_mbps"]);
     assert!((back - 0.3).abs() < 0.015, "reverse flow {back} Mb/s");
@@ -278,13 +306,75 @@ warmup = "6s"
     let l4s_marks = f(m, &["flows", "0", "ce_marks"]);
     let l4s_seen = f(m, &["flows", "0", "receiver_ce"]);
     assert!(l4s_marks > 10.0, "ECT(1) flow gets CE marks: {l4s_marks}");
-    assert!(l4s_seen >= 0.9 * l4s_marks, "receiver saw {l4s_seen} of {l4s_marks}");
+    assert!(
+        l4s_seen >= 0.9 * l4s_marks,
+        "receiver saw {l4s_seen} of {l4s_marks}"
+    );
     let l_q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
     assert!(l_q50 <= 2.0, "L-queue median delay {l_q50} ms");
     let c_rate = f(m, &["flows", "1", "throughput_mbps"]);
     assert!(c_rate >= 2.0, "Cubic shares the link: {c_rate} Mb/s");
     let c_q50 = f(m, &["flows", "1", "qdelay_ms", "p50"]);
-    assert!((3.0..=40.0).contains(&c_q50), "C-queue delay near the 15 ms target: {c_q50} ms");
+    assert!(
+        (3.0..=40.0).contains(&c_q50),
+        "C-queue delay near the 15 ms target: {c_q50} ms"
+    );
+}
+
+#[test]
+fn on_off_bbr_flow_sends_only_in_its_on_periods() {
+    let _g = lock();
+    let (s, out) = run(
+        "onoff",
+        r#"
+duration = "11s"
+[forward]
+capacity = "10Mbit"
+delay = "10ms"
+qdisc = { kind = "droptail", limit = 200 }
+[reverse]
+capacity = "100Mbit"
+delay = "10ms"
+[[flows]]
+name = "bbr"
+kind = "tcp"
+cc = "bbr"
+from = "s1"
+to = "r1"
+start = "1s"
+stop = "10s"
+on = "2s"
+off = "2s"
+[metrics]
+bin = "500ms"
+"#,
+    );
+    assert!(f(&s, &["metrics", "flows", "0", "throughput_mbps"]) > 1.0);
+    // Per-bin rates: on in [1,3), [5,7), [9,10); off in [3.5,5) and [7.5,9) (half a second
+    // of slack for the queue to drain).
+    let csv = std::fs::read_to_string(out.join("flow-bbr.csv")).unwrap();
+    for line in csv.lines().skip(1) {
+        let v: Vec<f64> = line
+            .split(',')
+            .map(|x| x.parse().unwrap_or(f64::NAN))
+            .collect();
+        let (t, rate) = (v[0], v[1]);
+        let on = (1.5..2.5).contains(&t) || (5.5..6.5).contains(&t);
+        let off = (3.5..4.5).contains(&t) || (7.5..8.5).contains(&t) || t < 0.5;
+        if on {
+            assert!(rate > 3.0, "t={t}: {rate} Mb/s while on");
+        }
+        if off {
+            assert!(rate < 0.05, "t={t}: {rate} Mb/s while off");
+        }
+    }
+    let sends = std::fs::read_to_string(out.join("raw/send-bbr.csv")).unwrap();
+    let conns: std::collections::BTreeSet<&str> = sends
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(1))
+        .collect();
+    assert_eq!(conns.len(), 3, "one connection per on-period");
 }
 
 #[test]
@@ -295,17 +385,28 @@ fn invalid_scenario_is_refused_with_file_line_and_field_before_anything_is_creat
     std::fs::write(&file, UDP_DT300.replace("\"droptail\"", "\"blue\"")).unwrap();
     let out = dir.join("out");
     let o = netlab()
-        .args(["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("bad.toml:6:"), "{err}");
     assert!(err.contains("blue"), "{err}");
-    assert!(!out.exists(), "nothing may be created for an invalid scenario");
+    assert!(
+        !out.exists(),
+        "nothing may be created for an invalid scenario"
+    );
     // A flow without endpoints.
     std::fs::write(&file, UDP_DT300.replace("from = \"s1\"\n", "")).unwrap();
-    let o = netlab().args(["check", file.to_str().unwrap()]).output().unwrap();
+    let o = netlab()
+        .args(["check", file.to_str().unwrap()])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("flows[0].from"), "{err}");
 }
@@ -333,7 +434,9 @@ fn a_killed_run_leaves_no_process_or_namespace_behind() {
     }
     std::thread::sleep(Duration::from_secs(4));
     assert!(
-        processes_mentioning(&needle).iter().any(|l| l.contains("__forward")),
+        processes_mentioning(&needle)
+            .iter()
+            .any(|l| l.contains("__forward")),
         "the run should be going"
     );
     child.kill().unwrap(); // SIGKILL
@@ -392,10 +495,18 @@ warmup = "2s"
 #[test]
 fn nothing_is_left_in_the_root_namespace_after_runs() {
     let _g = lock();
-    let links = || std::fs::read_dir("/sys/class/net").map(|d| d.count()).unwrap_or(0);
+    let links = || {
+        std::fs::read_dir("/sys/class/net")
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
     let before = links();
     let (_, out) = run("clean", &UDP_DT300.replace("\"12s\"", "\"2s\""));
-    assert_eq!(links(), before, "no interface may leak into the root namespace");
+    assert_eq!(
+        links(),
+        before,
+        "no interface may leak into the root namespace"
+    );
     assert!(processes_mentioning(out.to_str().unwrap()).is_empty());
     let _ = Path::new(&out);
 }

@@ -163,7 +163,8 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
     let log_path = cfg.out.join("bottleneck.log");
     let mut log = BufWriter::with_capacity(
         1 << 20,
-        File::create(&log_path).map_err(|e| Error::io(format!("create {}", log_path.display()), e))?,
+        File::create(&log_path)
+            .map_err(|e| Error::io(format!("create {}", log_path.display()), e))?,
     );
     let mut flows: HashMap<FlowId, u16> = HashMap::new();
     let mut table: Vec<FlowEntry> = Vec::new();
@@ -227,8 +228,7 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
         for (i, side) in sides.iter_mut().enumerate() {
             side.link.handle_timeout(now);
             while let Some(mut p) = side.link.poll_delivery(now) {
-                if p.ecn == Ecn::Ce && packet::parse(&p.payload).is_some_and(|h| h.ecn != Ecn::Ce)
-                {
+                if p.ecn == Ecn::Ce && packet::parse(&p.payload).is_some_and(|h| h.ecn != Ecn::Ce) {
                     packet::set_ecn(&mut p.payload, Ecn::Ce);
                 }
                 let out = &mut tuns[1 - i];
@@ -311,13 +311,13 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
         let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
         // SAFETY: `fds` is a valid array of 3 pollfds; `tsp` is null or points to `ts`.
         let rc = unsafe { libc::ppoll(fds.as_mut_ptr(), 3, tsp, std::ptr::null()) };
-        if rc == 0 {
-            if let Some(d) = deadline {
-                let n = Instant::now();
-                if n >= d {
-                    late.add(n - d);
-                    stats.timer_wakeups += 1;
-                }
+        if rc == 0
+            && let Some(d) = deadline
+        {
+            let n = Instant::now();
+            if n >= d {
+                late.add(n - d);
+                stats.timer_wakeups += 1;
             }
         }
         if rc > 0 && fds[2].revents != 0 {
@@ -328,7 +328,8 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
             }
         }
     }
-    log.flush().map_err(|e| Error::io("flush bottleneck.log", e))?;
+    log.flush()
+        .map_err(|e| Error::io("flush bottleneck.log", e))?;
     let (u, s) = crate::sys::cpu_times();
     stats.cpu_user_s = u;
     stats.cpu_sys_s = s;

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use cg_link::{CapacityConfig, DelayConfig, LinkConfig, LossConfig, MahimahiTrace, RateStep};
 use cg_link::qdisc::{
     DropTailConfig, HtbClassConfig, HtbConfig, HtbMatch, HtbRule, QdiscConfig, QueueLimit,
 };
+use cg_link::{CapacityConfig, DelayConfig, LinkConfig, LossConfig, MahimahiTrace, RateStep};
 use cg_link::{Dscp, Protocol};
 
 use cg_types::Bitrate;
@@ -50,7 +50,12 @@ pub fn link_config(
         capacity,
         delay: DelayConfig::fixed(spec.delay),
         loss,
-        qdisc: qdisc_config(&spec.qdisc, spec.capacity.rate_at(Duration::ZERO), flows, what)?,
+        qdisc: qdisc_config(
+            &spec.qdisc,
+            spec.capacity.rate_at(Duration::ZERO),
+            flows,
+            what,
+        )?,
         seed,
         // The forwarder streams events out with poll_event; keep the in-memory log small.
         event_limit: Some(1 << 16),
@@ -88,7 +93,12 @@ pub fn qdisc_config(
                 limit: queue_limit(*limit),
             }));
         }
-        Qdisc::Codel { target, interval, limit, ecn } => (
+        Qdisc::Codel {
+            target,
+            interval,
+            limit,
+            ecn,
+        } => (
             &["codel"],
             vec![
                 ("target", dur(target)),
@@ -97,7 +107,12 @@ pub fn qdisc_config(
                 ("ecn", ecn.map(V::Boolean)),
             ],
         ),
-        Qdisc::Pie { target, tupdate, limit, ecn } => (
+        Qdisc::Pie {
+            target,
+            tupdate,
+            limit,
+            ecn,
+        } => (
             &["pie"],
             vec![
                 ("target", dur(target)),
@@ -113,7 +128,12 @@ pub fn qdisc_config(
                 limit.and_then(|l| V::try_from(queue_limit(l)).ok()),
             )],
         ),
-        Qdisc::FqCodel { target, interval, limit, ecn } => (
+        Qdisc::FqCodel {
+            target,
+            interval,
+            limit,
+            ecn,
+        } => (
             &["fq_codel"],
             vec![
                 ("target", dur(target)),
@@ -122,7 +142,12 @@ pub fn qdisc_config(
                 ("ecn", ecn.map(V::Boolean)),
             ],
         ),
-        Qdisc::Dualpi2 { target, limit, step, coupling } => (
+        Qdisc::Dualpi2 {
+            target,
+            limit,
+            step,
+            coupling,
+        } => (
             &["dualpi2", "dual_pi2"],
             vec![
                 ("target", dur(target)),
@@ -153,7 +178,10 @@ pub fn qdisc_config(
             q.kind()
         )))
     } else {
-        Err(Error::NotAvailable(format!("{what} qdisc `{}`: {last}", q.kind())))
+        Err(Error::NotAvailable(format!(
+            "{what} qdisc `{}`: {last}",
+            q.kind()
+        )))
     }
 }
 
@@ -172,16 +200,19 @@ fn htb_config(
         ..HtbConfig::default()
     };
     for c in classes {
-        let mut class = HtbClassConfig::new(&c.name, c.rate.0, c.ceil.map_or(rate, |r| r.0), c.prio);
+        let mut class =
+            HtbClassConfig::new(&c.name, c.rate.0, c.ceil.map_or(rate, |r| r.0), c.prio);
         if let Some(q) = &c.qdisc {
             class.qdisc = Some(Box::new(qdisc_config(q, c.rate.0, flows, what)?));
         }
         cfg.classes.push(class);
         for name in &c.flows {
-            for f in flows
-                .iter()
-                .filter(|f| &f.name == name || f.name.strip_prefix(name.as_str()).is_some_and(|r| r.starts_with('-')))
-            {
+            for f in flows.iter().filter(|f| {
+                &f.name == name
+                    || f.name
+                        .strip_prefix(name.as_str())
+                        .is_some_and(|r| r.starts_with('-'))
+            }) {
                 cfg.rules.push(HtbRule {
                     class: c.name.clone(),
                     matches: HtbMatch {
@@ -197,7 +228,10 @@ fn htb_config(
                 class: c.name.clone(),
                 matches: HtbMatch {
                     dscp: Some(Dscp::new(d).ok_or_else(|| {
-                        Error::NotAvailable(format!("{what} htb class `{}`: DSCP {d} is above 63", c.name))
+                        Error::NotAvailable(format!(
+                            "{what} htb class `{}`: DSCP {d} is above 63",
+                            c.name
+                        ))
                     })?),
                     ..HtbMatch::default()
                 },
@@ -253,23 +287,32 @@ mod tests {
         };
         let c = qdisc_config(&q, Bitrate::mbps(1), &[], "forward").unwrap();
         let text = format!("{c:?}");
-        assert!(text.contains("13ms") && text.contains("1000") && text.contains("ecn: true"), "{text}");
+        assert!(
+            text.contains("13ms") && text.contains("1000") && text.contains("ecn: true"),
+            "{text}"
+        );
     }
 
     #[test]
     fn every_preset_builds_a_cg_link_config() {
         for name in crate::scenario::presets::names() {
             let sc = crate::scenario::presets::load(name).unwrap().unwrap();
-            link_config(&sc.forward, &sc.flows, 1, "forward").unwrap_or_else(|e| panic!("{name}: {e}"));
-            link_config(&sc.reverse, &sc.flows, 1, "reverse").unwrap_or_else(|e| panic!("{name}: {e}"));
+            link_config(&sc.forward, &sc.flows, 1, "forward")
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            link_config(&sc.reverse, &sc.flows, 1, "reverse")
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
 
     #[test]
     fn htb_classes_match_their_flows_by_port() {
-        let sc = crate::scenario::presets::load("tma24-4-htb-cubic").unwrap().unwrap();
+        let sc = crate::scenario::presets::load("tma24-4-htb-cubic")
+            .unwrap()
+            .unwrap();
         let c = link_config(&sc.forward, &sc.flows, 1, "forward").unwrap();
-        let QdiscConfig::Htb(h) = c.qdisc else { panic!("{:?}", c.qdisc) };
+        let QdiscConfig::Htb(h) = c.qdisc else {
+            panic!("{:?}", c.qdisc)
+        };
         assert_eq!(h.classes.len(), 2);
         assert_eq!(h.default_class.as_deref(), Some("be"));
         let cg = sc.flows.iter().find(|f| f.name == "cg").unwrap();

@@ -303,11 +303,7 @@ fn build(
     let ns = *topo.senders.get_ref();
     let nr = *topo.receivers.get_ref();
     if !(1..=100).contains(&ns) {
-        return Err(cx.err(
-            topo.senders.span(),
-            "topology.senders",
-            "must be 1 to 100",
-        ));
+        return Err(cx.err(topo.senders.span(), "topology.senders", "must be 1 to 100"));
     }
     if !(1..=100).contains(&nr) {
         return Err(cx.err(
@@ -351,10 +347,7 @@ fn build(
     }
     for (i, h) in hosts.iter().enumerate() {
         if let Some(other) = hosts[..i].iter().find(|o| o.addr == h.addr) {
-            let span = topo
-                .addresses
-                .get(&h.name)
-                .map_or(0..0, |s| s.span());
+            let span = topo.addresses.get(&h.name).map_or(0..0, |s| s.span());
             return Err(cx.err(
                 span,
                 &format!("topology.addresses.{}", h.name),
@@ -363,7 +356,13 @@ fn build(
         }
     }
     // Links.
-    let forward = link(cx, raw.forward.get_ref(), raw.forward.span(), "forward", base)?;
+    let forward = link(
+        cx,
+        raw.forward.get_ref(),
+        raw.forward.span(),
+        "forward",
+        base,
+    )?;
     let reverse = match &raw.reverse {
         Some(r) => link(cx, r.get_ref(), r.span(), "reverse", base)?,
         None => LinkSpec {
@@ -384,12 +383,21 @@ fn build(
         return Err(cx.err(0..0, "flows", "more than 2000 flow instances"));
     }
     if let Qdisc::Htb { classes, default } = &forward.qdisc {
-        let span = raw.forward.get_ref().qdisc.as_ref().map_or(0..0, Spanned::span);
+        let span = raw
+            .forward
+            .get_ref()
+            .qdisc
+            .as_ref()
+            .map_or(0..0, Spanned::span);
         check_htb(cx, span, classes, default, &flows)?;
     }
     let bin = raw.metrics.bin.get_ref().0;
     if bin < Duration::from_millis(10) {
-        return Err(cx.err(raw.metrics.bin.span(), "metrics.bin", "must be at least 10ms"));
+        return Err(cx.err(
+            raw.metrics.bin.span(),
+            "metrics.bin",
+            "must be at least 10ms",
+        ));
     }
     Ok(Scenario {
         name: raw.name.clone().unwrap_or_else(|| default_name.to_owned()),
@@ -444,10 +452,14 @@ fn link(
     name: &str,
     base: &Path,
 ) -> Result<LinkSpec, ScenarioError> {
-    let given = [l.capacity.is_some(), l.schedule.is_some(), l.trace.is_some()]
-        .iter()
-        .filter(|b| **b)
-        .count();
+    let given = [
+        l.capacity.is_some(),
+        l.schedule.is_some(),
+        l.trace.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
     if given != 1 {
         return Err(cx.err(
             span,
@@ -464,7 +476,11 @@ fn link(
         let path: PathBuf = base.join(t.get_ref());
         let field = format!("{name}.trace");
         let text = std::fs::read_to_string(&path).map_err(|e| {
-            cx.err(t.span(), &field, format!("cannot read {}: {e}", path.display()))
+            cx.err(
+                t.span(),
+                &field,
+                format!("cannot read {}: {e}", path.display()),
+            )
         })?;
         let mut ops = Vec::new();
         for (i, line) in text.lines().enumerate() {
@@ -476,7 +492,11 @@ fn link(
                 cx.err(
                     t.span(),
                     &field,
-                    format!("{} line {}: `{line}` is not a millisecond count", path.display(), i + 1),
+                    format!(
+                        "{} line {}: `{line}` is not a millisecond count",
+                        path.display(),
+                        i + 1
+                    ),
                 )
             })?;
             if ops.last().is_some_and(|&p| ms < p) {
@@ -633,7 +653,11 @@ fn flow_instances(
             format!("{}-{}", r.name.get_ref(), i + 1)
         };
         if out.iter().any(|o: &FlowSpec| o.name == name) {
-            return Err(cx.err(r.name.span(), &field("name"), format!("duplicate flow name `{name}`")));
+            return Err(cx.err(
+                r.name.span(),
+                &field("name"),
+                format!("duplicate flow name `{name}`"),
+            ));
         }
         let port = BASE_PORT + out.len() as u16;
         out.push(FlowSpec {
@@ -664,7 +688,11 @@ fn check_htb(
     flows: &[FlowSpec],
 ) -> Result<(), ScenarioError> {
     if classes.is_empty() {
-        return Err(cx.err(span, "forward.qdisc.classes", "HTB needs at least one class"));
+        return Err(cx.err(
+            span,
+            "forward.qdisc.classes",
+            "HTB needs at least one class",
+        ));
     }
     if !classes.iter().any(|c| c.name == default) {
         return Err(cx.err(
@@ -675,7 +703,9 @@ fn check_htb(
     }
     for c in classes {
         for f in &c.flows {
-            let prefix_match = flows.iter().any(|x| &x.name == f || x.name.starts_with(&format!("{f}-")));
+            let prefix_match = flows
+                .iter()
+                .any(|x| &x.name == f || x.name.starts_with(&format!("{f}-")));
             if !prefix_match {
                 return Err(cx.err(
                     span,
@@ -757,9 +787,7 @@ rate = "2Mbit"
         let e = parse(&text).unwrap_err();
         assert!(e.field.starts_with("topology.addresses.s2"), "{e}");
         assert!(e.message.contains("not a host address"), "{e}");
-        let text = format!(
-            "{OK}\n[topology]\nsubnet = \"8.8.0.0/16\"\n"
-        );
+        let text = format!("{OK}\n[topology]\nsubnet = \"8.8.0.0/16\"\n");
         let e = parse(&text).unwrap_err();
         assert_eq!(e.field, "topology.subnet", "{e}");
     }

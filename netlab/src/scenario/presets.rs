@@ -56,9 +56,14 @@ mod tests {
     #[test]
     fn presets_carry_the_papers_settings() {
         let s = load("mmsys16-6.3-gcc-vs-99-tcp").unwrap().unwrap();
-        assert_eq!(s.flows.iter().filter(|f| f.kind == FlowKind::Tcp).count(), 99);
+        assert_eq!(
+            s.flows.iter().filter(|f| f.kind == FlowKind::Tcp).count(),
+            99
+        );
         let s = load("ccr16-4.1-codel-1mbit").unwrap().unwrap();
-        assert!(matches!(s.forward.qdisc, Qdisc::Codel { target: Some(t), .. } if t.0.as_millis() == 13));
+        assert!(
+            matches!(s.forward.qdisc, Qdisc::Codel { target: Some(t), .. } if t.0.as_millis() == 13)
+        );
         let s = load("tma24-4-htb-cubic").unwrap().unwrap();
         assert!(matches!(s.forward.qdisc, Qdisc::Htb { .. }));
         assert_eq!(s.forward.delay.as_millis() * 2, 30);

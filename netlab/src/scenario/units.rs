@@ -115,7 +115,9 @@ impl Limit {
                     .parse()
                     .map_err(|_| format!("limit `{s}`: `{n}` is not a packet count"))?,
             )
-        } else if t.ends_with("ms") || t.ends_with("us") || (t.ends_with('s') && !t.ends_with("bytes"))
+        } else if t.ends_with("ms")
+            || t.ends_with("us")
+            || (t.ends_with('s') && !t.ends_with("bytes"))
         {
             Limit::Time(Dur::parse(t)?.0)
         } else {
@@ -182,7 +184,10 @@ mod tests {
 
     #[test]
     fn rates_parse_and_reject_negative_or_zero() {
-        assert_eq!(Rate::parse("2.5Mbit").unwrap().0, Bitrate::from_mbps_f64(2.5));
+        assert_eq!(
+            Rate::parse("2.5Mbit").unwrap().0,
+            Bitrate::from_mbps_f64(2.5)
+        );
         assert!(Rate::parse("-1Mbit").unwrap_err().contains("negative"));
         assert!(Rate::parse("0").unwrap_err().contains("above zero"));
         assert!(Rate::parse("fast").is_err());

@@ -93,7 +93,10 @@ mod tests {
             (Duration::from_secs(10), Bitrate::mbps(2)),
         ];
         let parsed = parse_steps(&format_steps(&steps));
-        assert_eq!(parsed, vec![(0.0, Bitrate::mbps(1)), (10.0, Bitrate::mbps(2))]);
+        assert_eq!(
+            parsed,
+            vec![(0.0, Bitrate::mbps(1)), (10.0, Bitrate::mbps(2))]
+        );
         let b = allowed_bytes(&parsed, 5.0, 15.0);
         assert!((b - (5.0 * 125_000.0 + 5.0 * 250_000.0)).abs() < 1e-6);
     }

@@ -62,11 +62,12 @@ pub fn probe(dst: SocketAddr, count: u32, gap: Duration) -> Result<ProbeResult> 
         let _ = sock.send_to(&p, dst);
         let deadline = sent + 1_000_000_000;
         while mono_ns() < deadline {
-            if let Ok((n, _)) = sock.recv_from(&mut buf) {
-                if n >= 4 && buf[..4] == seq.to_be_bytes() {
-                    rtts.push((mono_ns() - sent) as f64 / 1e6);
-                    break;
-                }
+            if let Ok((n, _)) = sock.recv_from(&mut buf)
+                && n >= 4
+                && buf[..4] == seq.to_be_bytes()
+            {
+                rtts.push((mono_ns() - sent) as f64 / 1e6);
+                break;
             }
         }
         std::thread::sleep(gap);

@@ -114,7 +114,8 @@ fn connect(dst: SocketAddr, cc: &str) -> Result<TcpStream> {
 /// Runs the sender; writes `t_s,conn,rtt_ms,cwnd,bytes_acked,retrans` every 100 ms.
 pub fn send(cfg: &TcpSend) -> Result<()> {
     let mut out = BufWriter::new(
-        File::create(&cfg.out).map_err(|e| Error::io(format!("create {}", cfg.out.display()), e))?,
+        File::create(&cfg.out)
+            .map_err(|e| Error::io(format!("create {}", cfg.out.display()), e))?,
     );
     writeln!(out, "t_s,conn,rtt_ms,cwnd,bytes_acked,retrans").ok();
     let chunk = vec![0x5au8; 16 * 1024];
@@ -193,7 +194,13 @@ pub fn send(cfg: &TcpSend) -> Result<()> {
 }
 
 /// Runs a sink on `port` until `stop`: counts bytes per `bin` and writes `t_s,bytes`.
-pub fn sink(port: u16, t0_ns: u64, bin: Duration, out: &std::path::Path, stop: Arc<AtomicBool>) -> Result<()> {
+pub fn sink(
+    port: u16,
+    t0_ns: u64,
+    bin: Duration,
+    out: &std::path::Path,
+    stop: Arc<AtomicBool>,
+) -> Result<()> {
     let listener = TcpListener::bind(("0.0.0.0", port))
         .map_err(|e| Error::io(format!("bind tcp {port}"), e))?;
     listener.set_nonblocking(true).ok();
@@ -235,7 +242,10 @@ pub fn sink(port: u16, t0_ns: u64, bin: Duration, out: &std::path::Path, stop: A
     }
     let mut w = BufWriter::new(File::create(out).map_err(|e| Error::io("create sink csv", e))?);
     writeln!(w, "t_s,bytes").ok();
-    let last = bins.iter().rposition(|b| b.load(Ordering::Relaxed) > 0).unwrap_or(0);
+    let last = bins
+        .iter()
+        .rposition(|b| b.load(Ordering::Relaxed) > 0)
+        .unwrap_or(0);
     for (i, b) in bins.iter().enumerate().take(last + 1) {
         writeln!(w, "{:.3},{}", i as f64 * bin_s, b.load(Ordering::Relaxed)).ok();
     }

@@ -64,7 +64,12 @@ fn rate_at(steps: &[(f64, Bitrate)], t: f64) -> Bitrate {
 /// Runs the sender until its stop time.
 pub fn send(cfg: &UdpSend) -> Result<()> {
     let sock = UdpSocket::bind("0.0.0.0:0").map_err(|e| Error::io("bind udp", e))?;
-    set_int(sock.as_raw_fd(), libc::IPPROTO_IP, libc::IP_TOS, i32::from(cfg.ecn.bits()))?;
+    set_int(
+        sock.as_raw_fd(),
+        libc::IPPROTO_IP,
+        libc::IP_TOS,
+        i32::from(cfg.ecn.bits()),
+    )?;
     set_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, 4 << 20).ok();
     let size = cfg.size.clamp(16, 1472);
     let mut payload = vec![0u8; size];
@@ -126,7 +131,8 @@ pub fn sink(
     out: &std::path::Path,
     stop: Arc<AtomicBool>,
 ) -> Result<()> {
-    let sock = UdpSocket::bind(("0.0.0.0", port)).map_err(|e| Error::io(format!("bind udp {port}"), e))?;
+    let sock =
+        UdpSocket::bind(("0.0.0.0", port)).map_err(|e| Error::io(format!("bind udp {port}"), e))?;
     let fd = sock.as_raw_fd();
     set_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
     set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 8 << 20).ok();
