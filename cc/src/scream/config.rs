@@ -179,6 +179,17 @@ pub struct ScreamConfig {
     pub min_pacing_rate: Bitrate,
     /// Relaxed pacing near the maximum rate: draft `Some`, reference `None` (disabled there).
     pub relaxed_pacing: Option<RelaxedPacing>,
+    /// L4S pacing cap (our addition; `None` in neither set would reproduce the reference):
+    /// while L4S CE marks have arrived within [`l4s_pacing_hold`](Self::l4s_pacing_hold), pace
+    /// no faster than this × the highest packet-train receive rate of the last 0.5 s — the
+    /// bottleneck rate, measured from the receiver's arrival times (never below the
+    /// target). Reason: with 60 fps frames paced at 1.5 × target, every frame overruns the
+    /// bottleneck once the target exceeds 2/3 of it and DualPI2's 1 ms step marks the frame's
+    /// tail — the reference then settles near 68 % of a 50 Mbit/s link
+    /// (shared/notes/scream-v2.md). Default `Some(1.0)`: pace at the bottleneck's own rate.
+    pub l4s_pacing_cap: Option<f64>,
+    /// How long after the last L4S CE mark the pacing cap stays on. Default 5 s.
+    pub l4s_pacing_hold: Duration,
     /// Bytes in flight are forgotten (the window reopens) when no feedback has arrived for
     /// this long — a guard against deadlock when feedback is lost (reference: 0.5 s).
     pub feedback_timeout: Duration,
@@ -249,6 +260,8 @@ impl ScreamConfig {
             max_adaptive_pacing_scale: 1.5,
             min_pacing_rate: Bitrate::kbps(50),
             relaxed_pacing: None,
+            l4s_pacing_cap: Some(1.0),
+            l4s_pacing_hold: Duration::from_secs(5),
             feedback_timeout: Duration::from_millis(500),
             packet_overhead: DataSize::bytes(20),
             rate_margin: 1.1,

@@ -35,16 +35,20 @@ pub fn adaptive_scale(queued: DataSize, target: Bitrate, frame_period_s: f64, ma
     (queued.as_bytes_f64() / nominal).clamp(1.0, max.max(1.0))
 }
 
-/// The pacing rate.
+/// The pacing rate: `max(min_rate, headroom × adaptive × max(target, media_rate))`, where
+/// `media_rate` (the rate media actually enters the queue, capped at `max_bitrate`) keeps the
+/// pacer from throttling an encoder that lags behind a falling target.
 pub fn pacing_rate(
     target: Bitrate,
+    media_rate: Bitrate,
     max_bitrate: Bitrate,
     headroom: f64,
     adaptive: f64,
     min_rate: Bitrate,
     relaxed: Option<&RelaxedPacing>,
 ) -> Bitrate {
-    let mut rate = target.as_bps_f64() * headroom * adaptive;
+    let base = target.max(media_rate.min(max_bitrate));
+    let mut rate = base.as_bps_f64() * headroom * adaptive;
     if let Some(r) = relaxed {
         let nominal = target.as_bps_f64() / max_bitrate.as_bps_f64().max(1.0);
         let s = ((nominal - r.limit_low) / (1.0 - r.limit_low).max(1e-9)).min(1.0);
@@ -52,6 +56,18 @@ pub fn pacing_rate(
         rate /= s;
     }
     Bitrate::from_bps_f64(rate).max(min_rate)
+}
+
+/// L4S pacing cap (our addition, see [`ScreamConfig::l4s_pacing_cap`]): while L4S marks are
+/// arriving, pace no faster than `cap ×` the highest recently delivered rate (the bottleneck's
+/// rate while it marks), but never below the target.
+///
+/// [`ScreamConfig::l4s_pacing_cap`]: super::ScreamConfig::l4s_pacing_cap
+pub fn l4s_cap(pacing: Bitrate, target: Bitrate, delivered_bps: f64, cap: f64) -> Bitrate {
+    if delivered_bps <= 0.0 {
+        return pacing;
+    }
+    pacing.min(Bitrate::from_bps_f64(cap * delivered_bps).max(target))
 }
 
 #[cfg(test)]
@@ -81,15 +97,15 @@ mod tests {
         let max = Bitrate::mbps(100);
         let min = Bitrate::kbps(50);
         assert_eq!(
-            pacing_rate(Bitrate::mbps(10), max, 1.5, 1.0, min, None),
+            pacing_rate(Bitrate::mbps(10), Bitrate::ZERO, max, 1.5, 1.0, min, None),
             Bitrate::mbps(15)
         );
         assert_eq!(
-            pacing_rate(Bitrate::kbps(10), max, 1.5, 1.0, min, None),
+            pacing_rate(Bitrate::kbps(10), Bitrate::ZERO, max, 1.5, 1.0, min, None),
             min
         );
         assert_eq!(
-            pacing_rate(Bitrate::mbps(10), max, 1.5, 1.5, min, None),
+            pacing_rate(Bitrate::mbps(10), Bitrate::ZERO, max, 1.5, 1.5, min, None),
             Bitrate::kbps(22_500)
         );
     }
@@ -100,17 +116,46 @@ mod tests {
         let max = Bitrate::mbps(10);
         let min = Bitrate::kbps(50);
         assert_eq!(
-            pacing_rate(Bitrate::mbps(5), max, 1.5, 1.0, min, Some(&r)),
+            pacing_rate(
+                Bitrate::mbps(5),
+                Bitrate::ZERO,
+                max,
+                1.5,
+                1.0,
+                min,
+                Some(&r)
+            ),
             Bitrate::kbps(7_500)
         );
         // At 90 % of max: scale 0.5 → twice the rate.
         assert_eq!(
-            pacing_rate(Bitrate::mbps(9), max, 1.5, 1.0, min, Some(&r)),
+            pacing_rate(
+                Bitrate::mbps(9),
+                Bitrate::ZERO,
+                max,
+                1.5,
+                1.0,
+                min,
+                Some(&r)
+            ),
             Bitrate::mbps(27)
+        );
+        // The encoder lags above the target: pace for what it produces.
+        assert_eq!(
+            pacing_rate(Bitrate::mbps(5), Bitrate::mbps(8), max, 1.5, 1.0, min, None),
+            Bitrate::mbps(12)
         );
         // At max: capped at 4×.
         assert_eq!(
-            pacing_rate(Bitrate::mbps(10), max, 1.5, 1.0, min, Some(&r)),
+            pacing_rate(
+                Bitrate::mbps(10),
+                Bitrate::ZERO,
+                max,
+                1.5,
+                1.0,
+                min,
+                Some(&r)
+            ),
             Bitrate::mbps(60)
         );
     }
@@ -122,5 +167,14 @@ mod tests {
         assert_eq!(adaptive_scale(DataSize::bytes(10_000), t, p, 1.5), 1.0);
         assert!((adaptive_scale(DataSize::bytes(30_000), t, p, 1.5) - 1.2).abs() < 1e-9);
         assert_eq!(adaptive_scale(DataSize::bytes(300_000), t, p, 1.5), 1.5);
+    }
+
+    #[test]
+    fn l4s_cap_limits_pacing_to_the_delivered_rate_but_not_below_target() {
+        let p = Bitrate::mbps(60);
+        assert_eq!(l4s_cap(p, Bitrate::mbps(40), 50e6, 1.1), Bitrate::mbps(55));
+        assert_eq!(l4s_cap(p, Bitrate::mbps(40), 20e6, 1.1), Bitrate::mbps(40));
+        assert_eq!(l4s_cap(p, Bitrate::mbps(40), 90e6, 1.1), p);
+        assert_eq!(l4s_cap(p, Bitrate::mbps(40), 0.0, 1.1), p);
     }
 }
