@@ -4,7 +4,7 @@
 //! and Ericsson's reference implementation (`EricssonResearch/scream`, `code/ScreamV2Tx.cpp`,
 //! `ScreamV2TxStream.cpp`; "the reference"). Facts and constants: ../shared/notes/scream-v2.md.
 //! Both constant sets are in [`ScreamConfig`]; the default is the reference's (see
-//! [`config`](self::config) for why).
+//! [`config`] for why).
 //!
 //! One file per rule block:
 //!
