@@ -23,7 +23,11 @@ const STEP: Duration = Duration::from_nanos(12_000); // 1500 B at 1 Gb/s
 
 fn packet(id: u64, flows: &[FlowId], now: Instant) -> Packet {
     let flow = flows[(id % flows.len() as u64) as usize];
-    let ecn = if id.is_multiple_of(2) { Ecn::Ect1 } else { Ecn::NotEct };
+    let ecn = if id.is_multiple_of(2) {
+        Ecn::Ect1
+    } else {
+        Ecn::NotEct
+    };
     Packet::new(PacketId(id), flow, DataSize::bytes(1500), now, ()).with_ecn(ecn)
 }
 

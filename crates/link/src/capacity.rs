@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use cg_types::{Bitrate, DataSize};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
+use crate::error::{Error, bounded};
 
 /// Bytes per Mahimahi delivery opportunity (one MTU-sized packet, `mahimahi/src/packet/link_queue.cc`).
 pub const MAHIMAHI_OPPORTUNITY: DataSize = DataSize::bytes(1500);
@@ -255,6 +255,7 @@ impl Capacity {
                             what: "capacity schedule step",
                         });
                     }
+                    bounded("capacity schedule step duration", s.duration)?;
                     if s.duration.is_zero() {
                         return Err(Error::ZeroLimit {
                             what: "capacity schedule step duration",

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use cg_types::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, probability};
+use crate::error::{Error, bounded, probability};
 use crate::event::{EventKind, EventSink, LinkEvent};
 use crate::packet::Packet;
 
@@ -49,6 +49,9 @@ impl DelayConfig {
     pub fn validate(&self) -> Result<(), Error> {
         probability("reorder probability", self.reorder)?;
         probability("duplicate probability", self.duplicate)?;
+        bounded("propagation delay", self.base)?;
+        bounded("jitter", self.jitter)?;
+        bounded("reorder delay", self.reorder_delay)?;
         Ok(())
     }
 }

@@ -90,3 +90,22 @@ pub(crate) fn positive(what: &'static str, v: f64) -> Result<f64, Error> {
         })
     }
 }
+
+/// The longest duration any setting may have: one day. Longer values are certainly typos, and
+/// bounding them keeps every `Instant + Duration` in the crate far from overflow.
+pub(crate) const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(86_400);
+
+/// Checks `d` is at most [`MAX_DURATION`].
+pub(crate) fn bounded(
+    what: &'static str,
+    d: std::time::Duration,
+) -> Result<std::time::Duration, Error> {
+    if d <= MAX_DURATION {
+        Ok(d)
+    } else {
+        Err(Error::InvalidParameter {
+            what,
+            reason: format!("{d:?} is longer than one day"),
+        })
+    }
+}

@@ -50,7 +50,11 @@ static GLOBAL: Counting = Counting;
 
 fn packet(id: u64, now: Instant) -> Packet {
     let flow = FlowId::from_index((id % 16) as u16);
-    let ecn = if id.is_multiple_of(2) { Ecn::Ect1 } else { Ecn::NotEct };
+    let ecn = if id.is_multiple_of(2) {
+        Ecn::Ect1
+    } else {
+        Ecn::NotEct
+    };
     Packet::new(PacketId(id), flow, DataSize::bytes(1500), now, ()).with_ecn(ecn)
 }
 

@@ -10,7 +10,7 @@ use cg_types::DataSize;
 use serde::{Deserialize, Serialize};
 
 use super::{LinkInfo, Qdisc, report_drop, report_enqueue, try_mark};
-use crate::error::Error;
+use crate::error::{Error, bounded};
 use crate::event::{DropReason, EventSink, MarkReason};
 use crate::packet::Packet;
 
@@ -65,6 +65,8 @@ impl CodelConfig {
                 what: "codel interval",
             });
         }
+        bounded("codel target", self.target)?;
+        bounded("codel interval", self.interval)?;
         Ok(CodelParams {
             target: self.target,
             interval: self.interval,

@@ -99,6 +99,7 @@ impl<P> DropTail<P> {
             }
             QueueLimit::Bytes(b) => Limit::Bytes(b.as_bytes()),
             QueueLimit::Time(d) => {
+                crate::error::bounded("droptail time limit", d)?;
                 let b = link.rate * d;
                 if b == DataSize::ZERO {
                     return Err(Error::ZeroLimit {

@@ -20,7 +20,7 @@ use cg_types::{DataSize, Ecn, Rng};
 use serde::{Deserialize, Serialize};
 
 use super::{LinkInfo, Qdisc, report_drop, report_enqueue, try_mark};
-use crate::error::{Error, positive, probability};
+use crate::error::{Error, bounded, positive, probability};
 use crate::event::{DropReason, EventSink, MarkReason};
 use crate::packet::Packet;
 
@@ -111,6 +111,9 @@ impl<P> DualPi2<P> {
                 what: "dualpi2 target",
             });
         }
+        bounded("dualpi2 target", config.target)?;
+        bounded("dualpi2 tupdate", config.tupdate)?;
+        bounded("dualpi2 step_threshold", config.step_threshold)?;
         positive("dualpi2 alpha", config.alpha)?;
         positive("dualpi2 beta", config.beta)?;
         positive("dualpi2 coupling_factor", config.coupling_factor)?;

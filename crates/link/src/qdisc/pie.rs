@@ -10,7 +10,7 @@ use cg_types::{DataSize, Rng};
 use serde::{Deserialize, Serialize};
 
 use super::{LinkInfo, Qdisc, report_drop, report_enqueue, try_mark};
-use crate::error::{Error, positive, probability};
+use crate::error::{Error, bounded, positive, probability};
 use crate::event::{DropReason, EventSink, MarkReason};
 use crate::packet::Packet;
 
@@ -87,6 +87,9 @@ impl<P> Pie<P> {
                 what: "pie tupdate",
             });
         }
+        bounded("pie target", config.target)?;
+        bounded("pie tupdate", config.tupdate)?;
+        bounded("pie max_burst", config.max_burst)?;
         positive("pie alpha", config.alpha)?;
         positive("pie beta", config.beta)?;
         probability("pie mark_ecn_threshold", config.mark_ecn_threshold)?;

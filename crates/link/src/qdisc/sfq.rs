@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::droptail::QueueLimit;
 use super::{LinkInfo, Qdisc, report_drop, report_enqueue};
-use crate::error::Error;
+use crate::error::{Error, bounded};
 use crate::event::{DropReason, EventSink};
 use crate::packet::Packet;
 
@@ -116,6 +116,9 @@ impl<P> Sfq<P> {
             return Err(Error::ZeroLimit {
                 what: "sfq quantum",
             });
+        }
+        if let Some(d) = config.perturb {
+            bounded("sfq perturb", d)?;
         }
         if config.perturb.is_some_and(|d| d.is_zero()) {
             return Err(Error::ZeroLimit {
