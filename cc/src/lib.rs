@@ -14,6 +14,10 @@
 //! Controllers that run at the receiver (GCC's REMB mode) implement
 //! [`ReceiveSideEstimator`] instead; the receiver session feeds it and sends what it answers.
 //!
+//! [`scream`]: SCReAM v2 with L4S — window-based, RFC 8888 feedback, send gate through
+//! [`Controller::send_allowance`], RTP-queue discard through [`ControllerEvent::DiscardQueue`];
+//! built from [`scream::ScreamConfig`] (reference or draft constants).
+//!
 //! Time model: `now: Instant` is the local clock of whichever side runs the code. Arrival times
 //! carried back in feedback are readings of the *peer's* clock and arrive as
 //! [`cg_types::RemoteTime`]; only their differences (or delays compared with a base delay) mean
