@@ -26,6 +26,8 @@
 mod controller;
 pub mod gcc;
 pub mod sim;
+#[cfg(feature = "webrtc")]
+pub mod webrtc_adapter;
 pub mod scream;
 
 pub use controller::{
