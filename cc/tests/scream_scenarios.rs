@@ -361,3 +361,41 @@ fn l4s_through_dualpi2_at_50mbps_keeps_the_l_queue_under_a_millisecond() {
     assert!(loss <= 0.001, "loss {loss:.5}");
     assert!(u >= 0.75, "throughput {u:.3} of capacity");
 }
+
+#[test]
+fn two_l4s_flows_share_a_dualpi2_bottleneck_fairly() {
+    let start = Instant::now();
+    let cap = Bitrate::mbps(20);
+    let fwd = LinkConfig::constant(cap).with_qdisc(QdiscConfig::Dualpi2(DualPi2Config {
+        limit: 1000,
+        ..DualPi2Config::default()
+    }));
+    let (f, r) = links(fwd, Duration::from_millis(15));
+    let mut s = Sim::new(f, r, start);
+    let cfg = scream_cfg(Ecn::Ect1, Bitrate::mbps(100));
+    add_flow(&mut s, &cfg, Bitrate::mbps(100), 31, start);
+    let second = start + Duration::from_secs(2);
+    s.run_until(second);
+    add_flow(&mut s, &cfg, Bitrate::mbps(100), 32, second);
+    let end = start + Duration::from_secs(40);
+    s.run_until(end);
+
+    let from = start + Duration::from_secs(15);
+    let ev = s.forward().events();
+    let rates: Vec<f64> = (0..2)
+        .map(|i| {
+            metrics::throughput(ev.iter(), Some(FlowId::from_index(i)), from, end).as_mbps_f64()
+        })
+        .collect();
+    let jain = metrics::jain_index(&rates);
+    let q = metrics::queuing_delays(ev.iter(), None, from, end);
+    let p99 = metrics::percentile(&q, 99.0);
+    eprintln!(
+        "two L4S flows: {:.2} / {:.2} Mbit/s, Jain {jain:.3}, L-queue p99 {:.2} ms",
+        rates[0],
+        rates[1],
+        ms(p99)
+    );
+    assert!(jain >= 0.9, "Jain's index {jain:.3} ({rates:?})");
+    assert!(p99.expect("packets were dequeued") <= Duration::from_millis(5));
+}
