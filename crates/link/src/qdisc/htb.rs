@@ -1,20 +1,21 @@
 //! HTB: hierarchical token bucket (Devera 2002; Linux `sch_htb`, `tc-htb(8)`).
 //!
-//! Leaf classes under one root, each with a guaranteed `rate`, a `ceil` it may borrow up to,
-//! token buckets of `burst` / `cburst` bytes, a `prio` (lower borrows spare bandwidth first),
-//! a DRR `quantum`, and its own child qdisc. Packets are classified by ordered rules on the
-//! 5-tuple, DSCP and ECN; unmatched packets go to `default_class`, or, if none is set, to
-//! Linux's unshaped direct queue.
+//! A tree of classes under a root whose rate is the link's. Every class has a guaranteed
+//! `rate`, a `ceil` it may borrow up to, token buckets of `burst` / `cburst` bytes, a `prio`
+//! (lower borrows spare bandwidth first) and a DRR `quantum`; a class is inner if another
+//! names it as `parent`, otherwise it is a leaf with its own child qdisc. Packets are
+//! classified onto leaves by ordered rules on the 5-tuple, DSCP and ECN; unmatched packets go
+//! to `default_class`, or, if none is set, to Linux's unshaped direct queue.
 //!
-//! Dequeue follows `htb_dequeue`: among backlogged classes that may send at their own rate
-//! (tokens ≥ 0) the lowest `prio` wins, DRR within a prio; if none, classes that may borrow
-//! (ctokens ≥ 0, and the root has tokens) in the same order. Sending charges the class's
-//! tokens (unless it borrowed), its ctokens and the root's tokens (`htb_charge_class`). When
-//! nothing may send, [`Qdisc::poll_timeout`] is the earliest instant a class will have tokens
-//! again (Linux's watchdog).
-//!
-//! Deviation: classes form one level under the root (no inner classes); that is the shape of
-//! every setup in the papers (TMA24 §IV-C) and of netlab's scenarios.
+//! Each class is in one of Linux's three modes: *can send* (ctokens ≥ 0 and tokens ≥ 0),
+//! *may borrow* (ctokens ≥ 0, tokens < 0) or *can't send* (ctokens < 0). A leaf may send
+//! from the nearest ancestor that can send if every class below it may borrow; the root lends
+//! while it has tokens. Dequeue follows `htb_dequeue`: sending at a leaf's own rate first,
+//! then borrowing from the deepest lender (Linux's lowest level), the root last; within that,
+//! the lowest `prio`; DRR (a deficit per lending level) among equals. Sending `len` bytes charges every class on the
+//! path its ctokens, and the lender and its ancestors their tokens (`htb_charge_class`). When
+//! nothing may send, [`Qdisc::poll_timeout`] is the earliest instant a leaf may send again
+//! (Linux's watchdog).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -68,10 +69,14 @@ pub struct HtbClassConfig {
     /// Priority, 0 (highest) to 7. Default 0 (tc-htb).
     #[serde(default)]
     pub prio: u8,
+    /// The class this one borrows from. Default: the root.
+    #[serde(default)]
+    pub parent: Option<String>,
     /// DRR quantum. Default rate / r2q, clamped to [MTU, 200 000 B] (Linux).
     #[serde(default)]
     pub quantum: Option<DataSize>,
-    /// The class's own queue. Default `pfifo` 1000 packets (Linux's default leaf qdisc).
+    /// The class's own queue (leaves only). Default `pfifo` 1000 packets (Linux's default
+    /// leaf qdisc).
     #[serde(default)]
     pub qdisc: Option<Box<QdiscConfig>>,
 }
@@ -86,9 +91,16 @@ impl HtbClassConfig {
             burst: None,
             cburst: None,
             prio,
+            parent: None,
             quantum: None,
             qdisc: None,
         }
+    }
+
+    /// This class under `parent`.
+    pub fn with_parent(mut self, parent: &str) -> Self {
+        self.parent = Some(parent.to_owned());
+        self
     }
 
     /// This class with child qdisc `q`.
@@ -242,14 +254,30 @@ impl Bucket {
     }
 }
 
+/// Deepest class tree (Linux `TC_HTB_MAXDEPTH`, counting its root class, which is our root).
+const MAX_DEPTH: usize = 7;
+/// Lending ranks: 0 = the leaf's own rate, 1..=MAX_DEPTH = an inner class (deeper ones lend
+/// first, as Linux's lower levels do), MAX_DEPTH + 1 = the root.
+const RANKS: usize = MAX_DEPTH + 2;
+
 struct Class<P> {
     name: String,
     prio: u8,
     quantum: i64,
-    deficit: i64,
+    /// DRR deficit per lending rank (Linux `leaf.deficit[level]`).
+    deficit: [i64; RANKS],
+    depth: usize,
     tokens: Bucket,
     ctokens: Bucket,
-    q: BoxQdisc<P>,
+    parent: Option<usize>,
+    /// The child qdisc of a leaf; `None` for an inner class.
+    q: Option<BoxQdisc<P>>,
+}
+
+impl<P> Class<P> {
+    fn backlogged(&self) -> bool {
+        self.q.as_ref().is_some_and(|q| !q.is_empty())
+    }
 }
 
 /// An HTB qdisc.
@@ -261,10 +289,17 @@ pub struct Htb<P> {
     direct: VecDeque<Packet<P>>,
     direct_bytes: u64,
     direct_limit: usize,
-    /// Per prio (0..8): the class index where DRR resumes.
-    rr: [usize; 8],
+    /// Per prio and lending rank: the class index where DRR resumes.
+    rr: [[usize; RANKS]; 8],
     last: Option<Instant>,
     wake_at: Option<Instant>,
+}
+
+/// Where a leaf may send from: the lender's rank (see [`RANKS`]) and index (`None`: the root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Lender {
+    rank: usize,
+    class: Option<usize>,
 }
 
 impl<P: Send + 'static> Htb<P> {
@@ -287,11 +322,58 @@ impl<P: Send + 'static> Htb<P> {
             let size = size.unwrap_or_else(|| rate * Duration::from_millis(1) + mtu);
             Bucket::new(rate, size.max(mtu))
         };
-        let mut classes: Vec<Class<P>> = Vec::with_capacity(config.classes.len());
-        for c in &config.classes {
-            if classes.iter().any(|k| k.name == c.name) {
-                return Err(Error::DuplicateClass(c.name.clone()));
+        let names: Vec<&str> = config.classes.iter().map(|c| c.name.as_str()).collect();
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(Error::DuplicateClass((*n).to_owned()));
             }
+        }
+        let find = |name: &str, what: String| {
+            names
+                .iter()
+                .position(|n| *n == name)
+                .ok_or_else(|| Error::UnknownClass {
+                    what,
+                    class: name.to_owned(),
+                })
+        };
+        let parents = config
+            .classes
+            .iter()
+            .map(|c| match &c.parent {
+                Some(p) => find(p, format!("class `{}` parent", c.name)).map(Some),
+                None => Ok(None),
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        // Every parent chain must reach the root (no cycles) within Linux's depth.
+        let mut depths = Vec::with_capacity(parents.len());
+        for (i, c) in config.classes.iter().enumerate() {
+            let mut node = parents[i];
+            let mut steps = 0;
+            while let Some(n) = node {
+                steps += 1;
+                if steps > parents.len() {
+                    return Err(Error::InvalidParameter {
+                        what: "HTB class parent",
+                        reason: format!("class `{}` is its own ancestor", c.name),
+                    });
+                }
+                node = parents[n];
+            }
+            if steps >= MAX_DEPTH {
+                return Err(Error::InvalidParameter {
+                    what: "HTB class parent",
+                    reason: format!(
+                        "class `{}` is nested deeper than {MAX_DEPTH} levels",
+                        c.name
+                    ),
+                });
+            }
+            depths.push(steps);
+        }
+        let is_inner = |i: usize| parents.contains(&Some(i));
+        let mut classes: Vec<Class<P>> = Vec::with_capacity(config.classes.len());
+        for (i, c) in config.classes.iter().enumerate() {
             if c.rate == Bitrate::ZERO {
                 return Err(Error::ZeroRate {
                     what: "HTB class rate",
@@ -319,26 +401,42 @@ impl<P: Send + 'static> Htb<P> {
                 Some(q) => q.as_bytes(),
                 None => (c.rate.as_bps() / 8 / r2q).clamp(mtu.as_bytes(), 200_000),
             };
-            let child_cfg = c.qdisc.as_deref().cloned().unwrap_or_default();
-            let child_link = LinkInfo { rate: c.rate, mtu };
+            let q = if is_inner(i) {
+                if c.qdisc.is_some() {
+                    return Err(Error::InvalidParameter {
+                        what: "HTB class qdisc",
+                        reason: format!(
+                            "class `{}` is an inner class (it has children); only leaves hold packets",
+                            c.name
+                        ),
+                    });
+                }
+                None
+            } else {
+                let child_cfg = c.qdisc.as_deref().cloned().unwrap_or_default();
+                Some(child_cfg.build(LinkInfo { rate: c.rate, mtu }, rng)?)
+            };
             classes.push(Class {
                 name: c.name.clone(),
                 prio: c.prio,
                 quantum: quantum as i64,
-                deficit: quantum as i64,
+                deficit: [quantum as i64; RANKS],
+                depth: depths[i],
                 tokens: bucket(c.rate, c.burst),
                 ctokens: bucket(ceil, c.cburst),
-                q: child_cfg.build(child_link, rng)?,
+                parent: parents[i],
+                q,
             });
         }
-        let find = |name: &str, what: String| {
-            classes
-                .iter()
-                .position(|c| c.name == name)
-                .ok_or_else(|| Error::UnknownClass {
-                    what,
-                    class: name.to_owned(),
-                })
+        let leaf = |name: &str, what: String| {
+            let i = find(name, what.clone())?;
+            if is_inner(i) {
+                return Err(Error::InvalidParameter {
+                    what: "HTB classification",
+                    reason: format!("{what} names inner class `{name}`; packets go to leaves"),
+                });
+            }
+            Ok(i)
         };
         let rules = config
             .rules
@@ -347,12 +445,12 @@ impl<P: Send + 'static> Htb<P> {
             .map(|(i, r)| {
                 Ok((
                     r.matches.clone(),
-                    find(&r.class, format!("rule {}", i + 1))?,
+                    leaf(&r.class, format!("rule {}", i + 1))?,
                 ))
             })
             .collect::<Result<Vec<_>, Error>>()?;
         let default = match &config.default_class {
-            Some(name) => Some(find(name, "default_class".into())?),
+            Some(name) => Some(leaf(name, "default_class".into())?),
             None => None,
         };
         let direct_limit = if config.direct_limit == 0 {
@@ -368,7 +466,7 @@ impl<P: Send + 'static> Htb<P> {
             direct: VecDeque::new(),
             direct_bytes: 0,
             direct_limit,
-            rr: [0; 8],
+            rr: [[0; RANKS]; 8],
             last: None,
             wake_at: None,
         })
@@ -376,7 +474,7 @@ impl<P: Send + 'static> Htb<P> {
 }
 
 impl<P> Htb<P> {
-    /// The class a packet goes to (`None`: the direct queue).
+    /// The leaf class a packet goes to (`None`: the direct queue).
     pub fn classify(&self, p: &Packet<P>) -> Option<usize> {
         self.rules
             .iter()
@@ -390,9 +488,12 @@ impl<P> Htb<P> {
         self.classes.iter().position(|c| c.name == name)
     }
 
-    /// Packets queued in class `i`.
+    /// Packets queued in class `i` (0 for inner classes).
     pub fn class_len(&self, i: usize) -> usize {
-        self.classes.get(i).map_or(0, |c| c.q.len())
+        self.classes
+            .get(i)
+            .and_then(|c| c.q.as_ref())
+            .map_or(0, |q| q.len())
     }
 
     fn refill(&mut self, now: Instant) {
@@ -410,51 +511,106 @@ impl<P> Htb<P> {
         }
     }
 
-    /// DRR among backlogged classes of one prio satisfying `ok`; returns the class served.
-    fn pick(&mut self, prio: u8, borrow: bool) -> Option<usize> {
-        let n = self.classes.len();
-        let root_ok = self.root.tokens >= 0.0;
-        let eligible = |c: &Class<P>| {
-            c.prio == prio
-                && !c.q.is_empty()
-                && if borrow {
-                    c.tokens.tokens < 0.0 && c.ctokens.tokens >= 0.0 && root_ok
-                } else {
-                    c.tokens.tokens >= 0.0 && c.ctokens.tokens >= 0.0
-                }
-        };
-        if !self.classes.iter().any(eligible) {
-            return None;
+    /// Where leaf `i` may send from now, if anywhere (Linux's class modes, see module docs).
+    fn lender(&self, i: usize) -> Option<Lender> {
+        let mut node = Some(i);
+        while let Some(n) = node {
+            let c = &self.classes[n];
+            if c.ctokens.tokens < 0.0 {
+                return None;
+            }
+            if c.tokens.tokens >= 0.0 {
+                let rank = if n == i { 0 } else { MAX_DEPTH - c.depth };
+                return Some(Lender {
+                    rank,
+                    class: Some(n),
+                });
+            }
+            node = c.parent;
         }
-        let start = self.rr[prio as usize] % n;
+        (self.root.tokens >= 0.0).then_some(Lender {
+            rank: MAX_DEPTH + 1,
+            class: None,
+        })
+    }
+
+    /// The leaf to serve: lowest lending rank, then lowest prio, DRR within that group.
+    fn pick(&mut self) -> Option<(usize, Lender)> {
+        let mut best: Option<(usize, u8)> = None;
+        for (i, c) in self.classes.iter().enumerate() {
+            if !c.backlogged() {
+                continue;
+            }
+            if let Some(l) = self.lender(i) {
+                let key = (l.rank, c.prio);
+                if best.is_none_or(|b| key < b) {
+                    best = Some(key);
+                }
+            }
+        }
+        let (rank, prio) = best?;
+        let n = self.classes.len();
+        let start = self.rr[prio as usize][rank] % n;
         // At most two passes: one to top up deficits, one to find a class with credit.
         for k in 0..2 * n + 1 {
             let i = (start + k) % n;
+            if self.classes[i].prio != prio || !self.classes[i].backlogged() {
+                continue;
+            }
+            let Some(l) = self.lender(i).filter(|l| l.rank == rank) else {
+                continue;
+            };
             let c = &mut self.classes[i];
-            if !eligible(c) {
+            if c.deficit[rank] <= 0 {
+                c.deficit[rank] += c.quantum;
                 continue;
             }
-            if c.deficit <= 0 {
-                c.deficit += c.quantum;
-                continue;
-            }
-            self.rr[prio as usize] = i;
-            return Some(i);
+            self.rr[prio as usize][rank] = i;
+            return Some((i, l));
         }
         None
     }
 
-    /// Earliest instant a backlogged class may send again.
+    /// `htb_charge_class`: ctokens all the way up; tokens from the lender up.
+    fn charge(&mut self, leaf: usize, lender: Lender, len: f64) {
+        let mut node = Some(leaf);
+        let mut lent = false;
+        while let Some(n) = node {
+            lent |= lender.class == Some(n);
+            let c = &mut self.classes[n];
+            c.ctokens.tokens -= len;
+            if lent {
+                c.tokens.tokens -= len;
+            }
+            node = c.parent;
+        }
+        self.root.tokens -= len;
+    }
+
+    /// Earliest instant a backlogged leaf may send again.
     fn next_send_time(&self, now: Instant) -> Option<Instant> {
-        self.classes
-            .iter()
-            .filter(|c| !c.q.is_empty())
-            .map(|c| {
-                let own = c.tokens.wait().max(c.ctokens.wait());
-                let borrow = c.ctokens.wait().max(self.root.wait());
-                now + own.min(borrow)
-            })
-            .min()
+        let mut best: Option<Duration> = None;
+        for (i, c) in self.classes.iter().enumerate() {
+            if !c.backlogged() {
+                continue;
+            }
+            // For each possible lender on the path: the wait for every ctokens up to it and
+            // for its own tokens; the leaf's wait is the shortest of these.
+            let mut ceil_wait = Duration::ZERO;
+            let mut node = Some(i);
+            let mut wait: Option<Duration> = None;
+            while let Some(n) = node {
+                let k = &self.classes[n];
+                ceil_wait = ceil_wait.max(k.ctokens.wait());
+                let w = ceil_wait.max(k.tokens.wait());
+                wait = Some(wait.map_or(w, |x| x.min(w)));
+                node = k.parent;
+            }
+            let w = ceil_wait.max(self.root.wait());
+            let wait = wait.map_or(w, |x| x.min(w));
+            best = Some(best.map_or(wait, |b| b.min(wait)));
+        }
+        best.map(|d| now + d)
     }
 }
 
@@ -463,7 +619,10 @@ impl<P: Send> Qdisc<P> for Htb<P> {
         self.refill(now);
         self.wake_at = None;
         match self.classify(&packet) {
-            Some(i) => self.classes[i].q.enqueue(packet, now, events),
+            Some(i) => match &mut self.classes[i].q {
+                Some(q) => q.enqueue(packet, now, events),
+                None => report_drop(&packet, DropReason::Unclassified, now, events),
+            },
             None => {
                 if self.direct.len() >= self.direct_limit {
                     report_drop(&packet, DropReason::QueueFull, now, events);
@@ -484,33 +643,20 @@ impl<P: Send> Qdisc<P> for Htb<P> {
             return Some(p);
         }
         loop {
-            let mut chosen = None;
-            'outer: for borrow in [false, true] {
-                for prio in 0..8u8 {
-                    if let Some(i) = self.pick(prio, borrow) {
-                        chosen = Some((i, borrow));
-                        break 'outer;
-                    }
-                }
-            }
-            let Some((i, borrowed)) = chosen else {
+            let Some((i, lender)) = self.pick() else {
                 self.wake_at = self.next_send_time(now);
                 return None;
             };
             let c = &mut self.classes[i];
-            match c.q.dequeue(now, events) {
+            let q = c.q.as_mut().expect("pick only returns backlogged leaves");
+            match q.dequeue(now, events) {
                 Some(p) => {
-                    let len = p.size.as_bytes_f64();
-                    c.deficit -= p.size.as_bytes() as i64;
-                    if c.deficit <= 0 {
-                        // Move on within this prio next time (DRR).
-                        self.rr[c.prio as usize] = i + 1;
+                    c.deficit[lender.rank] -= p.size.as_bytes() as i64;
+                    if c.deficit[lender.rank] <= 0 {
+                        // Move on within this prio and rank next time (DRR).
+                        self.rr[c.prio as usize][lender.rank] = i + 1;
                     }
-                    if !borrowed {
-                        c.tokens.tokens -= len;
-                    }
-                    c.ctokens.tokens -= len;
-                    self.root.tokens -= len;
+                    self.charge(i, lender, p.size.as_bytes_f64());
                     self.wake_at = None;
                     return Some(p);
                 }
@@ -521,23 +667,37 @@ impl<P: Send> Qdisc<P> for Htb<P> {
     }
 
     fn peek(&self) -> Option<&Packet<P>> {
-        self.direct
-            .front()
-            .or_else(|| self.classes.iter().find_map(|c| c.q.peek()))
+        self.direct.front().or_else(|| {
+            self.classes
+                .iter()
+                .find_map(|c| c.q.as_ref().and_then(|q| q.peek()))
+        })
     }
 
     fn len(&self) -> usize {
-        self.direct.len() + self.classes.iter().map(|c| c.q.len()).sum::<usize>()
+        self.direct.len()
+            + self
+                .classes
+                .iter()
+                .filter_map(|c| c.q.as_ref())
+                .map(|q| q.len())
+                .sum::<usize>()
     }
 
     fn bytes(&self) -> DataSize {
-        DataSize::bytes(self.direct_bytes) + self.classes.iter().map(|c| c.q.bytes()).sum()
+        DataSize::bytes(self.direct_bytes)
+            + self
+                .classes
+                .iter()
+                .filter_map(|c| c.q.as_ref())
+                .map(|q| q.bytes())
+                .sum()
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.classes
             .iter()
-            .filter_map(|c| c.q.poll_timeout())
+            .filter_map(|c| c.q.as_ref()?.poll_timeout())
             .chain(self.wake_at)
             .min()
     }
@@ -546,9 +706,9 @@ impl<P: Send> Qdisc<P> for Htb<P> {
         if self.wake_at.is_some_and(|w| w <= now) {
             self.wake_at = None;
         }
-        for c in &mut self.classes {
-            if c.q.poll_timeout().is_some_and(|t| t <= now) {
-                c.q.handle_timeout(now, events);
+        for q in self.classes.iter_mut().filter_map(|c| c.q.as_mut()) {
+            if q.poll_timeout().is_some_and(|t| t <= now) {
+                q.handle_timeout(now, events);
             }
         }
     }
@@ -679,6 +839,138 @@ mod tests {
         let (_, out) = run(&mut q, link, &mut src, t0, dur);
         let (_, be) = rates(&out, t0 + Duration::from_secs(1), t0 + dur);
         assert!((be - 30.0).abs() < 0.5, "capped at ceil: {be} Mb/s");
+    }
+
+    /// Delivered Mb/s of test flow `f` over `[from, until)`.
+    fn mbps(out: &[(Instant, crate::Packet)], f: u16, from: Instant, until: Instant) -> f64 {
+        out.iter()
+            .filter(|(t, p)| *t >= from && p.flow == FlowId::from_index(f))
+            .map(|(_, p)| p.size.as_bytes())
+            .sum::<u64>() as f64
+            * 8.0
+            / (until - from).as_secs_f64()
+            / 1e6
+    }
+
+    fn rule(class: &str, port: u16) -> HtbRule {
+        HtbRule {
+            class: class.into(),
+            matches: HtbMatch {
+                dst_port: Some(6000 + port),
+                ..HtbMatch::default()
+            },
+        }
+    }
+
+    fn saturate(cfg: &HtbConfig, rates: &[(u16, u64)]) -> Vec<f64> {
+        let t0 = Instant::now();
+        let link = Bitrate::mbps(50);
+        let mut q = Htb::new(cfg, LinkInfo::new(link), &mut Rng::new(1)).unwrap();
+        let mut src: Vec<Source> = rates
+            .iter()
+            .map(|&(f, r)| Source {
+                flow: f,
+                rate: Bitrate::mbps(r),
+                size: 1500,
+                ecn: Ecn::NotEct,
+                next: t0,
+            })
+            .collect();
+        let dur = Duration::from_secs(10);
+        let (_, out) = run(&mut q, link, &mut src, t0, dur);
+        rates
+            .iter()
+            .map(|&(f, _)| mbps(&out, f, t0 + Duration::from_secs(2), t0 + dur))
+            .collect()
+    }
+
+    #[test]
+    fn leaves_borrow_from_their_parent_before_the_root() {
+        // a (30 Mb/s) holds a1 and a2 (5 Mb/s each, prio 1); b (20 Mb/s, prio 0) is a sibling
+        // of a. All saturate: a's unused 20 Mb/s goes to its own children, not to b, although
+        // b has the better prio — the hierarchy at work.
+        let cfg = HtbConfig {
+            classes: vec![
+                HtbClassConfig::new("a", Bitrate::mbps(30), Bitrate::mbps(50), 1),
+                HtbClassConfig::new("a1", Bitrate::mbps(5), Bitrate::mbps(50), 1).with_parent("a"),
+                HtbClassConfig::new("a2", Bitrate::mbps(5), Bitrate::mbps(50), 1).with_parent("a"),
+                HtbClassConfig::new("b", Bitrate::mbps(20), Bitrate::mbps(50), 0),
+            ],
+            rules: vec![rule("a1", 1), rule("a2", 2), rule("b", 3)],
+            ..HtbConfig::default()
+        };
+        let r = saturate(&cfg, &[(1, 40), (2, 40), (3, 40)]);
+        assert!(
+            (r[0] - 15.0).abs() < 0.5 && (r[1] - 15.0).abs() < 0.5,
+            "a1, a2: {r:?}"
+        );
+        assert!((r[2] - 20.0).abs() < 0.5, "b: {r:?}");
+    }
+
+    #[test]
+    fn an_inner_ceil_caps_its_subtree() {
+        let cfg = HtbConfig {
+            classes: vec![
+                HtbClassConfig::new("a", Bitrate::mbps(20), Bitrate::mbps(30), 0),
+                HtbClassConfig::new("a1", Bitrate::mbps(10), Bitrate::mbps(50), 0).with_parent("a"),
+                HtbClassConfig::new("a2", Bitrate::mbps(10), Bitrate::mbps(50), 0).with_parent("a"),
+                HtbClassConfig::new("b", Bitrate::mbps(20), Bitrate::mbps(50), 0),
+            ],
+            rules: vec![rule("a1", 1), rule("a2", 2), rule("b", 3)],
+            ..HtbConfig::default()
+        };
+        // b wants only 5 Mb/s; 45 are spare, but a may not exceed its 30 Mb/s ceil.
+        let r = saturate(&cfg, &[(1, 40), (2, 40), (3, 5)]);
+        assert!((r[0] + r[1] - 30.0).abs() < 0.5, "a's subtree: {r:?}");
+        assert!(
+            (r[0] - r[1]).abs() < 0.5,
+            "equal children share equally: {r:?}"
+        );
+        assert!((r[2] - 5.0).abs() < 0.1, "b: {r:?}");
+    }
+
+    #[test]
+    fn bad_hierarchies_are_errors() {
+        let l = LinkInfo::new(Bitrate::mbps(50));
+        let class = |n: &str| HtbClassConfig::new(n, Bitrate::mbps(1), Bitrate::mbps(50), 0);
+        let cycle = HtbConfig {
+            classes: vec![class("a").with_parent("b"), class("b").with_parent("a")],
+            ..HtbConfig::default()
+        };
+        assert!(matches!(
+            Htb::<()>::new(&cycle, l, &mut Rng::new(1)),
+            Err(Error::InvalidParameter { .. })
+        ));
+        let orphan = HtbConfig {
+            classes: vec![class("a").with_parent("zz")],
+            ..HtbConfig::default()
+        };
+        assert!(matches!(
+            Htb::<()>::new(&orphan, l, &mut Rng::new(1)),
+            Err(Error::UnknownClass { .. })
+        ));
+        let to_inner = HtbConfig {
+            classes: vec![class("a"), class("a1").with_parent("a")],
+            rules: vec![rule("a", 1)],
+            ..HtbConfig::default()
+        };
+        assert!(Htb::<()>::new(&to_inner, l, &mut Rng::new(1)).is_err());
+        let inner_qdisc = HtbConfig {
+            classes: vec![
+                class("a").with_qdisc(QdiscConfig::default()),
+                class("a1").with_parent("a"),
+            ],
+            ..HtbConfig::default()
+        };
+        assert!(Htb::<()>::new(&inner_qdisc, l, &mut Rng::new(1)).is_err());
+        let dup = HtbConfig {
+            classes: vec![class("a"), class("a")],
+            ..HtbConfig::default()
+        };
+        assert!(matches!(
+            Htb::<()>::new(&dup, l, &mut Rng::new(1)),
+            Err(Error::DuplicateClass(_))
+        ));
     }
 
     #[test]
