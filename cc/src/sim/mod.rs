@@ -12,11 +12,12 @@
 //!   burst-then-compensate shape.
 //! - [`SimSender`]: wraps any `Box<dyn Controller>` with the encoder, a packetiser
 //!   (≤ 1200-byte packets) and a pacer. The pacer releases packets at
-//!   [`Controller::pacing_rate`](crate::Controller::pacing_rate); if the controller returns
+//!   [`Controller::pacing_rate`]; if the controller returns
 //!   [`send_allowance`](crate::Controller::send_allowance) `Some(bytes)`, a packet also waits
 //!   until it fits (window-based controllers such as SCReAM). It reports every packet through
-//!   `on_packet_sent` (and the last packet of each frame through `on_frame_sent`), the media queue through `on_media_queue`, passes feedback to
-//!   `on_feedback` (with an RTT sample computed from the receiver's echo), and obeys
+//!   `on_packet_sent` (and the last packet of each frame through `on_frame_sent`), the
+//!   media queue through `on_media_queue`, passes feedback to `on_feedback` (with an RTT
+//!   sample computed from the receiver's echo), and obeys
 //!   [`ControllerEvent`](crate::ControllerEvent)s (`DiscardQueue` clears the queue and asks for
 //!   a key frame; `RequestKeyFrame`; `Probe` is ignored). The encoder target is re-read
 //!   at every frame. [`SimSender::samples`] keeps the controller's
@@ -25,7 +26,7 @@
 //!   ([`ReceiverConfig::feedback`], normally `controller.feedback_kind()`):
 //!   transport-wide-CC-like results every 50 ms (arrival times, no ECN), or
 //!   RFC-8888-like results with the ECN seen every 40 ms or every 16 packets; runs a
-//!   [`ReceiveSideEstimator`](crate::ReceiveSideEstimator) and sends its REMBs when one is
+//!   [`ReceiveSideEstimator`] and sends its REMBs when one is
 //!   given (GCC's REMB mode); and sends RR-like loss reports every second. Arrival times
 //!   are [`cg_types::RemoteTime`]s offset by 1000 s from the sender's clock, so controllers
 //!   cannot rely on a shared clock.
