@@ -245,7 +245,12 @@ mod tests {
 
     #[test]
     fn sending_above_capacity_leads_to_overuse_and_decrease_below_capacity() {
-        let mut c = DelayBasedController::new(&GccConfig::default());
+        // The fluid sender ignores Ar; start Ar high so that α·R is a decrease.
+        let cfg = GccConfig {
+            start_bitrate: Bitrate::mbps(1),
+            ..GccConfig::default()
+        };
+        let mut c = DelayBasedController::new(&cfg);
         let mut f = Fluid {
             t: 0,
             link_free: 0.0,

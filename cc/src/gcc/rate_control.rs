@@ -8,7 +8,8 @@
 //! | normal         | Increase | Increase | Hold     |
 //! | under-use      | Hold     | Hold     | Hold     |
 //!
-//! Eq. (3): Increase `Ar ← η·Ar`, Decrease `Ar ← α·R`, Hold `Ar` unchanged; then
+//! Eq. (3): Increase `Ar ← η·Ar`, Decrease `Ar ← α·R` (never above the current `Ar`), Hold
+//! `Ar` unchanged; then
 //! `Ar ≤ 1.5·R` (MMSys16 §3.3) and `Ar ∈ [min, max]`.
 //!
 //! Two points the papers leave open, settled as libwebrtc (the code the papers measured) does:
@@ -187,7 +188,9 @@ impl RemoteRateController {
             RateState::Increase => self.increase(dt_us, r),
             RateState::Decrease => {
                 if let Some(r) = r {
-                    self.ar = r.mul_f64(self.p.alpha);
+                    // Never a raise: with a sender that outran `Ar` (not GCC's own), `α·R`
+                    // could exceed it (libwebrtc keeps the lower value too).
+                    self.ar = self.ar.min(r.mul_f64(self.p.alpha));
                     self.capacity.on_overuse(r);
                 }
             }

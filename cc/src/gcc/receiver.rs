@@ -97,3 +97,92 @@ impl ReceiveSideEstimator for GccReceiver {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use cg_types::{DataSize, RemoteTime};
+
+    fn packet(t0: Instant, i: u64, extra_queue_us: u64) -> ReceivedPacket {
+        let frame = i / 4;
+        let send = Duration::from_micros(frame * 33_333 + (i % 4) * 2_000);
+        ReceivedPacket {
+            arrival: t0 + send + Duration::from_micros(25_000 + extra_queue_us),
+            send_time: RemoteTime::from_duration(send),
+            size: DataSize::bytes(1000),
+            group: frame,
+            ssrc: 1,
+        }
+    }
+
+    #[test]
+    fn remb_is_sent_once_an_estimate_exists_then_every_second() {
+        let t0 = Instant::now();
+        let mut rx = GccConfig::default().build_receiver(t0);
+        assert_eq!(rx.poll_timeout(), None);
+        assert_eq!(rx.poll_remb(t0), None, "nothing measured yet");
+        let mut sent = Vec::new();
+        for i in 0..(4 * 30 * 5) {
+            let p = packet(t0, i, 0);
+            rx.on_packet_received(&p);
+            if rx.poll_timeout().is_some_and(|t| t <= p.arrival) {
+                rx.handle_timeout(p.arrival);
+                if let Some(r) = rx.poll_remb(p.arrival) {
+                    sent.push((p.arrival, r));
+                }
+            }
+        }
+        assert!(
+            sent.len() >= 4 && sent.len() <= 6,
+            "{} REMBs in 5 s",
+            sent.len()
+        );
+        for w in sent.windows(2) {
+            let gap = w[1].0 - w[0].0;
+            assert!(
+                gap >= Duration::from_secs(1) && gap < Duration::from_millis(1100),
+                "{gap:?}"
+            );
+        }
+        let stats = rx.stats();
+        assert!(stats.iter().any(|(n, v)| *n == "m" && v.is_finite()));
+    }
+
+    #[test]
+    fn a_growing_queue_cuts_the_estimate_and_sends_remb_at_once() {
+        let t0 = Instant::now();
+        let cfg = GccConfig {
+            start_bitrate: cg_types::Bitrate::mbps(1),
+            ..GccConfig::default()
+        };
+        let mut rx = cfg.build_receiver(t0);
+        let mut last = None;
+        let mut early = false;
+        for i in 0..(4 * 30 * 20u64) {
+            // From 10 s on, each frame queues 3 ms more than the previous one.
+            let frame = i / 4;
+            let q = frame.saturating_sub(300) * 3_000;
+            let p = packet(t0, i, q);
+            rx.on_packet_received(&p);
+            if rx.poll_timeout().is_some_and(|t| t <= p.arrival) {
+                rx.handle_timeout(p.arrival);
+                if let Some(r) = rx.poll_remb(p.arrival) {
+                    if let Some((at, prev)) = last
+                        && r < prev
+                        && p.arrival - at < Duration::from_secs(1)
+                    {
+                        early = true;
+                    }
+                    last = Some((p.arrival, r));
+                }
+            }
+        }
+        assert!(early, "a >3 % decrease went out before the 1 s period");
+        assert!(
+            rx.delay_stats().link_capacity.is_some(),
+            "over-use was seen"
+        );
+    }
+}

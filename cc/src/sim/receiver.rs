@@ -313,3 +313,109 @@ impl Endpoint for SimReceiver {
         self.poll_remb(now);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::packet::MediaPacket;
+    use cg_link::FlowId;
+
+    fn media(seq: u64, ecn: Ecn, t0: Instant) -> Delivered<SimPacket> {
+        Delivered {
+            size: DataSize::bytes(1000),
+            ecn,
+            payload: SimPacket::Media(MediaPacket {
+                seq,
+                frame: seq / 2,
+                send_time: t0,
+                size: DataSize::bytes(1000),
+                marker: seq % 2 == 1,
+            }),
+            flow: FlowId::from_index(0),
+        }
+    }
+
+    fn feedback(rx: &mut SimReceiver, now: Instant) -> Vec<FeedbackMessage> {
+        let mut v = Vec::new();
+        while let Some(t) = rx.poll_transmit(now) {
+            if let SimPacket::Feedback(m) = t.payload {
+                v.push(m);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn transport_wide_feedback_reports_gaps_as_lost_and_late_arrivals_later() {
+        let t0 = Instant::now();
+        let mut rx = SimReceiver::new(ReceiverConfig::default(), None, t0);
+        let ms = |n| t0 + Duration::from_millis(n);
+        for seq in [0, 1, 3] {
+            rx.handle_packet(media(seq, Ecn::Ce, t0), ms(10 + seq));
+        }
+        assert_eq!(rx.poll_timeout(), Some(ms(50)));
+        rx.handle_timeout(ms(50));
+        let fb = feedback(&mut rx, ms(50));
+        assert_eq!(fb.len(), 1);
+        let got: Vec<_> = fb[0]
+            .packets
+            .iter()
+            .map(|p| (p.seq, p.arrival.is_some()))
+            .collect();
+        assert_eq!(got, [(0, true), (1, true), (2, false), (3, true)]);
+        assert!(
+            fb[0].packets.iter().all(|p| p.ecn == Ecn::NotEct),
+            "TWCC has no ECN"
+        );
+        // Arrival times are remote times 1000 s ahead of the sender's clock.
+        let a0 = fb[0].packets[0].arrival.map(|a| a.as_micros());
+        assert_eq!(a0, Some(1_000_010_000));
+        // Packet 2 turns up late: reported received in the next feedback.
+        rx.handle_packet(media(2, Ecn::NotEct, t0), ms(60));
+        rx.handle_timeout(ms(100));
+        let fb = feedback(&mut rx, ms(100));
+        let got: Vec<_> = fb[0]
+            .packets
+            .iter()
+            .map(|p| (p.seq, p.arrival.is_some()))
+            .collect();
+        assert_eq!(got, [(2, true)]);
+    }
+
+    #[test]
+    fn rfc8888_feedback_carries_ecn_and_goes_out_every_n_packets() {
+        let t0 = Instant::now();
+        let cfg = ReceiverConfig::for_feedback(FeedbackKind::Rfc8888);
+        let mut rx = SimReceiver::new(cfg, None, t0);
+        for seq in 0..16 {
+            rx.handle_packet(media(seq, Ecn::Ce, t0), t0 + Duration::from_millis(1));
+        }
+        let fb = feedback(&mut rx, t0 + Duration::from_millis(1));
+        assert_eq!(
+            fb.len(),
+            1,
+            "16 packets trigger a report before the 40 ms timer"
+        );
+        assert_eq!(fb[0].packets.len(), 16);
+        assert!(fb[0].packets.iter().all(|p| p.ecn == Ecn::Ce));
+    }
+
+    #[test]
+    fn receiver_reports_give_the_fraction_lost() {
+        let t0 = Instant::now();
+        let cfg = ReceiverConfig::for_feedback(FeedbackKind::Remb);
+        let mut rx = SimReceiver::new(cfg, None, t0);
+        for seq in (0..100).filter(|s| s % 4 != 0) {
+            rx.handle_packet(media(seq, Ecn::NotEct, t0), t0);
+        }
+        rx.handle_timeout(t0 + Duration::from_secs(1));
+        let fb = feedback(&mut rx, t0 + Duration::from_secs(1));
+        let loss = fb.iter().find_map(|m| m.loss).expect("an RR");
+        assert_eq!(loss.fraction_lost, 64.0 / 256.0);
+        assert_eq!(loss.cumulative_lost, 25);
+        assert!(
+            fb.iter().all(|m| m.packets.is_empty()),
+            "REMB mode: no per-packet feedback"
+        );
+    }
+}
