@@ -73,8 +73,7 @@ impl History {
         if p.seq != seq {
             return None;
         }
-        if p
-            .last_retransmit
+        if p.last_retransmit
             .is_some_and(|t| now.saturating_duration_since(t) < min_interval)
         {
             return None;
@@ -127,8 +126,14 @@ mod tests {
         h.insert(s(7, t0));
         let gap = Duration::from_millis(20);
         assert!(h.take_for_retransmit(7, t0, gap).is_some());
-        assert!(h.take_for_retransmit(7, t0 + Duration::from_millis(5), gap).is_none());
-        assert!(h.take_for_retransmit(7, t0 + Duration::from_millis(25), gap).is_some());
+        assert!(
+            h.take_for_retransmit(7, t0 + Duration::from_millis(5), gap)
+                .is_none()
+        );
+        assert!(
+            h.take_for_retransmit(7, t0 + Duration::from_millis(25), gap)
+                .is_some()
+        );
         assert!(h.take_for_retransmit(99, t0, gap).is_none());
     }
 }

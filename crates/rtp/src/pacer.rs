@@ -164,11 +164,9 @@ impl<T> Pacer<T> {
     /// Enforces the queue-delay bound; returns what was dropped (frames > 0 means the caller
     /// must request a key frame).
     pub fn enforce_limit(&mut self, now: Instant) -> Dropped {
-        while self
-            .rtx
-            .front()
-            .is_some_and(|q| now.saturating_duration_since(q.enqueued) > self.config.max_queue_delay)
-        {
+        while self.rtx.front().is_some_and(|q| {
+            now.saturating_duration_since(q.enqueued) > self.config.max_queue_delay
+        }) {
             self.rtx.pop_front();
         }
         if self.media_delay(now) > self.config.max_queue_delay {
@@ -205,7 +203,9 @@ impl<T> Pacer<T> {
                 return None;
             }
             let picked = if self.rtx.front().is_some_and(|q| fits(q.size)) {
-                self.rtx.pop_front().map(|q| (PacketClass::Retransmission, q))
+                self.rtx
+                    .pop_front()
+                    .map(|q| (PacketClass::Retransmission, q))
             } else if self.rtx.is_empty() && self.media.front().is_some_and(|q| fits(q.size)) {
                 self.media.pop_front().map(|q| {
                     self.media_bytes -= q.size;
@@ -239,8 +239,13 @@ impl<T> Pacer<T> {
             self.window_blocked = true;
             return None;
         }
-        let gap = probe.rate.time_to_send(self.padding_size).unwrap_or(Duration::MAX);
-        let base = probe.next.max(now.checked_sub(self.config.max_lag).unwrap_or(now));
+        let gap = probe
+            .rate
+            .time_to_send(self.padding_size)
+            .unwrap_or(Duration::MAX);
+        let base = probe
+            .next
+            .max(now.checked_sub(self.config.max_lag).unwrap_or(now));
         probe.next = base.checked_add(gap).unwrap_or(probe.until);
         Some(Release::Padding(self.padding_size))
     }
@@ -342,7 +347,11 @@ mod tests {
     #[test]
     fn releases_at_the_pacing_rate() {
         let t0 = Instant::now();
-        let mut p = Pacer::new(PacerConfig::default(), Bitrate::mbps(1), DataSize::bytes(255));
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(1),
+            DataSize::bytes(255),
+        );
         for i in 0..10 {
             p.enqueue(PacketClass::Media, q(i, t0));
         }
@@ -357,7 +366,11 @@ mod tests {
     #[test]
     fn retransmissions_go_first() {
         let t0 = Instant::now();
-        let mut p = Pacer::new(PacerConfig::default(), Bitrate::mbps(100), DataSize::bytes(255));
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(100),
+            DataSize::bytes(255),
+        );
         p.enqueue(PacketClass::Media, q(1, t0));
         p.enqueue(PacketClass::Retransmission, q(0, t0));
         match p.poll(t0, None) {
@@ -369,7 +382,11 @@ mod tests {
     #[test]
     fn window_blocks_until_allowance_covers_the_packet() {
         let t0 = Instant::now();
-        let mut p = Pacer::new(PacerConfig::default(), Bitrate::mbps(100), DataSize::bytes(255));
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(100),
+            DataSize::bytes(255),
+        );
         p.enqueue(PacketClass::Media, q(1, t0));
         assert!(p.poll(t0, Some(DataSize::bytes(1000))).is_none());
         assert!(p.poll(t0, Some(DataSize::bytes(1250))).is_some());
@@ -378,15 +395,28 @@ mod tests {
     #[test]
     fn queue_bound_drops_whole_frames_and_reports_them() {
         let t0 = Instant::now();
-        let mut p = Pacer::new(PacerConfig::default(), Bitrate::kbps(100), DataSize::bytes(255));
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::kbps(100),
+            DataSize::bytes(255),
+        );
         for f in 0..3 {
             for _ in 0..4 {
                 p.enqueue(PacketClass::Media, q(f, t0));
             }
         }
-        assert_eq!(p.enforce_limit(t0 + Duration::from_millis(100)), Dropped::default());
+        assert_eq!(
+            p.enforce_limit(t0 + Duration::from_millis(100)),
+            Dropped::default()
+        );
         let d = p.enforce_limit(t0 + Duration::from_millis(300));
-        assert_eq!(d, Dropped { frames: 3, packets: 12 });
+        assert_eq!(
+            d,
+            Dropped {
+                frames: 3,
+                packets: 12
+            }
+        );
         assert!(p.is_empty());
         assert_eq!(p.media_queue(t0).size, DataSize::ZERO);
     }
@@ -394,8 +424,11 @@ mod tests {
     #[test]
     fn padding_only_while_probing_and_queue_empty() {
         let t0 = Instant::now();
-        let mut p: Pacer<u32> =
-            Pacer::new(PacerConfig::default(), Bitrate::mbps(1), DataSize::bytes(250));
+        let mut p: Pacer<u32> = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(1),
+            DataSize::bytes(250),
+        );
         assert!(p.poll(t0, None).is_none());
         p.start_probe(Bitrate::mbps(2), Duration::from_millis(100), t0);
         let mut now = t0;

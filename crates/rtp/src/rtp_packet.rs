@@ -170,7 +170,9 @@ pub(crate) fn parse_rtp(data: &[u8], ids: &ExtensionIds) -> Result<ParsedRtp, Er
         };
         let n = n as usize;
         if n == 0 || n > payload.len() {
-            return Err(Error::MalformedRtp("padding length overruns the packet".into()));
+            return Err(Error::MalformedRtp(
+                "padding length overruns the packet".into(),
+            ));
         }
         payload = &payload[..payload.len() - n];
     }
@@ -181,8 +183,8 @@ pub(crate) fn parse_rtp(data: &[u8], ids: &ExtensionIds) -> Result<ParsedRtp, Er
             .find(|e| e.id == id && e.payload.len() == len)
             .map(|e| e.payload.clone())
     };
-    let abs_send_time = ext(ids.abs_send_time, 3)
-        .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
+    let abs_send_time =
+        ext(ids.abs_send_time, 3).map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
     let transport_seq = ext(ids.transport_cc, 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     let capture_ntp = ids.abs_capture_time.and_then(|id| {
         // abs-capture-time is 8 bytes, or 16 with the estimated clock offset.
@@ -278,8 +280,10 @@ mod tests {
     #[test]
     fn extension_ids_are_validated() {
         assert!(ExtensionIds::default().validate().is_ok());
-        let mut ids = ExtensionIds::default();
-        ids.transport_cc = Some(1);
+        let mut ids = ExtensionIds {
+            transport_cc: Some(1),
+            ..Default::default()
+        };
         assert!(ids.validate().is_err());
         ids.transport_cc = Some(15);
         assert!(ids.validate().is_err());

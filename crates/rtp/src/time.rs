@@ -122,7 +122,11 @@ mod tests {
         let ntp = c.ntp(t);
         assert_eq!(ntp >> 32, 0x1234_5679);
         let back = c.instant(ntp).unwrap();
-        assert!(back.duration_since(t0).abs_diff(Duration::from_millis(1500)) < Duration::from_micros(1));
+        assert!(
+            back.duration_since(t0)
+                .abs_diff(Duration::from_millis(1500))
+                < Duration::from_micros(1)
+        );
         assert_eq!(c.instant(0x1234_5677_0000_0000), None);
     }
 

@@ -49,7 +49,9 @@ impl Tx {
                 key_frame: f.key,
                 codec: Codec::Vp8,
             };
-            self.session.push_frame(frame, now).expect("synthetic frames are valid");
+            self.session
+                .push_frame(frame, now)
+                .expect("synthetic frames are valid");
         }
     }
 
@@ -100,7 +102,8 @@ impl Rx {
     fn drain(&mut self) {
         while let Some(ReceiverEvent::Frame(f)) = self.session.poll_event() {
             if let Some(c) = f.capture_time {
-                self.latencies.push((f.completed, f.completed.saturating_duration_since(c)));
+                self.latencies
+                    .push((f.completed, f.completed.saturating_duration_since(c)));
             }
         }
     }
@@ -155,22 +158,47 @@ fn run(
     let mut sim: Sim<Tx, Rx> = Sim::new(fwd, rev, t0);
     let controller = cc.build(t0);
     let kind = controller.feedback_kind();
-    let session = SenderSession::new(SenderConfig { ecn, ..SenderConfig::default() }, controller, t0)
-        .expect("valid sender config");
+    let session = SenderSession::new(
+        SenderConfig {
+            ecn,
+            ..SenderConfig::default()
+        },
+        controller,
+        t0,
+    )
+    .expect("valid sender config");
     let encoder = SyntheticEncoder::new(
-        EncoderConfig { max_rate: Bitrate::mbps(4), fps: 60.0, ..EncoderConfig::default() },
+        EncoderConfig {
+            max_rate: Bitrate::mbps(4),
+            fps: 60.0,
+            ..EncoderConfig::default()
+        },
         session.target_bitrate(),
         t0,
     );
     let rx = ReceiverSession::new(
-        ReceiverConfig { feedback: FeedbackConfig::for_kind(kind), ..ReceiverConfig::default() },
-        if kind == FeedbackKind::Remb { estimator } else { None },
+        ReceiverConfig {
+            feedback: FeedbackConfig::for_kind(kind),
+            ..ReceiverConfig::default()
+        },
+        if kind == FeedbackKind::Remb {
+            estimator
+        } else {
+            None
+        },
         t0,
     )
     .expect("valid receiver config");
     sim.add_pair(
-        Tx { session, encoder, key_requests: 0 },
-        Rx { session: rx, latencies: vec![] },
+        Tx {
+            session,
+            encoder,
+            key_requests: 0,
+        },
+        Rx {
+            session: rx,
+            latencies: vec![],
+        },
     );
     let end = t0 + duration;
     sim.run_until(end);
@@ -178,12 +206,24 @@ fn run(
     let ev = sim.forward().events();
     let q = metrics::queuing_delays(ev.iter(), None, from, end);
     let u = metrics::utilisation(ev.iter(), cap, from, end);
-    let mut g2g: Vec<Duration> = sim.receiver(0).latencies.iter().filter(|(t, _)| *t >= from).map(|(_, d)| *d).collect();
+    let mut g2g: Vec<Duration> = sim
+        .receiver(0)
+        .latencies
+        .iter()
+        .filter(|(t, _)| *t >= from)
+        .map(|(_, d)| *d)
+        .collect();
     g2g.sort();
-    eprint!("{name}: whole run U {:.3}, per 10 s:", metrics::utilisation(ev.iter(), cap, t0, end));
+    eprint!(
+        "{name}: whole run U {:.3}, per 10 s:",
+        metrics::utilisation(ev.iter(), cap, t0, end)
+    );
     for w in 0..duration.as_secs() / 10 {
         let a = t0 + Duration::from_secs(10 * w);
-        eprint!(" {:.2}", metrics::utilisation(ev.iter(), cap, a, a + Duration::from_secs(10)));
+        eprint!(
+            " {:.2}",
+            metrics::utilisation(ev.iter(), cap, a, a + Duration::from_secs(10))
+        );
     }
     eprintln!();
     let out = Outcome {
@@ -209,8 +249,9 @@ fn run(
 }
 
 fn dt300() -> LinkConfig {
-    LinkConfig::constant(Bitrate::mbps(2))
-        .with_qdisc(QdiscConfig::DropTail(DropTailConfig::time(Duration::from_millis(300))))
+    LinkConfig::constant(Bitrate::mbps(2)).with_qdisc(QdiscConfig::DropTail(DropTailConfig::time(
+        Duration::from_millis(300),
+    )))
 }
 
 fn check(o: &Outcome) {
@@ -221,9 +262,20 @@ fn check(o: &Outcome) {
 
 #[test]
 fn gcc_remb_60s_through_2mbps_dt300() {
-    let gcc = GccConfig { max_bitrate: Bitrate::mbps(4), ..GccConfig::default() };
+    let gcc = GccConfig {
+        max_bitrate: Bitrate::mbps(4),
+        ..GccConfig::default()
+    };
     let est: Box<dyn ReceiveSideEstimator> = Box::new(gcc.build_receiver(Instant::now()));
-    let o = run("GCC-REMB", Bitrate::mbps(2), &gcc, Some(est), dt300(), Ecn::NotEct, Duration::from_secs(60));
+    let o = run(
+        "GCC-REMB",
+        Bitrate::mbps(2),
+        &gcc,
+        Some(est),
+        dt300(),
+        Ecn::NotEct,
+        Duration::from_secs(60),
+    );
     check(&o);
 }
 
@@ -231,15 +283,38 @@ fn gcc_remb_60s_through_2mbps_dt300() {
 #[ignore = "cg-cc's send-side GCC (36237e5) overshoots: U 0.927 but queue p95 163 ms over [30 s, 60 s] \
             (its own sim harness shows the same controller behaviour); run with --ignored"]
 fn gcc_send_side_60s_through_2mbps_dt300() {
-    let gcc = GccConfig { max_bitrate: Bitrate::mbps(4), ..GccConfig::send_side() };
-    let o = run("GCC-TWCC", Bitrate::mbps(2), &gcc, None, dt300(), Ecn::NotEct, Duration::from_secs(60));
+    let gcc = GccConfig {
+        max_bitrate: Bitrate::mbps(4),
+        ..GccConfig::send_side()
+    };
+    let o = run(
+        "GCC-TWCC",
+        Bitrate::mbps(2),
+        &gcc,
+        None,
+        dt300(),
+        Ecn::NotEct,
+        Duration::from_secs(60),
+    );
     check(&o);
 }
 
 #[test]
 fn scream_60s_through_2mbps_dt300() {
-    let scream = ScreamConfig { ecn: Ecn::NotEct, max_bitrate: Bitrate::mbps(4), ..ScreamConfig::default() };
-    let o = run("SCReAM", Bitrate::mbps(2), &scream, None, dt300(), Ecn::NotEct, Duration::from_secs(60));
+    let scream = ScreamConfig {
+        ecn: Ecn::NotEct,
+        max_bitrate: Bitrate::mbps(4),
+        ..ScreamConfig::default()
+    };
+    let o = run(
+        "SCReAM",
+        Bitrate::mbps(2),
+        &scream,
+        None,
+        dt300(),
+        Ecn::NotEct,
+        Duration::from_secs(60),
+    );
     check(&o);
 }
 
@@ -249,9 +324,21 @@ fn scream_60s_through_2mbps_dt300() {
 #[test]
 fn scream_l4s_through_dualpi2_keeps_queue_p95_within_5ms() {
     let cap = Bitrate::mbps(2);
-    let scream = ScreamConfig { ecn: Ecn::Ect1, max_bitrate: Bitrate::mbps(4), ..ScreamConfig::default() };
+    let scream = ScreamConfig {
+        ecn: Ecn::Ect1,
+        max_bitrate: Bitrate::mbps(4),
+        ..ScreamConfig::default()
+    };
     let fwd = LinkConfig::constant(cap).with_qdisc(QdiscConfig::Dualpi2(DualPi2Config::default()));
-    let o = run("SCReAM-L4S/DualPI2", cap, &scream, None, fwd, Ecn::Ect1, Duration::from_secs(60));
+    let o = run(
+        "SCReAM-L4S/DualPI2",
+        cap,
+        &scream,
+        None,
+        fwd,
+        Ecn::Ect1,
+        Duration::from_secs(60),
+    );
     assert!(o.q95 <= Duration::from_millis(5), "queue p95 {:?}", o.q95);
     assert!(o.frames > 3000, "frames {}", o.frames);
 }

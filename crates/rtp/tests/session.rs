@@ -16,15 +16,35 @@ use common::{ConstEstimator, Fixed, Wire, cbr_source, frame};
 
 const DELAY: Duration = Duration::from_millis(20);
 
-fn wire(kind: FeedbackKind, rate: Bitrate, ecn: Ecn) -> (Wire, std::sync::Arc<std::sync::Mutex<common::Seen>>) {
+fn wire(
+    kind: FeedbackKind,
+    rate: Bitrate,
+    ecn: Ecn,
+) -> (Wire, std::sync::Arc<std::sync::Mutex<common::Seen>>) {
     let t0 = Instant::now();
     let (cc, seen) = Fixed::new(rate, kind);
-    let tx = SenderSession::new(SenderConfig { ecn, ..SenderConfig::default() }, cc, t0).unwrap();
-    let est: Option<Box<dyn cg_cc::ReceiveSideEstimator>> = (kind == FeedbackKind::Remb).then(|| {
-        Box::new(ConstEstimator { rate: Bitrate::kbps(1234), next: None, packets: 0 }) as _
-    });
+    let tx = SenderSession::new(
+        SenderConfig {
+            ecn,
+            ..SenderConfig::default()
+        },
+        cc,
+        t0,
+    )
+    .unwrap();
+    let est: Option<Box<dyn cg_cc::ReceiveSideEstimator>> =
+        (kind == FeedbackKind::Remb).then(|| {
+            Box::new(ConstEstimator {
+                rate: Bitrate::kbps(1234),
+                next: None,
+                packets: 0,
+            }) as _
+        });
     let rx = ReceiverSession::new(
-        ReceiverConfig { feedback: FeedbackConfig::for_kind(kind), ..ReceiverConfig::default() },
+        ReceiverConfig {
+            feedback: FeedbackConfig::for_kind(kind),
+            ..ReceiverConfig::default()
+        },
         est,
         t0,
     )
@@ -51,7 +71,10 @@ fn frames_arrive_bit_exact_with_capture_times_for_every_codec() {
             assert_eq!(got.key_frame, want.key_frame, "{codec:?}");
             // NTP 32.32 truncation: within a nanosecond
             let ct = got.capture_time.expect("abs-capture-time present");
-            assert!(ct.max(want.capture_time) - ct.min(want.capture_time) <= Duration::from_nanos(1), "{codec:?} capture time");
+            assert!(
+                ct.max(want.capture_time) - ct.min(want.capture_time) <= Duration::from_nanos(1),
+                "{codec:?} capture time"
+            );
             assert!(got.completed >= want.capture_time + DELAY);
         }
         assert_eq!(w.receiver.stats().frames_lost, 0);
@@ -62,10 +85,18 @@ fn frames_arrive_bit_exact_with_capture_times_for_every_codec() {
 fn transport_wide_cc_reaches_the_controller_with_arrival_spacing() {
     let (mut w, seen) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(2), Ecn::NotEct);
     let t0 = w.now;
-    w.run(t0 + Duration::from_secs(2), &mut cbr_source(Codec::Vp8, 30, 3000, 60));
+    w.run(
+        t0 + Duration::from_secs(2),
+        &mut cbr_source(Codec::Vp8, 30, 3000, 60),
+    );
     let s = seen.lock().unwrap();
     assert!(w.receiver.stats().twcc_sent >= 30);
-    assert!(s.results.len() as f64 >= 0.9 * s.sent.len() as f64, "{} of {}", s.results.len(), s.sent.len());
+    assert!(
+        s.results.len() as f64 >= 0.9 * s.sent.len() as f64,
+        "{} of {}",
+        s.results.len(),
+        s.sent.len()
+    );
     // Arrival spacing equals send spacing on a constant-delay wire (250 µs resolution).
     for pair in s.results.windows(2) {
         let (a, b) = (pair[0], pair[1]);
@@ -84,25 +115,43 @@ fn transport_wide_cc_reaches_the_controller_with_arrival_spacing() {
 fn rfc8888_feedback_carries_ect1_and_reports_each_packet_once() {
     let (mut w, seen) = wire(FeedbackKind::Rfc8888, Bitrate::mbps(2), Ecn::Ect1);
     let t0 = w.now;
-    w.run(t0 + Duration::from_secs(2), &mut cbr_source(Codec::H264, 30, 3000, 60));
+    w.run(
+        t0 + Duration::from_secs(2),
+        &mut cbr_source(Codec::H264, 30, 3000, 60),
+    );
     let s = seen.lock().unwrap();
     assert!(w.receiver.stats().ccfb_sent >= 20);
     assert!(s.results.len() as f64 >= 0.95 * s.sent.len() as f64);
-    assert!(s.results.iter().all(|r| r.arrival.is_some() && r.ecn == Ecn::Ect1));
+    assert!(
+        s.results
+            .iter()
+            .all(|r| r.arrival.is_some() && r.ecn == Ecn::Ect1)
+    );
     let ecn = w.receiver.stats().ecn;
     assert!(ecn[Ecn::Ect1.bits() as usize] >= s.results.len() as u64);
-    assert_eq!(ecn.iter().sum::<u64>(), ecn[Ecn::Ect1.bits() as usize], "every packet recorded as ECT(1)");
+    assert_eq!(
+        ecn.iter().sum::<u64>(),
+        ecn[Ecn::Ect1.bits() as usize],
+        "every packet recorded as ECT(1)"
+    );
     let mut seqs: Vec<u64> = s.results.iter().map(|r| r.seq).collect();
     seqs.sort();
     seqs.dedup();
-    assert_eq!(seqs.len(), s.results.len(), "redundant reports deduplicated");
+    assert_eq!(
+        seqs.len(),
+        s.results.len(),
+        "redundant reports deduplicated"
+    );
 }
 
 #[test]
 fn remb_and_receiver_reports_give_rate_loss_and_rtt() {
     let (mut w, seen) = wire(FeedbackKind::Remb, Bitrate::mbps(2), Ecn::NotEct);
     let t0 = w.now;
-    w.run(t0 + Duration::from_secs(5), &mut cbr_source(Codec::Vp8, 30, 3000, 60));
+    w.run(
+        t0 + Duration::from_secs(5),
+        &mut cbr_source(Codec::Vp8, 30, 3000, 60),
+    );
     let s = seen.lock().unwrap();
     assert!(s.remb.iter().all(|r| *r == Bitrate::kbps(1234)) && s.remb.len() >= 5);
     assert!(!s.loss.is_empty() && s.loss.iter().all(|l| *l == 0.0));
@@ -126,13 +175,26 @@ fn nack_repairs_a_dropped_packet() {
         }
         false
     });
-    w.run(t0 + Duration::from_secs(2), &mut cbr_source(Codec::Vp8, 30, 5000, 1000));
+    w.run(
+        t0 + Duration::from_secs(2),
+        &mut cbr_source(Codec::Vp8, 30, 5000, 1000),
+    );
     assert!(w.receiver.stats().nacks_sent >= 1);
     assert_eq!(w.sender.stats().retransmissions, 1);
     assert_eq!(w.receiver.stats().frames_lost, 0);
-    assert_eq!(w.frames.iter().filter(|f| f.retransmitted_packets == 1).count(), 1);
+    assert_eq!(
+        w.frames
+            .iter()
+            .filter(|f| f.retransmitted_packets == 1)
+            .count(),
+        1
+    );
     assert!(w.frames.len() >= 58);
-    assert!(!w.sender_events.iter().any(|(_, e)| matches!(e, SenderEvent::KeyFrameRequested(_))));
+    assert!(
+        !w.sender_events
+            .iter()
+            .any(|(_, e)| matches!(e, SenderEvent::KeyFrameRequested(_)))
+    );
 }
 
 #[test]
@@ -151,7 +213,10 @@ fn unrepairable_loss_sends_pli_and_the_sender_asks_for_a_key_frame() {
     w.run(t0 + Duration::from_secs(2), &mut |now| {
         let key = n == 0;
         n += 1;
-        (Some(frame(Codec::Vp8, 4000, key, now, n as u8)), now + Duration::from_millis(33))
+        (
+            Some(frame(Codec::Vp8, 4000, key, now, n as u8)),
+            now + Duration::from_millis(33),
+        )
     });
     for (_, e) in &w.sender_events {
         if *e == SenderEvent::KeyFrameRequested(KeyFrameReason::Pli) {
@@ -159,28 +224,53 @@ fn unrepairable_loss_sends_pli_and_the_sender_asks_for_a_key_frame() {
         }
     }
     assert!(w.receiver.stats().plis_sent >= 1);
-    assert!(key_requested, "PLI produced a key-frame request: {:?}", w.sender_events);
+    assert!(
+        key_requested,
+        "PLI produced a key-frame request: {:?}",
+        w.sender_events
+    );
     // Without a key frame nothing after the hole is decodable.
     assert!(w.receiver.stats().frames_undecodable > 0);
-    let frames_after_hole = w.frames.iter().filter(|f| f.completed > t0 + Duration::from_millis(700)).count();
+    let frames_after_hole = w
+        .frames
+        .iter()
+        .filter(|f| f.completed > t0 + Duration::from_millis(700))
+        .count();
     assert_eq!(frames_after_hole, 0);
 }
 
 #[test]
 fn pacer_queue_bound_drops_whole_frames_and_requests_a_key_frame() {
     // Pacing at 1.5 × 200 kbit/s while the encoder produces 2.4 Mbit/s.
-    let (mut w, seen) = wire(FeedbackKind::TransportWideCc, Bitrate::kbps(200), Ecn::NotEct);
+    let (mut w, seen) = wire(
+        FeedbackKind::TransportWideCc,
+        Bitrate::kbps(200),
+        Ecn::NotEct,
+    );
     let t0 = w.now;
-    w.run(t0 + Duration::from_secs(3), &mut cbr_source(Codec::Vp8, 30, 10_000, 30));
+    w.run(
+        t0 + Duration::from_secs(3),
+        &mut cbr_source(Codec::Vp8, 30, 10_000, 30),
+    );
     let limit = SenderConfig::default().pacer.max_queue_delay;
     let s = seen.lock().unwrap();
     let worst = s.queues.iter().map(|q| q.delay).max().unwrap();
-    assert!(worst <= limit + Duration::from_millis(1), "queue delay {worst:?} over {limit:?}");
+    assert!(
+        worst <= limit + Duration::from_millis(1),
+        "queue delay {worst:?} over {limit:?}"
+    );
     assert!(w.sender_events.iter().any(|(_, e)| matches!(
         e,
-        SenderEvent::FramesDropped { reason: KeyFrameReason::QueueOverflow, .. }
+        SenderEvent::FramesDropped {
+            reason: KeyFrameReason::QueueOverflow,
+            ..
+        }
     )));
-    assert!(w.sender_events.iter().any(|(_, e)| *e == SenderEvent::KeyFrameRequested(KeyFrameReason::QueueOverflow)));
+    assert!(
+        w.sender_events
+            .iter()
+            .any(|(_, e)| *e == SenderEvent::KeyFrameRequested(KeyFrameReason::QueueOverflow))
+    );
     assert!(w.sender.stats().frames_dropped > 0);
 }
 
@@ -190,7 +280,10 @@ fn circuit_breaker_trips_when_feedback_is_black_holed_and_recovers() {
     let t0 = w.now;
     let hole = (t0 + Duration::from_secs(2), t0 + Duration::from_secs(22));
     w.drop_rev = Box::new(move |_, now| now >= hole.0 && now < hole.1);
-    w.run(t0 + Duration::from_secs(26), &mut cbr_source(Codec::Vp8, 30, 2000, 30));
+    w.run(
+        t0 + Duration::from_secs(26),
+        &mut cbr_source(Codec::Vp8, 30, 2000, 30),
+    );
     let trips: Vec<_> = w
         .sender_events
         .iter()
@@ -202,7 +295,11 @@ fn circuit_breaker_trips_when_feedback_is_black_holed_and_recovers() {
     assert_eq!(trips.len(), 1);
     // last feedback just before the hole + 15 s (RFC 8083 §4.1)
     let trip = trips[0];
-    assert!(trip >= hole.0 + Duration::from_secs(14) && trip <= hole.0 + Duration::from_secs(16), "{:?}", trip - t0);
+    assert!(
+        trip >= hole.0 + Duration::from_secs(14) && trip <= hole.0 + Duration::from_secs(16),
+        "{:?}",
+        trip - t0
+    );
     let recovered: Vec<_> = w
         .sender_events
         .iter()
@@ -213,7 +310,10 @@ fn circuit_breaker_trips_when_feedback_is_black_holed_and_recovers() {
     assert!(recovered[0] >= hole.1);
     // No media while tripped; media again after recovery.
     let media_in = |a: std::time::Instant, b: std::time::Instant| {
-        w.forward_sent.iter().filter(|(t, k, _)| *k == TransmitKind::Media && *t > a && *t < b).count()
+        w.forward_sent
+            .iter()
+            .filter(|(t, k, _)| *k == TransmitKind::Media && *t > a && *t < b)
+            .count()
     };
     assert_eq!(media_in(trip + Duration::from_millis(1), hole.1), 0);
     assert!(media_in(recovered[0], t0 + Duration::from_secs(26)) > 50);
@@ -222,14 +322,24 @@ fn circuit_breaker_trips_when_feedback_is_black_holed_and_recovers() {
 
 #[test]
 fn probe_sends_padding_on_the_rtx_stream() {
-    let (mut w, seen) = wire(FeedbackKind::TransportWideCc, Bitrate::kbps(500), Ecn::NotEct);
+    let (mut w, seen) = wire(
+        FeedbackKind::TransportWideCc,
+        Bitrate::kbps(500),
+        Ecn::NotEct,
+    );
     let t0 = w.now;
     // Reach into the controller through a new session with a queued probe event.
     let (mut cc, seen2) = Fixed::new(Bitrate::kbps(500), FeedbackKind::TransportWideCc);
-    cc.events.push_back(ControllerEvent::Probe { rate: Bitrate::mbps(1), duration: Duration::from_millis(500) });
+    cc.events.push_back(ControllerEvent::Probe {
+        rate: Bitrate::mbps(1),
+        duration: Duration::from_millis(500),
+    });
     w.sender = SenderSession::new(SenderConfig::default(), cc, t0).unwrap();
     drop(seen);
-    w.run(t0 + Duration::from_secs(2), &mut cbr_source(Codec::Vp8, 30, 1000, 60));
+    w.run(
+        t0 + Duration::from_secs(2),
+        &mut cbr_source(Codec::Vp8, 30, 1000, 60),
+    );
     let pads = w.sender.stats().padding_packets;
     // 1 Mbit/s × 0.5 s of ~290-byte packets ≈ 215, minus media slots
     assert!(pads > 100, "{pads}");
@@ -247,19 +357,29 @@ fn hostile_input_is_counted_and_dropped() {
         vec![0x80],
         vec![0x00; 20],
         vec![0x80, 96, 0, 1],
-        vec![0xBF, 200, 0xFF, 0xFF, 1, 2, 3, 4],                 // SR claiming 256 KiB
-        vec![0x81, 201, 0x00, 0x07, 0, 0, 0, 1, 0, 0, 0, 2],      // RR block overruns
-        vec![0x8B, 205, 0x00, 0x03, 0, 0, 0, 1, 0x63, 0x67, 0, 1, 0, 0, 0xFF, 0xFF], // CCFB absurd count
-        vec![0x8F, 205, 0x00, 0x04, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0xFF, 0xFF, 0, 0, 0, 0], // TWCC count overrun
-        vec![0x90, 96, 0, 1, 0, 0, 0, 1, 0x63, 0x67, 0, 1, 0xBE, 0xDE, 0x00, 0x09], // ext overrun
-        vec![0xA0, 96, 0, 1, 0, 0, 0, 1, 0x63, 0x67, 0, 1, 0xFF],  // padding overrun
+        vec![0xBF, 200, 0xFF, 0xFF, 1, 2, 3, 4], // SR claiming 256 KiB
+        vec![0x81, 201, 0x00, 0x07, 0, 0, 0, 1, 0, 0, 0, 2], // RR block overruns
+        vec![
+            0x8B, 205, 0x00, 0x03, 0, 0, 0, 1, 0x63, 0x67, 0, 1, 0, 0, 0xFF, 0xFF,
+        ], // CCFB absurd count
+        vec![
+            0x8F, 205, 0x00, 0x04, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0xFF, 0xFF, 0, 0, 0, 0,
+        ], // TWCC count overrun
+        vec![
+            0x90, 96, 0, 1, 0, 0, 0, 1, 0x63, 0x67, 0, 1, 0xBE, 0xDE, 0x00, 0x09,
+        ], // ext overrun
+        vec![0xA0, 96, 0, 1, 0, 0, 0, 1, 0x63, 0x67, 0, 1, 0xFF], // padding overrun
     ];
     for j in &junk {
         let _ = w.sender.handle_input(j, Ecn::Ce, now);
         let _ = w.receiver.handle_input(j, Ecn::Ce, now);
     }
     assert_eq!(w.sender.stats().malformed, junk.len() as u64);
-    assert!(w.receiver.stats().malformed >= 8, "{}", w.receiver.stats().malformed);
+    assert!(
+        w.receiver.stats().malformed >= 8,
+        "{}",
+        w.receiver.stats().malformed
+    );
     // Feedback about unknown SSRCs and sequence numbers is ignored.
     let pli = cg_rtp::rtcp::build_pli(1, 0xDEAD).unwrap();
     let nack = cg_rtp::rtcp::build_nack(1, 0x6367_0001, &[1, 2, 3]).unwrap();
@@ -270,6 +390,9 @@ fn hostile_input_is_counted_and_dropped() {
     assert!(w.sender.stats().feedback_ignored >= 4);
     // The sessions still work afterwards.
     let t0 = w.now;
-    w.run(t0 + Duration::from_secs(1), &mut cbr_source(Codec::Vp8, 30, 2000, 60));
+    w.run(
+        t0 + Duration::from_secs(1),
+        &mut cbr_source(Codec::Vp8, 30, 2000, 60),
+    );
     assert!(w.frames.len() >= 28);
 }

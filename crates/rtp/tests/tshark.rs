@@ -12,21 +12,45 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use cg_cc::{ControllerEvent, FeedbackKind};
-use cg_rtp::{Codec, FeedbackConfig, ReceiverConfig, ReceiverSession, SenderConfig, SenderSession, TransmitKind};
+use cg_rtp::{
+    Codec, FeedbackConfig, ReceiverConfig, ReceiverSession, SenderConfig, SenderSession,
+    TransmitKind,
+};
 use cg_types::{Bitrate, Ecn};
 use common::{ConstEstimator, Fixed, Wire, cbr_source};
 
 const SENDER_PORT: u16 = 5004;
 const RECEIVER_PORT: u16 = 5006;
 
-fn ipv4_udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, ecn: Ecn, payload: &[u8]) -> Vec<u8> {
+fn ipv4_udp(
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    ecn: Ecn,
+    payload: &[u8],
+) -> Vec<u8> {
     let total = 20 + 8 + payload.len();
     let mut ip = vec![
-        0x45, ecn.bits(), (total >> 8) as u8, total as u8, 0, 0, 0x40, 0, 64, 17, 0, 0,
+        0x45,
+        ecn.bits(),
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        17,
+        0,
+        0,
     ];
     ip.extend_from_slice(&src);
     ip.extend_from_slice(&dst);
-    let mut sum: u32 = ip.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]]) as u32).sum();
+    let mut sum: u32 = ip
+        .chunks(2)
+        .map(|c| u16::from_be_bytes([c[0], c[1]]) as u32)
+        .sum();
     while sum > 0xFFFF {
         sum = (sum & 0xFFFF) + (sum >> 16);
     }
@@ -76,12 +100,32 @@ fn write_pcap(path: &std::path::Path, packets: &[(Duration, bool, Bytes, Ecn)]) 
 fn capture(kind: FeedbackKind) -> Vec<(Duration, bool, Bytes, Ecn)> {
     let t0 = Instant::now();
     let (mut cc, _) = Fixed::new(Bitrate::mbps(2), kind);
-    cc.events.push_back(ControllerEvent::Probe { rate: Bitrate::mbps(1), duration: Duration::from_millis(200) });
-    let tx = SenderSession::new(SenderConfig { ecn: Ecn::Ect1, ..SenderConfig::default() }, cc, t0).unwrap();
-    let est: Option<Box<dyn cg_cc::ReceiveSideEstimator>> = (kind == FeedbackKind::Remb)
-        .then(|| Box::new(ConstEstimator { rate: Bitrate::kbps(900), next: None, packets: 0 }) as _);
+    cc.events.push_back(ControllerEvent::Probe {
+        rate: Bitrate::mbps(1),
+        duration: Duration::from_millis(200),
+    });
+    let tx = SenderSession::new(
+        SenderConfig {
+            ecn: Ecn::Ect1,
+            ..SenderConfig::default()
+        },
+        cc,
+        t0,
+    )
+    .unwrap();
+    let est: Option<Box<dyn cg_cc::ReceiveSideEstimator>> =
+        (kind == FeedbackKind::Remb).then(|| {
+            Box::new(ConstEstimator {
+                rate: Bitrate::kbps(900),
+                next: None,
+                packets: 0,
+            }) as _
+        });
     let rx = ReceiverSession::new(
-        ReceiverConfig { feedback: FeedbackConfig::for_kind(kind), ..ReceiverConfig::default() },
+        ReceiverConfig {
+            feedback: FeedbackConfig::for_kind(kind),
+            ..ReceiverConfig::default()
+        },
         est,
         t0,
     )
@@ -93,15 +137,31 @@ fn capture(kind: FeedbackKind) -> Vec<(Duration, bool, Bytes, Ecn)> {
         n += u32::from(t.kind == TransmitKind::Media);
         t.kind == TransmitKind::Media && n == 40
     });
-    w.run(t0 + Duration::from_millis(1500), &mut cbr_source(Codec::H264, 30, 4000, 15));
+    w.run(
+        t0 + Duration::from_millis(1500),
+        &mut cbr_source(Codec::H264, 30, 4000, 15),
+    );
     w.receiver.request_key_frame(w.now);
-    w.run(w.now + Duration::from_millis(1200), &mut cbr_source(Codec::H264, 30, 4000, 15));
-    w.captured.iter().map(|(t, f, b, e)| (t.duration_since(t0), *f, b.clone(), *e)).collect()
+    w.run(
+        w.now + Duration::from_millis(1200),
+        &mut cbr_source(Codec::H264, 30, 4000, 15),
+    );
+    w.captured
+        .iter()
+        .map(|(t, f, b, e)| (t.duration_since(t0), *f, b.clone(), *e))
+        .collect()
 }
 
 fn tshark(args: &[&str]) -> String {
-    let out = Command::new("tshark").args(args).output().expect("tshark runs");
-    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("tshark")
+        .args(args)
+        .output()
+        .expect("tshark runs");
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -127,7 +187,7 @@ fn tshark_decodes_our_rtp_and_rtcp_without_malformed_packets() {
         args.extend_from_slice(&decode);
         // 1. No malformed packets, no expert errors.
         let mut a = args.clone();
-        a.extend_from_slice(&["-Y", "_ws.malformed || _ws.expert.severity >= \"error\"" ]);
+        a.extend_from_slice(&["-Y", "_ws.malformed || _ws.expert.severity >= \"error\""]);
         let bad = tshark(&a);
         assert!(bad.trim().is_empty(), "{kind:?}: tshark flags:\n{bad}");
         // 2. Everything was dissected as RTP or RTCP.
@@ -137,25 +197,51 @@ fn tshark_decodes_our_rtp_and_rtcp_without_malformed_packets() {
         let lines: Vec<&str> = protos.lines().collect();
         assert_eq!(lines.len(), pkts.len(), "{kind:?}: every packet read");
         for l in &lines {
-            assert!(l.ends_with(":rtp") || l.contains(":rtcp"), "{kind:?}: not RTP/RTCP: {l}");
+            assert!(
+                l.ends_with(":rtp") || l.contains(":rtcp"),
+                "{kind:?}: not RTP/RTCP: {l}"
+            );
         }
         // 3. The RTCP types we send are recognised (PT:FMT), and the RTP we send.
         let mut a = args.clone();
-        a.extend_from_slice(&["-Y", "rtcp", "-T", "fields", "-e", "rtcp.pt", "-e", "rtcp.rtpfb.fmt", "-e", "rtcp.psfb.fmt", "-E", "aggregator=;"]);
+        a.extend_from_slice(&[
+            "-Y",
+            "rtcp",
+            "-T",
+            "fields",
+            "-e",
+            "rtcp.pt",
+            "-e",
+            "rtcp.rtpfb.fmt",
+            "-e",
+            "rtcp.psfb.fmt",
+            "-E",
+            "aggregator=;",
+        ]);
         let rtcp = tshark(&a);
-        let seen = |pt: &str, fmt: &str| rtcp.lines().any(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            f[0].split(';').any(|x| x == pt) && (fmt.is_empty() || f[1..].iter().any(|v| v.split(';').any(|x| x == fmt)))
-        });
+        let seen = |pt: &str, fmt: &str| {
+            rtcp.lines().any(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                f[0].split(';').any(|x| x == pt)
+                    && (fmt.is_empty() || f[1..].iter().any(|v| v.split(';').any(|x| x == fmt)))
+            })
+        };
         let (pt, fmt) = expect_fmt.split_once(':').unwrap();
-        assert!(seen(pt, fmt), "{kind:?}: feedback {expect_fmt} not recognised:\n{rtcp}");
+        assert!(
+            seen(pt, fmt),
+            "{kind:?}: feedback {expect_fmt} not recognised:\n{rtcp}"
+        );
         assert!(seen("200", ""), "{kind:?}: SR");
         assert!(seen("201", ""), "{kind:?}: RR");
         assert!(seen("202", ""), "{kind:?}: SDES");
         assert!(seen("205", "1"), "{kind:?}: generic NACK");
         assert!(seen("206", "1"), "{kind:?}: PLI");
         let rtp = protos.lines().filter(|l| l.ends_with(":rtp")).count();
-        eprintln!("{kind:?}: {} datagrams, {rtp} RTP, {} RTCP packets decoded clean", pkts.len(), rtcp.lines().count());
+        eprintln!(
+            "{kind:?}: {} datagrams, {rtp} RTP, {} RTCP packets decoded clean",
+            pkts.len(),
+            rtcp.lines().count()
+        );
     }
     // Control: the same check flags a broken RTCP packet (length field past the datagram),
     // so a clean result above means something.
@@ -163,10 +249,19 @@ fn tshark_decodes_our_rtp_and_rtcp_without_malformed_packets() {
     let mut broken = pli.to_vec();
     broken[3] = 9;
     let path = dir.join("control.pcap");
-    write_pcap(&path, &[(Duration::ZERO, false, Bytes::from(broken), Ecn::NotEct)]);
+    write_pcap(
+        &path,
+        &[(Duration::ZERO, false, Bytes::from(broken), Ecn::NotEct)],
+    );
     let bad = tshark(&[
-        "-r", path.to_str().unwrap(), "-o", "rtp.heuristic_rtp:TRUE", "-d", "udp.port==5004,rtp",
-        "-Y", "_ws.malformed || _ws.expert.severity >= \"error\"",
+        "-r",
+        path.to_str().unwrap(),
+        "-o",
+        "rtp.heuristic_rtp:TRUE",
+        "-d",
+        "udp.port==5004,rtp",
+        "-Y",
+        "_ws.malformed || _ws.expert.severity >= \"error\"",
     ]);
     assert!(!bad.trim().is_empty(), "the control packet must be flagged");
     std::fs::remove_dir_all(&dir).ok();

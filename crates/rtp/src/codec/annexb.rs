@@ -49,9 +49,14 @@ mod tests {
 
     #[test]
     fn splits_three_and_four_byte_start_codes() {
-        let s = [0, 0, 0, 1, 0x67, 1, 2, 0, 0, 1, 0x68, 3, 0, 0, 0, 1, 0x65, 4, 5];
+        let s = [
+            0, 0, 0, 1, 0x67, 1, 2, 0, 0, 1, 0x68, 3, 0, 0, 0, 1, 0x65, 4, 5,
+        ];
         let n: Vec<&[u8]> = nal_units(&s).into_iter().map(|(a, b)| &s[a..b]).collect();
-        assert_eq!(n, vec![&[0x67, 1, 2][..], &[0x68, 3][..], &[0x65, 4, 5][..]]);
+        assert_eq!(
+            n,
+            vec![&[0x67, 1, 2][..], &[0x68, 3][..], &[0x65, 4, 5][..]]
+        );
     }
 
     #[test]

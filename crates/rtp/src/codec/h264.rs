@@ -62,8 +62,14 @@ pub fn packetize(frame: &Bytes, max_payload: usize) -> Result<Vec<Bytes>, Error>
         }
         let mut p = Vec::with_capacity(size);
         // §5.7.1: F is the OR of the aggregated F bits, NRI their maximum.
-        let f = nals[i..j].iter().fold(0u8, |acc, &(s, _)| acc | (frame[s] & 0x80));
-        let nri = nals[i..j].iter().map(|&(s, _)| frame[s] & 0x60).max().unwrap_or(0);
+        let f = nals[i..j]
+            .iter()
+            .fold(0u8, |acc, &(s, _)| acc | (frame[s] & 0x80));
+        let nri = nals[i..j]
+            .iter()
+            .map(|&(s, _)| frame[s] & 0x60)
+            .max()
+            .unwrap_or(0);
         p.push(f | nri | STAP_A);
         for &(s, e) in &nals[i..j] {
             p.extend_from_slice(&((e - s) as u16).to_be_bytes());
@@ -111,17 +117,25 @@ pub fn inspect(payload: &[u8]) -> Result<PayloadInfo, Error> {
             let mut key = false;
             let mut at = 1;
             while at < payload.len() {
-                let len_bytes = payload.get(at..at + 2).ok_or(bad("truncated STAP-A size"))?;
+                let len_bytes = payload
+                    .get(at..at + 2)
+                    .ok_or(bad("truncated STAP-A size"))?;
                 let len = u16::from_be_bytes([len_bytes[0], len_bytes[1]]) as usize;
                 at += 2;
-                let nal = payload.get(at..at + len).ok_or(bad("STAP-A unit overruns"))?;
+                let nal = payload
+                    .get(at..at + len)
+                    .ok_or(bad("STAP-A unit overruns"))?;
                 key |= nal.first().is_some_and(|h| is_key(h & 0x1F));
                 at += len;
             }
             key
         }
         FU_A => is_key(payload.get(1).ok_or(bad("truncated FU-A"))? & 0x1F),
-        _ => return Err(bad("unsupported NAL unit type (STAP-B/MTAP/FU-B or reserved)")),
+        _ => {
+            return Err(bad(
+                "unsupported NAL unit type (STAP-B/MTAP/FU-B or reserved)",
+            ));
+        }
     };
     Ok(PayloadInfo {
         frame_start: None,
@@ -165,7 +179,9 @@ mod tests {
     use super::*;
 
     fn au() -> Bytes {
-        let mut v = vec![0, 0, 0, 1, 0x67, 0x42, 0x00, 0x1F, 0, 0, 0, 1, 0x68, 0xCE, 0x3C, 0x80];
+        let mut v = vec![
+            0, 0, 0, 1, 0x67, 0x42, 0x00, 0x1F, 0, 0, 0, 1, 0x68, 0xCE, 0x3C, 0x80,
+        ];
         v.extend_from_slice(&[0, 0, 0, 1, 0x65]);
         v.extend((0..4000u32).map(|i| (i % 251) as u8 | 1));
         v.extend_from_slice(&[0, 0, 0, 1, 0x06, 0x05, 0x01]);
@@ -190,7 +206,12 @@ mod tests {
 
     #[test]
     fn truncated_stap_a_is_an_error_not_a_panic() {
-        for p in [&[0x78u8, 0x00][..], &[0x78, 0x00, 0x05, 0x67], &[0x7C], &[0x79, 1, 2]] {
+        for p in [
+            &[0x78u8, 0x00][..],
+            &[0x78, 0x00, 0x05, 0x67],
+            &[0x7C],
+            &[0x79, 1, 2],
+        ] {
             assert!(depacketize(p, &mut Vec::new()).is_err(), "{p:?}");
         }
     }

@@ -67,13 +67,19 @@ pub fn packetize(frame: &Bytes, max_payload: usize) -> Result<Vec<Bytes>, Error>
         }
         // §4.4.2: F = OR of F bits, LayerId and TID = the lowest of the aggregated units.
         let units = &nals[i..j];
-        let f = units.iter().fold(0u8, |acc, &(s, _)| acc | (frame[s] & 0x80));
+        let f = units
+            .iter()
+            .fold(0u8, |acc, &(s, _)| acc | (frame[s] & 0x80));
         let layer = units
             .iter()
             .map(|&(s, _)| (((frame[s] & 1) as u16) << 5) | (frame[s + 1] >> 3) as u16)
             .min()
             .unwrap_or(0);
-        let tid = units.iter().map(|&(s, _)| frame[s + 1] & 0x07).min().unwrap_or(1);
+        let tid = units
+            .iter()
+            .map(|&(s, _)| frame[s + 1] & 0x07)
+            .min()
+            .unwrap_or(1);
         let mut p = Vec::with_capacity(size);
         p.push(f | (AP << 1) | (layer >> 5) as u8);
         p.push(((layer as u8 & 0x1F) << 3) | tid);
@@ -210,7 +216,13 @@ mod tests {
 
     #[test]
     fn hostile_payloads_are_errors() {
-        for p in [&[0x60u8, 1, 0, 9][..], &[0x60, 1, 0], &[0x80, 1, 2], &[0x64, 1, 2], &[0x60, 1, 0, 1, 0]] {
+        for p in [
+            &[0x60u8, 1, 0, 9][..],
+            &[0x60, 1, 0],
+            &[0x80, 1, 2],
+            &[0x64, 1, 2],
+            &[0x60, 1, 0, 1, 0],
+        ] {
             assert!(depacketize(p, &mut Vec::new()).is_err(), "{p:?}");
         }
     }

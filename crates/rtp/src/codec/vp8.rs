@@ -16,7 +16,9 @@ const CODEC: &str = "VP8";
 /// Splits a VP8 frame into payloads of at most `max_payload` bytes.
 pub fn packetize(frame: &Bytes, max_payload: usize, picture_id: u16) -> Result<Vec<Bytes>, Error> {
     if max_payload <= DESCRIPTOR_LEN {
-        return Err(Error::BadFrame("payload budget smaller than the VP8 descriptor"));
+        return Err(Error::BadFrame(
+            "payload budget smaller than the VP8 descriptor",
+        ));
     }
     let chunk = max_payload - DESCRIPTOR_LEN;
     let pid = picture_id & 0x7FFF;
@@ -117,7 +119,13 @@ mod tests {
 
     #[test]
     fn truncated_descriptors_are_errors() {
-        for p in [&[][..], &[0x80], &[0x80, 0x80], &[0x80, 0x80, 0x80], &[0x80, 0x40]] {
+        for p in [
+            &[][..],
+            &[0x80],
+            &[0x80, 0x80],
+            &[0x80, 0x80, 0x80],
+            &[0x80, 0x40],
+        ] {
             assert!(depacketize(p, &mut Vec::new()).is_err(), "{p:?}");
         }
     }

@@ -99,7 +99,9 @@ impl Report {
         for b in &self.blocks {
             let n = b.metrics.len();
             if n == 0 || n > MAX_METRICS_PER_BLOCK {
-                return Err(Error::Build("CCFB block must describe 1..=16384 packets".into()));
+                return Err(Error::Build(
+                    "CCFB block must describe 1..=16384 packets".into(),
+                ));
             }
             let num = match conv {
                 NumReportsConvention::Count => n,
@@ -151,15 +153,20 @@ impl Report {
             return Err(bad("no room for the report timestamp"));
         }
         let ts_at = end - 4;
-        let report_timestamp =
-            u32::from_be_bytes([data[ts_at], data[ts_at + 1], data[ts_at + 2], data[ts_at + 3]]);
+        let report_timestamp = u32::from_be_bytes([
+            data[ts_at],
+            data[ts_at + 1],
+            data[ts_at + 2],
+            data[ts_at + 3],
+        ]);
         let mut at = 8;
         let mut blocks = Vec::new();
         while at < ts_at {
             if ts_at - at < 8 {
                 return Err(bad("truncated report block header"));
             }
-            let media_ssrc = u32::from_be_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
+            let media_ssrc =
+                u32::from_be_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
             let begin_seq = u16::from_be_bytes([data[at + 4], data[at + 5]]);
             let num = u16::from_be_bytes([data[at + 6], data[at + 7]]) as usize;
             let n = match conv {
@@ -235,9 +242,17 @@ mod tests {
                 media_ssrc: 0xAABB_CCDD,
                 begin_seq: 0x1234,
                 metrics: vec![
-                    Metric { received: true, ecn: Ecn::Ect1, ato: 2 },
+                    Metric {
+                        received: true,
+                        ecn: Ecn::Ect1,
+                        ato: 2,
+                    },
                     Metric::default(),
-                    Metric { received: true, ecn: Ecn::Ce, ato: 0 },
+                    Metric {
+                        received: true,
+                        ecn: Ecn::Ce,
+                        ato: 0,
+                    },
                 ],
             }],
             report_timestamp: 0x0005_8000,
@@ -247,7 +262,10 @@ mod tests {
     #[test]
     fn parses_and_writes_the_rfc_layout_with_count() {
         let v = rfc_vector(3);
-        assert_eq!(Report::parse(&v, NumReportsConvention::Count).unwrap(), expected());
+        assert_eq!(
+            Report::parse(&v, NumReportsConvention::Count).unwrap(),
+            expected()
+        );
         assert_eq!(expected().write(NumReportsConvention::Count).unwrap(), v);
     }
 
@@ -258,7 +276,12 @@ mod tests {
             Report::parse(&v, NumReportsConvention::CountMinusOne).unwrap(),
             expected()
         );
-        assert_eq!(expected().write(NumReportsConvention::CountMinusOne).unwrap(), v);
+        assert_eq!(
+            expected()
+                .write(NumReportsConvention::CountMinusOne)
+                .unwrap(),
+            v
+        );
     }
 
     #[test]
@@ -268,7 +291,10 @@ mod tests {
         let v = rfc_vector(3);
         let theirs = CcFeedbackReport::unmarshal(&mut &v[..]).unwrap();
         assert_eq!(theirs.report_blocks[0].metric_blocks.len(), 3);
-        assert_eq!(theirs.report_blocks[0].metric_blocks[0].arrival_time_offset, 2);
+        assert_eq!(
+            theirs.report_blocks[0].metric_blocks[0].arrival_time_offset,
+            2
+        );
         assert_eq!(theirs.report_timestamp, 0x0005_8000);
     }
 

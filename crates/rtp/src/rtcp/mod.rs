@@ -199,7 +199,11 @@ pub fn build_rr(
     marshal(&v)
 }
 
-fn remb_packet(sender_ssrc: u32, bitrate: Bitrate, ssrcs: Vec<u32>) -> ReceiverEstimatedMaximumBitrate {
+fn remb_packet(
+    sender_ssrc: u32,
+    bitrate: Bitrate,
+    ssrcs: Vec<u32>,
+) -> ReceiverEstimatedMaximumBitrate {
     ReceiverEstimatedMaximumBitrate {
         sender_ssrc,
         bitrate: bitrate.as_bps() as f32,
@@ -304,7 +308,13 @@ mod tests {
             last_sender_report: 0x1234_5678,
             delay: 0x0001_0000,
         };
-        let b = build_rr(1, vec![rb.clone()], "cg", Some((Bitrate::kbps(1500), vec![7]))).unwrap();
+        let b = build_rr(
+            1,
+            vec![rb.clone()],
+            "cg",
+            Some((Bitrate::kbps(1500), vec![7])),
+        )
+        .unwrap();
         let m = one(&b);
         match &m[0] {
             RtcpMessage::ReceiverReport(rr) => assert_eq!(rr.reports, vec![rb]),
@@ -324,14 +334,23 @@ mod tests {
     fn nack_pli_fir_bye_round_trip() {
         let seqs = [65530u16, 65531, 65535, 2, 100];
         match &one(&build_nack(1, 7, &seqs).unwrap())[0] {
-            RtcpMessage::Nack { media_ssrc, seqs: got } => {
+            RtcpMessage::Nack {
+                media_ssrc,
+                seqs: got,
+            } => {
                 assert_eq!(*media_ssrc, 7);
                 assert_eq!(got, &seqs.to_vec());
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(one(&build_pli(1, 7).unwrap()), vec![RtcpMessage::Pli { media_ssrc: 7 }]);
-        assert_eq!(one(&build_fir(1, 7, 3).unwrap()), vec![RtcpMessage::Fir { ssrcs: vec![7] }]);
+        assert_eq!(
+            one(&build_pli(1, 7).unwrap()),
+            vec![RtcpMessage::Pli { media_ssrc: 7 }]
+        );
+        assert_eq!(
+            one(&build_fir(1, 7, 3).unwrap()),
+            vec![RtcpMessage::Fir { ssrcs: vec![7] }]
+        );
         assert_eq!(one(&build_bye(1).unwrap()), vec![RtcpMessage::Other]);
     }
 
@@ -350,7 +369,10 @@ mod tests {
             }],
             report_timestamp: 77,
         };
-        assert_eq!(one(&build_ccfb(&c, CONV).unwrap()), vec![RtcpMessage::Ccfb(c)]);
+        assert_eq!(
+            one(&build_ccfb(&c, CONV).unwrap()),
+            vec![RtcpMessage::Ccfb(c)]
+        );
     }
 
     #[test]

@@ -81,7 +81,10 @@ fn chunks(symbols: &[SymbolTypeTcc]) -> Vec<PacketStatusChunk> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < symbols.len() {
-        let run = symbols[i..].iter().take_while(|s| **s == symbols[i]).count();
+        let run = symbols[i..]
+            .iter()
+            .take_while(|s| **s == symbols[i])
+            .count();
         if run >= 14 {
             let run = run.min(0x1FFF);
             out.push(PacketStatusChunk::RunLengthChunk(RunLengthChunk {
@@ -116,7 +119,9 @@ pub fn decode(report: &TransportLayerCc, reference_us: i64) -> Vec<(u16, Option<
     let mut seq = report.base_sequence_number;
     'chunks: for chunk in &report.packet_chunks {
         let (sym, n): (Vec<SymbolTypeTcc>, usize) = match chunk {
-            PacketStatusChunk::RunLengthChunk(c) => (vec![c.packet_status_symbol], c.run_length as usize),
+            PacketStatusChunk::RunLengthChunk(c) => {
+                (vec![c.packet_status_symbol], c.run_length as usize)
+            }
             PacketStatusChunk::StatusVectorChunk(c) => (c.symbol_list.clone(), c.symbol_list.len()),
         };
         for k in 0..n {
@@ -125,13 +130,18 @@ pub fn decode(report: &TransportLayerCc, reference_us: i64) -> Vec<(u16, Option<
             }
             let s = if sym.len() == 1 { sym[0] } else { sym[k] };
             let arrival = match s {
-                SymbolTypeTcc::PacketReceivedSmallDelta | SymbolTypeTcc::PacketReceivedLargeDelta => {
-                    let Some(d) = deltas.next() else { break 'chunks };
+                SymbolTypeTcc::PacketReceivedSmallDelta
+                | SymbolTypeTcc::PacketReceivedLargeDelta => {
+                    let Some(d) = deltas.next() else {
+                        break 'chunks;
+                    };
                     t = t.saturating_add(d.delta);
                     Some(t)
                 }
                 // "received without delta" carries no time; treat as unknown arrival
-                SymbolTypeTcc::PacketReceivedWithoutDelta | SymbolTypeTcc::PacketNotReceived => None,
+                SymbolTypeTcc::PacketReceivedWithoutDelta | SymbolTypeTcc::PacketNotReceived => {
+                    None
+                }
             };
             out.push((seq, arrival));
             seq = seq.wrapping_add(1);

@@ -221,7 +221,10 @@ impl Assembler {
     }
 
     fn find_start(&self, from: u64) -> Option<u64> {
-        self.buf.range(from..).map(|(s, _)| *s).find(|s| self.is_start(*s))
+        self.buf
+            .range(from..)
+            .map(|(s, _)| *s)
+            .find(|s| self.is_start(*s))
     }
 
     fn remove_below(&mut self, below: u64) -> u64 {
@@ -231,7 +234,10 @@ impl Assembler {
             if s >= below {
                 break;
             }
-            let (_, p) = self.buf.pop_first().expect("non-empty: just peeked, invariant");
+            let (_, p) = self
+                .buf
+                .pop_first()
+                .expect("non-empty: just peeked, invariant");
             if last_ts != Some(p.ts) {
                 frames += 1;
                 last_ts = Some(p.ts);

@@ -132,7 +132,9 @@ impl ReceiverConfig {
             return Err(Error::Config("media and RTX SSRC must differ"));
         }
         if self.feedback.ccfb_history == 0 || self.feedback.ccfb_ack_packets == 0 {
-            return Err(Error::Config("RFC 8888 history and ack count must be positive"));
+            return Err(Error::Config(
+                "RFC 8888 history and ack count must be positive",
+            ));
         }
         if self.rr_interval.is_zero()
             || self.feedback.twcc_interval.is_zero()

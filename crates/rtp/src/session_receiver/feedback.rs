@@ -60,7 +60,13 @@ impl TwccRecorder {
             .collect();
         self.arrivals.clear();
         self.next_base = Some(highest + 1);
-        twcc::build(sender_ssrc, media_ssrc, base as u16, &arrivals, &mut self.fb_count)
+        twcc::build(
+            sender_ssrc,
+            media_ssrc,
+            base as u16,
+            &arrivals,
+            &mut self.fb_count,
+        )
     }
 
     pub fn has_news(&self) -> bool {
@@ -116,10 +122,17 @@ impl CcfbRecorder {
     }
 
     /// A report covering the last `history` sequence numbers of every stream.
-    pub fn build(&mut self, sender_ssrc: u32, report_timestamp: u32, now: Instant) -> Option<ccfb::Report> {
+    pub fn build(
+        &mut self,
+        sender_ssrc: u32,
+        report_timestamp: u32,
+        now: Instant,
+    ) -> Option<ccfb::Report> {
         let mut blocks = Vec::new();
         for (ssrc, st) in &self.streams {
-            let Some(h) = st.unwrap.highest() else { continue };
+            let Some(h) = st.unwrap.highest() else {
+                continue;
+            };
             let Some(first) = st.first_seen else { continue };
             let begin = first.max((h + 1).saturating_sub(self.history));
             let metrics = (begin..=h)
@@ -150,7 +163,9 @@ impl CcfbRecorder {
 /// Arrival time offset in 1/1024 s, 0x1FFE when over range (RFC 8888 §3.1).
 fn ato(d: Duration) -> u16 {
     let v = d.as_micros() * 1024 / 1_000_000;
-    u16::try_from(v).unwrap_or(u16::MAX).min(ccfb::ATO_OVER_RANGE)
+    u16::try_from(v)
+        .unwrap_or(u16::MAX)
+        .min(ccfb::ATO_OVER_RANGE)
 }
 
 #[cfg(test)]

@@ -280,7 +280,8 @@ impl ReceiverSession {
     fn handle_rtp(&mut self, data: &[u8], ecn: Ecn, now: Instant) -> Result<(), Error> {
         let p = parse_rtp(data, &self.config.extensions)?;
         let is_media = p.ssrc == self.config.media_ssrc;
-        let is_rtx = p.ssrc == self.config.rtx_ssrc && p.payload_type == self.config.payload_types.rtx;
+        let is_rtx =
+            p.ssrc == self.config.rtx_ssrc && p.payload_type == self.config.payload_types.rtx;
         if !is_media && !is_rtx {
             self.stats.unknown_source += 1;
             return Err(Error::UnknownSsrc(p.ssrc));
@@ -362,7 +363,9 @@ impl ReceiverSession {
             return Ok(());
         }
         if p.payload.len() < 3 {
-            return Err(Error::MalformedRtp("RTX payload shorter than OSN + 1".into()));
+            return Err(Error::MalformedRtp(
+                "RTX payload shorter than OSN + 1".into(),
+            ));
         }
         let Some(codec) = self.media_codec else {
             return Ok(()); // nothing to repair yet

@@ -84,7 +84,11 @@ impl NackTracker {
 
     /// Forgets packets below `seq` (their frame was released or given up).
     pub fn forget_below(&mut self, seq: u64) {
-        while self.missing.first_key_value().is_some_and(|(s, _)| *s < seq) {
+        while self
+            .missing
+            .first_key_value()
+            .is_some_and(|(s, _)| *s < seq)
+        {
             self.missing.pop_first();
         }
     }

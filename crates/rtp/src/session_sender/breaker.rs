@@ -65,7 +65,10 @@ impl Breaker {
         if !self.tripped && silent >= self.timeout {
             self.tripped = true;
             let reason = "RTCP timeout (RFC 8083 §4.1): no feedback for 3 RTCP intervals";
-            tracing::warn!(?silent, "RTP circuit breaker tripped: {reason}; media stopped");
+            tracing::warn!(
+                ?silent,
+                "RTP circuit breaker tripped: {reason}; media stopped"
+            );
             return Some(BreakerState::Tripped {
                 reason,
                 silent_for: silent,
@@ -95,7 +98,11 @@ mod tests {
     fn trips_after_the_timeout_and_recovers_on_feedback() {
         let t0 = Instant::now();
         let mut b = Breaker::new(Duration::from_secs(15));
-        assert_eq!(b.check(t0 + Duration::from_secs(100)), None, "no media, no clock");
+        assert_eq!(
+            b.check(t0 + Duration::from_secs(100)),
+            None,
+            "no media, no clock"
+        );
         b.on_media_sent(t0);
         assert_eq!(b.check(t0 + Duration::from_secs(14)), None);
         assert!(matches!(
@@ -104,7 +111,10 @@ mod tests {
         ));
         assert!(b.tripped());
         assert_eq!(b.check(t0 + Duration::from_secs(16)), None, "reported once");
-        assert_eq!(b.on_feedback(t0 + Duration::from_secs(17)), Some(BreakerState::Recovered));
+        assert_eq!(
+            b.on_feedback(t0 + Duration::from_secs(17)),
+            Some(BreakerState::Recovered)
+        );
         assert!(!b.tripped());
         assert_eq!(b.deadline(), Some(t0 + Duration::from_secs(32)));
     }

@@ -140,7 +140,9 @@ impl SenderConfig {
             return Err(Error::Config("media and RTX SSRC must differ"));
         }
         if self.max_packet_size < 12 + self.extensions.max_overhead() + 2 + 64 {
-            return Err(Error::Config("max_packet_size leaves under 64 payload bytes"));
+            return Err(Error::Config(
+                "max_packet_size leaves under 64 payload bytes",
+            ));
         }
         if self.padding_bytes == 0 {
             return Err(Error::Config("padding_bytes must be at least 1"));

@@ -21,7 +21,7 @@ pub use breaker::BreakerState;
 pub use config::{PayloadTypes, SenderConfig};
 
 use crate::history::{History, Stored};
-use crate::pacer::{PacketClass, Pacer, Queued, Release};
+use crate::pacer::{Pacer, PacketClass, Queued, Release};
 use crate::rtcp::{self, RtcpMessage, ccfb, twcc};
 use crate::rtp_packet::{OutgoingRtp, is_rtcp, write_rtp};
 use crate::time::{NtpClock, WrapUnwrapper, mid32_to_duration};
@@ -160,7 +160,9 @@ impl SenderSession {
         let pacer = Pacer::new(
             config.pacer.clone(),
             controller.pacing_rate(),
-            DataSize::bytes(12 + config.extensions.max_overhead() as u64 + config.padding_bytes as u64),
+            DataSize::bytes(
+                12 + config.extensions.max_overhead() as u64 + config.padding_bytes as u64,
+            ),
         );
         Ok(Self {
             ntp: NtpClock::new(now, config.ntp_at_start),
@@ -211,7 +213,11 @@ impl SenderSession {
         if !self.pacer.has_room(payloads.len()) {
             self.stats.frames_dropped += 1;
             let dropped = self.pacer.discard_media();
-            self.frames_dropped(dropped.frames, dropped.packets, KeyFrameReason::QueueOverflow);
+            self.frames_dropped(
+                dropped.frames,
+                dropped.packets,
+                KeyFrameReason::QueueOverflow,
+            );
             self.request_key_frame(KeyFrameReason::QueueOverflow);
             return Ok(());
         }
@@ -243,7 +249,8 @@ impl SenderSession {
             );
         }
         self.stats.frames_pushed += 1;
-        self.controller.on_media_queue(self.pacer.media_queue(now), now);
+        self.controller
+            .on_media_queue(self.pacer.media_queue(now), now);
         self.drain_controller(now);
         Ok(())
     }
@@ -428,7 +435,8 @@ impl SenderSession {
 
     fn request_key_frame(&mut self, reason: KeyFrameReason) {
         self.stats.key_frame_requests += 1;
-        self.events.push_back(SenderEvent::KeyFrameRequested(reason));
+        self.events
+            .push_back(SenderEvent::KeyFrameRequested(reason));
     }
 
     fn drain_controller(&mut self, now: Instant) {
@@ -438,7 +446,8 @@ impl SenderSession {
                     let d = self.pacer.discard_media();
                     self.frames_dropped(d.frames, d.packets, KeyFrameReason::Controller);
                     self.request_key_frame(KeyFrameReason::Controller);
-                    self.controller.on_media_queue(self.pacer.media_queue(now), now);
+                    self.controller
+                        .on_media_queue(self.pacer.media_queue(now), now);
                 }
                 ControllerEvent::RequestKeyFrame => {
                     self.request_key_frame(KeyFrameReason::Controller)
@@ -513,7 +522,8 @@ impl SenderSession {
         s.sent = now;
         self.history.insert(s);
         let t = self.finish_send(bytes, tx, self.config.ssrc, rtp_seq, PacketKind::Media, now);
-        self.controller.on_media_queue(self.pacer.media_queue(now), now);
+        self.controller
+            .on_media_queue(self.pacer.media_queue(now), now);
         Ok(t)
     }
 
@@ -528,7 +538,13 @@ impl SenderSession {
                 payload.reserve(2 + s.payload.len());
                 payload.extend_from_slice(&(s.seq as u16).to_be_bytes());
                 payload.extend_from_slice(&s.payload);
-                (s.timestamp, s.marker, s.capture_ntp, 0, PacketKind::Retransmission)
+                (
+                    s.timestamp,
+                    s.marker,
+                    s.capture_ntp,
+                    0,
+                    PacketKind::Retransmission,
+                )
             }
             None => (
                 self.last_rtp_ts.map(|(t, _)| t).unwrap_or(self.ts_offset),
@@ -696,7 +712,8 @@ impl SenderSession {
             return;
         };
         self.feedback_seen(now);
-        let reference_us = self.twcc_ref.unwrap(t.reference_time as u64, 24) * twcc::REFERENCE_UNIT_US;
+        let reference_us =
+            self.twcc_ref.unwrap(t.reference_time as u64, 24) * twcc::REFERENCE_UNIT_US;
         let mut results = std::mem::take(&mut self.results);
         results.clear();
         for (seq16, arrival) in twcc::decode(t, reference_us) {
@@ -756,9 +773,9 @@ impl SenderSession {
                 if self.sent_log.mark(tx, m.received) {
                     results.push(PacketResult {
                         seq: tx,
-                        arrival: m
-                            .received
-                            .then(|| RemoteTime::from_micros(ts_us - m.ato as i64 * 1_000_000 / 1024)),
+                        arrival: m.received.then(|| {
+                            RemoteTime::from_micros(ts_us - m.ato as i64 * 1_000_000 / 1024)
+                        }),
                         ecn: if m.received { m.ecn } else { Ecn::NotEct },
                     });
                 }

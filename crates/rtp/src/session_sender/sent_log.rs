@@ -45,10 +45,10 @@ impl SentLog {
         }
         debug_assert_eq!(tx, self.base + self.entries.len() as u64);
         while self.entries.len() >= self.capacity {
-            if let Some(e) = self.entries.pop_front() {
-                if self.by_rtp.get(&(e.ssrc, e.rtp_seq)) == Some(&self.base) {
-                    self.by_rtp.remove(&(e.ssrc, e.rtp_seq));
-                }
+            if let Some(e) = self.entries.pop_front()
+                && self.by_rtp.get(&(e.ssrc, e.rtp_seq)) == Some(&self.base)
+            {
+                self.by_rtp.remove(&(e.ssrc, e.rtp_seq));
             }
             self.base += 1;
         }
@@ -82,11 +82,10 @@ impl SentLog {
             return false;
         }
         let e = &mut self.entries[(tx - self.base) as usize];
-        let news = match (e.fate, received) {
-            (Fate::Unreported, _) => true,
-            (Fate::Lost, true) => true,
-            _ => false,
-        };
+        let news = matches!(
+            (e.fate, received),
+            (Fate::Unreported, _) | (Fate::Lost, true)
+        );
         if news {
             e.fate = if received { Fate::Received } else { Fate::Lost };
         }

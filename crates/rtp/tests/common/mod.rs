@@ -13,8 +13,8 @@ use cg_cc::{
     ReceiveSideEstimator, ReceivedPacket, SentPacket,
 };
 use cg_rtp::{
-    Codec, EncodedFrame, ReceiverEvent, ReceiverSession, ReceivedFrame, SenderEvent,
-    SenderSession, Transmit, TransmitKind,
+    Codec, EncodedFrame, ReceivedFrame, ReceiverEvent, ReceiverSession, SenderEvent, SenderSession,
+    Transmit, TransmitKind,
 };
 use cg_types::{Bitrate, DataSize, Ecn};
 
@@ -135,7 +135,9 @@ pub fn frame(codec: Codec, len: usize, key: bool, capture: Instant, salt: u8) ->
         Codec::H264 => {
             let mut v = vec![];
             if key {
-                v.extend_from_slice(&[0, 0, 0, 1, 0x67, 0x42, 0x00, 0x1F, 0, 0, 0, 1, 0x68, 0xCE, 0x3C, 0x80]);
+                v.extend_from_slice(&[
+                    0, 0, 0, 1, 0x67, 0x42, 0x00, 0x1F, 0, 0, 0, 1, 0x68, 0xCE, 0x3C, 0x80,
+                ]);
                 v.extend_from_slice(&[0, 0, 0, 1, 0x65]);
             } else {
                 v.extend_from_slice(&[0, 0, 0, 1, 0x41]);
@@ -146,7 +148,9 @@ pub fn frame(codec: Codec, len: usize, key: bool, capture: Instant, salt: u8) ->
         Codec::H265 => {
             let mut v = vec![];
             if key {
-                v.extend_from_slice(&[0, 0, 0, 1, 0x40, 0x01, 0x0C, 0x01, 0, 0, 0, 1, 0x42, 0x01, 0x01, 0x60]);
+                v.extend_from_slice(&[
+                    0, 0, 0, 1, 0x40, 0x01, 0x0C, 0x01, 0, 0, 0, 1, 0x42, 0x01, 0x01, 0x60,
+                ]);
                 v.extend_from_slice(&[0, 0, 0, 1, 0x26, 0x01]);
             } else {
                 v.extend_from_slice(&[0, 0, 0, 1, 0x02, 0x01]);
@@ -162,6 +166,9 @@ pub fn frame(codec: Codec, len: usize, key: bool, capture: Instant, salt: u8) ->
         codec,
     }
 }
+
+/// Decides whether to drop a datagram put on the wire at an instant.
+pub type DropFilter = Box<dyn FnMut(&Transmit, Instant) -> bool>;
 
 /// A datagram in flight.
 struct InFlight {
@@ -179,9 +186,9 @@ pub struct Wire {
     fwd: VecDeque<InFlight>,
     rev: VecDeque<InFlight>,
     /// Drops forward datagrams for which it returns true.
-    pub drop_fwd: Box<dyn FnMut(&Transmit, Instant) -> bool>,
+    pub drop_fwd: DropFilter,
     /// Drops reverse datagrams for which it returns true.
-    pub drop_rev: Box<dyn FnMut(&Transmit, Instant) -> bool>,
+    pub drop_rev: DropFilter,
     pub frames: Vec<ReceivedFrame>,
     pub sender_events: Vec<(Instant, SenderEvent)>,
     pub forward_sent: Vec<(Instant, TransmitKind, usize)>,
@@ -191,7 +198,12 @@ pub struct Wire {
 }
 
 impl Wire {
-    pub fn new(sender: SenderSession, receiver: ReceiverSession, start: Instant, delay: Duration) -> Self {
+    pub fn new(
+        sender: SenderSession,
+        receiver: ReceiverSession,
+        start: Instant,
+        delay: Duration,
+    ) -> Self {
         Self {
             now: start,
             sender,
@@ -220,7 +232,11 @@ impl Wire {
                     self.captured.push((now, true, t.bytes.clone(), t.ecn));
                 }
                 if !(self.drop_fwd)(&t, now) {
-                    self.fwd.push_back(InFlight { at: now + self.delay, bytes: t.bytes, ecn: t.ecn });
+                    self.fwd.push_back(InFlight {
+                        at: now + self.delay,
+                        bytes: t.bytes,
+                        ecn: t.ecn,
+                    });
                 }
             }
             while let Some(t) = self.receiver.poll_transmit(now) {
@@ -229,7 +245,11 @@ impl Wire {
                     self.captured.push((now, false, t.bytes.clone(), t.ecn));
                 }
                 if !(self.drop_rev)(&t, now) {
-                    self.rev.push_back(InFlight { at: now + self.delay, bytes: t.bytes, ecn: t.ecn });
+                    self.rev.push_back(InFlight {
+                        at: now + self.delay,
+                        bytes: t.bytes,
+                        ecn: t.ecn,
+                    });
                 }
             }
             while self.fwd.front().is_some_and(|p| p.at <= now) {
@@ -251,7 +271,9 @@ impl Wire {
                 busy = true;
             }
             while let Some(ev) = self.receiver.poll_event() {
-                let ReceiverEvent::Frame(f) = ev else { continue };
+                let ReceiverEvent::Frame(f) = ev else {
+                    continue;
+                };
                 self.frames.push(f);
             }
             while let Some(ev) = self.sender.poll_event() {
@@ -278,12 +300,18 @@ impl Wire {
     }
 
     /// Runs until `until`, pushing a frame from `source` whenever it has one due.
-    pub fn run(&mut self, until: Instant, source: &mut dyn FnMut(Instant) -> (Option<EncodedFrame>, Instant)) {
+    pub fn run(
+        &mut self,
+        until: Instant,
+        source: &mut dyn FnMut(Instant) -> (Option<EncodedFrame>, Instant),
+    ) {
         let (mut pending, mut next_frame) = source(self.now);
         loop {
             if let Some(f) = pending.take() {
                 let now = self.now;
-                self.sender.push_frame(f, now).expect("test frames are valid");
+                self.sender
+                    .push_frame(f, now)
+                    .expect("test frames are valid");
             }
             self.settle();
             let wake = self.next_wake().map_or(next_frame, |t| t.min(next_frame));
@@ -304,11 +332,16 @@ impl Wire {
 }
 
 /// A source of `fps` frames of `size` bytes, a key frame first and every `key_every` frames.
-pub fn cbr_source(codec: Codec, fps: u32, size: usize, key_every: u64) -> impl FnMut(Instant) -> (Option<EncodedFrame>, Instant) {
+pub fn cbr_source(
+    codec: Codec,
+    fps: u32,
+    size: usize,
+    key_every: u64,
+) -> impl FnMut(Instant) -> (Option<EncodedFrame>, Instant) {
     let mut n = 0u64;
     let gap = Duration::from_secs(1) / fps;
     move |now| {
-        let key = n % key_every == 0;
+        let key = n.is_multiple_of(key_every);
         let f = frame(codec, size, key, now, n as u8);
         n += 1;
         (Some(f), now + gap)
