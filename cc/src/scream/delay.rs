@@ -54,8 +54,13 @@ impl BaseDelay {
     }
 
     /// Adds a sample to the open slot (call [`rotate`](Self::rotate) first, once per batch).
-    pub fn sample(&mut self, owd_us: i64) -> Duration {
+    pub fn observe(&mut self, owd_us: i64) {
         self.current = self.current.min(owd_us);
+    }
+
+    /// Adds a sample and returns its queuing delay.
+    pub fn sample(&mut self, owd_us: i64) -> Duration {
+        self.observe(owd_us);
         let q = owd_us.saturating_sub(self.base());
         Duration::from_micros(u64::try_from(q).unwrap_or(0)).min(MAX_DELAY)
     }

@@ -107,10 +107,15 @@ impl Flight {
                 Some(h) => self.index_after(h),
                 None => 0,
             };
-            for p in self.packets.range_mut(start..=idx) {
-                edge_bytes += u64::from(p.size);
-                if !p.acked {
-                    p.missing_since = Some(now);
+            if start == idx {
+                // The common case: in-order delivery moves the edge by one packet.
+                edge_bytes = u64::from(record.size);
+            } else {
+                for p in self.packets.range_mut(start..=idx) {
+                    edge_bytes += u64::from(p.size);
+                    if !p.acked {
+                        p.missing_since = Some(now);
+                    }
                 }
             }
             self.bytes_in_flight = self.bytes_in_flight.saturating_sub(edge_bytes);

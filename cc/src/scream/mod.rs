@@ -562,6 +562,7 @@ impl Controller for Scream {
     fn on_feedback(&mut self, feedback: &Feedback<'_>, now: Instant) {
         let mut delivered = 0u64;
         let mut newest: Option<i64> = None;
+        let mut last_owd: Option<i64> = None;
         // Receive-rate of this report's packet train (for the L4S pacing cap).
         let (mut first_arrival, mut last_arrival, mut train_bytes) = (i64::MAX, i64::MIN, 0u64);
         self.base.rotate(now);
@@ -601,10 +602,16 @@ impl Controller for Scream {
                 self.alpha.on_delivered(ce);
             }
             let owd = arrival.as_micros().saturating_sub(rec.sent_us);
-            self.delay.qdelay = self.base.sample(owd);
+            self.base.observe(owd);
+            last_owd = Some(owd);
             if a.is_new_edge {
                 newest = Some(rec.sent_us);
             }
+        }
+        if let Some(owd) = last_owd {
+            // The latest sample is the one the controller reacts to (the base already holds
+            // every sample's minimum).
+            self.delay.qdelay = self.base.sample(owd);
         }
         if let Some(sent_us) = newest {
             let rtt_us = self.micros_since_epoch(now).saturating_sub(sent_us);
