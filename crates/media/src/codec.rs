@@ -35,16 +35,25 @@ impl Codec {
 
     /// Whether `data`, one access unit of this codec, can be decoded without any earlier
     /// frame: a VP8 key frame (RFC 6386 §9.1: frame-tag bit 0 clear and the start code
-    /// `9d 01 2a`), an H.264 access unit with an IDR slice (NAL type 5, H.264 §7.4.1.2), or an
-    /// H.265 access unit with an IRAP picture (NAL types 16–21, H.265 §7.4.2.2).
+    /// `9d 01 2a`), an H.264 access unit whose first slice is IDR (NAL type 5 among VCL types
+    /// 1–5, H.264 §7.4.1.2), or an H.265 access unit whose first VCL NAL unit is IRAP (types
+    /// 16–21 among VCL types 0–31, H.265 §7.4.2.2).
     ///
     /// Works on bytes from the network: never panics, and a truncated or garbage unit is
     /// simply "not a key frame".
     pub fn is_key_frame(self, data: &[u8]) -> bool {
         match self {
             Codec::Vp8 => vp8_key_frame_size(data).is_some(),
-            Codec::H264 => nal_types(data).any(|b| b & 0x1f == 5),
-            Codec::H265 => nal_types(data).any(|b| (16..=21).contains(&((b >> 1) & 0x3f))),
+            // All slices of a picture share their type: the first VCL NAL unit decides, so
+            // the scan stops after the parameter sets instead of crossing the slice data.
+            Codec::H264 => nal_types(data)
+                .map(|b| b & 0x1f)
+                .find(|t| (1..=5).contains(t))
+                .is_some_and(|t| t == 5),
+            Codec::H265 => nal_types(data)
+                .map(|b| (b >> 1) & 0x3f)
+                .find(|&t| t <= 31)
+                .is_some_and(|t| (16..=21).contains(&t)),
         }
     }
 }
@@ -133,6 +142,15 @@ mod tests {
         let trail = [0, 0, 0, 1, 0x02, 0x01, 0xd0];
         assert!(Codec::H265.is_key_frame(&idr));
         assert!(!Codec::H265.is_key_frame(&trail));
+    }
+
+    #[test]
+    fn first_slice_decides_and_later_start_codes_in_slice_data_are_ignored() {
+        // A P slice whose payload happens to contain 00 00 01 65.
+        let p = [0, 0, 0, 1, 0x41, 0x9a, 0, 0, 1, 0x65, 0x88];
+        assert!(!Codec::H264.is_key_frame(&p));
+        let sps_only = [0, 0, 0, 1, 0x67, 0x42];
+        assert!(!Codec::H264.is_key_frame(&sps_only));
     }
 
     #[test]

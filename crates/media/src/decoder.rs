@@ -258,6 +258,8 @@ impl Decoder {
         }
         let now = HostTime::now();
         let is_key = codec.is_key_frame(&frame.data);
+        // Lock order everywhere: pipe, then state (the watch thread's restart takes both).
+        let pipe_guard = lock(&inner.pipe);
         let mut s = lock(&inner.state);
         s.frames_pushed += 1;
         match s.last_seq {
@@ -281,7 +283,6 @@ impl Decoder {
             s.waiting_for_key = false;
             s.discont = true;
         }
-        let pipe_guard = lock(&inner.pipe);
         let Some(pipe) = pipe_guard.as_ref() else {
             s.waiting_for_key = true;
             return Ok(PushOutcome::PipelineRestarting);
@@ -698,5 +699,73 @@ fn restart_pipe(inner: &Arc<Inner>) {
             // Leave it empty; the watch loop tries again on its next turn.
             tracing::warn!(target: "cg_media", "decoder restart failed: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Encoder, EncoderConfig};
+
+    fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+        let start = std::time::Instant::now();
+        while !cond() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "timed out waiting for {what}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_pipeline_error_rebuilds_the_pipeline_and_the_next_key_frame_decodes() {
+        let cfg = EncoderConfig {
+            width: 160,
+            height: 120,
+            key_frame_interval: None,
+            ..EncoderConfig::default()
+        };
+        let (enc, rx) = Encoder::start(cfg).unwrap();
+        let frames: Vec<EncodedFrame> = (0..6)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        enc.stop();
+        let (dec, _records) = Decoder::start(DecoderConfig::default()).unwrap();
+        for f in &frames[..3] {
+            assert_eq!(dec.push(f.clone()).unwrap(), PushOutcome::Queued);
+        }
+        wait_for("3 frames", || dec.stats().frames_decoded >= 3);
+
+        // An element of the running pipeline fails.
+        let appsrc = lock(&dec.inner.pipe).as_ref().unwrap().appsrc.clone();
+        gst::element_error!(appsrc, gst::StreamError::Failed, ["injected failure"]);
+        wait_for("a restart", || dec.stats().restarts >= 1);
+        assert!(
+            dec.take_key_frame_request(),
+            "a restart asks for a key frame"
+        );
+
+        // Inter frames are refused until a key frame comes; then decoding resumes.
+        assert_eq!(
+            dec.push(frames[3].clone()).unwrap(),
+            PushOutcome::DroppedAwaitingKeyFrame
+        );
+        let key = EncodedFrame {
+            seq: 4,
+            ..frames[0].clone()
+        };
+        assert_eq!(dec.push(key).unwrap(), PushOutcome::Queued);
+        let next = EncodedFrame {
+            seq: 5,
+            ..frames[1].clone()
+        };
+        assert_eq!(dec.push(next).unwrap(), PushOutcome::Queued);
+        wait_for("decoding after the restart", || {
+            dec.stats().frames_decoded >= 5
+        });
+        let s = dec.stats();
+        assert_eq!(s.last_size, Some((160, 120)));
+        assert!(s.decode_errors >= 1, "{s:?}");
     }
 }

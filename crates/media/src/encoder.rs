@@ -262,7 +262,8 @@ impl Encoder {
         self.kind
     }
 
-    /// Stops the pipeline (idempotent; also done on drop). The frame channel then closes.
+    /// Stops the pipeline (idempotent; also done on drop). No frame is sent after it
+    /// returns; the channel reports disconnection once the handle is dropped.
     pub fn stop(&self) {
         if self.stopping.swap(true, Ordering::AcqRel) {
             return;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cg_media::{
     Codec, Decoder, DecoderConfig, EncodedFrame, Encoder, EncoderConfig, FileFormat, MediaError,
-    PushOutcome, SourceConfig, TestPattern,
+    PushOutcome, SourceConfig,
 };
 use cg_types::{Bitrate, DataSize};
 
@@ -383,6 +383,12 @@ fn a_lost_frame_makes_the_decoder_wait_for_a_key_frame_and_ask_for_one() {
         dec.push(frames[7].clone()).unwrap(),
         PushOutcome::DroppedAwaitingKeyFrame
     );
+    // While waiting, the request is raised again (every 200 ms) even without new frames.
+    wait_for(
+        "a repeated key-frame request",
+        Duration::from_secs(5),
+        || dec.take_key_frame_request(),
+    );
     // A duplicate is stale, not a loss.
     assert_eq!(
         dec.push(frames[7].clone()).unwrap(),
@@ -531,5 +537,14 @@ fn missing_file_and_missing_display_are_typed_errors() {
         Err(MediaError::Start(msg)) => assert!(!msg.is_empty()),
         other => panic!("expected a start error, got {other:?}"),
     }
-    let _ = TestPattern::default();
+    let cfg = EncoderConfig {
+        source: SourceConfig::Camera {
+            device: "/dev/cg-no-such-camera".into(),
+        },
+        ..config("vp8", 160, 120, Bitrate::kbps(300))
+    };
+    match Encoder::start(cfg) {
+        Err(MediaError::Start(msg)) => assert!(!msg.is_empty()),
+        other => panic!("expected a start error, got {other:?}"),
+    }
 }
