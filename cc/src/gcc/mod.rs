@@ -70,14 +70,16 @@
 //! # Measured (simulated time, `cargo test -p cg-cc --test gcc_scenarios -- --nocapture`)
 //!
 //! 1 Mbit/s, RTT 50 ms, DropTail 300 ms, RFC 8593 encoder (seed 1), 90 s, metrics from the
-//! bottleneck's per-packet events, measured from 30 s on:
-//! REMB U = 0.896, q95 = 54 ms; send-side U = 0.876, q95 = 60 ms; no loss in either.
+//! bottleneck's per-packet events, measured from 30 s on: REMB U = 0.884, q95 = 46 ms;
+//! send-side U = 0.871, q95 = 45 ms; no loss in either. Over encoder seeds 1–5, U ranges
+//! 0.846–0.906 (REMB) and 0.871–0.935 (send-side), q95 31–62 ms and 45–89 ms.
 //! MMSys16 §6.1 steps 1 → 2.5 → 0.5 → 1 Mbit/s: the rate follows each step (second half of
-//! each phase: 0.88 / 1.85 / 0.50 / 0.89 Mbit/s REMB); whole-run q95 is 507 ms (REMB) and
-//! 165 ms (send-side) against MMSys16 Table 1's 195 ms — after the drop to 0.5 Mbit/s the
-//! 47 kB buffer (DT/300 at the 1.25 Mbit/s mean rate, 750 ms at 0.5 Mbit/s) stays nearly
-//! full, a standing queue whose delay gradient is zero. Three flows on 3 Mbit/s (§6.2):
-//! Jain 0.969 (REMB) / 0.963 (send-side) from 100 s to 200 s (Table 2: 0.93).
+//! each phase, REMB: 0.88 / 1.85 (encoder cap 2) / 0.50 / 0.90 Mbit/s). Whole-run q95 is
+//! 313 ms (REMB) and 321 ms (send-side) against MMSys16 Table 1's 195 ms: after the drop to
+//! 0.5 Mbit/s the 47 kB buffer (DT/300 at the 1.25 Mbit/s mean rate, 750 ms at 0.5 Mbit/s)
+//! stays largely full, a standing queue whose delay gradient is near zero. Three flows on
+//! 3 Mbit/s (§6.2), 100–200 s: Jain 0.998 (REMB) / 0.943 (send-side), 0.94–0.998 over seeds
+//! 1–5 (Table 2: 0.93).
 //! `benches/gcc.rs`: about 63 ns of CPU per received packet (receiver, delay-based path)
 //! and 87 ns per acknowledged packet (send-side sender), on a shared 2-core machine.
 //!
