@@ -67,11 +67,39 @@
 //!
 //! Enqueue + dequeue in steady state allocates nothing (`tests/alloc_free.rs` counts). The
 //! criterion benchmarks (`benches/qdisc.rs`, `cargo bench -p cg-link -- --warm-up-time 1
-//! --measurement-time 3`) measured on the shared 2-core build machine under a load average
-//! of about 12, so these are floors: DropTail 16.5 M packets/s, CoDel 6.1 M, PIE 8.0 M,
-//! SFQ 4.8 M, FQ-CoDel 3.4 M, DualPI2 5.9 M, HTB (TMA24 preset) 2.0 M; a whole link (qdisc,
-//! serialisation, delay line, events and per-flow counters) 0.65–0.75 M packets/s. 1 Gb/s of
-//! 1500-byte packets is 83 k packets/s.
+//! --measurement-time 3`), two runs on the shared 2-core build machine under a load average
+//! of 12–13 (so these are floors), in packets enqueued + dequeued per second: DropTail
+//! 8.9–16.5 M, CoDel 4.5–6.1 M, PIE 7.4–8.0 M, SFQ 3.8–4.8 M, FQ-CoDel 3.0–3.4 M, DualPI2
+//! 5.9–6.2 M, HTB (TMA24 preset) 2.0 M; a whole link (qdisc, serialisation, delay line, events
+//! and per-flow counters) 0.49–0.75 M. 1 Gb/s of 1500-byte packets is 83 k packets/s.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use cg_link::{Link, LinkConfig, Packet, PacketId, FlowId, presets};
+//! use cg_types::{Bitrate, DataSize};
+//!
+//! let cfg = LinkConfig::constant(Bitrate::mbps(1))
+//!     .with_delay(Duration::from_millis(25))
+//!     .with_qdisc(presets::ccr16_dt300());
+//! let mut link: Link<&str> = Link::new(cfg)?;
+//! let t0 = Instant::now();
+//! let p = Packet::new(PacketId(1), FlowId::from_index(0), DataSize::bytes(1250), t0, "hello");
+//! link.handle_packet(p, t0);
+//! // 10 ms of serialisation at 1 Mb/s, then 25 ms of propagation.
+//! let mut now = t0;
+//! while let Some(t) = link.poll_timeout() {
+//!     now = t;
+//!     link.handle_timeout(now);
+//!     if let Some(p) = link.poll_delivery(now) {
+//!         assert_eq!(p.payload, "hello");
+//!     }
+//! }
+//! assert_eq!(now - t0, Duration::from_millis(35));
+//! assert_eq!(link.stats().total().delivered, 1);
+//! # Ok::<(), cg_link::Error>(())
+//! ```
 
 pub mod capacity;
 pub mod delay;
