@@ -17,7 +17,7 @@ pub enum DropReason {
     QueueFull,
     /// CoDel's control law (RFC 8289 §5), also per flow inside FQ-CoDel.
     Codel,
-    /// PIE's probabilistic drop at enqueue (RFC 8033 §4.2).
+    /// PIE's probabilistic drop at enqueue (RFC 8033 §4.1).
     Pie,
     /// Head drop from the fattest flow when an FQ qdisc overflows (RFC 8290 §4.1, Linux SFQ).
     Overflow,

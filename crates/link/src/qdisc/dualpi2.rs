@@ -7,9 +7,9 @@
 //!   queues' head sojourn times (Linux).
 //! - C queue: drop, or mark if ECT(0), with p_C = p′² (two independent draws, §2.4).
 //! - L queue: mark with p_L = max(p_CL, step) where p_CL = k·p′ (coupling, §2.4) and the native
-//!   step AQM marks every packet whose sojourn exceeds `step_threshold` (§2.5.1.2).
-//! - Overload (§2.5.3): once p_CL ≥ 1, L packets also get the classic drop with p′².
-//! - No probabilistic action while the total backlog is under two MTUs (§A.1 `min_th`).
+//!   step AQM marks every packet whose sojourn exceeds `step_threshold` (§2.4, §A.1).
+//! - Overload (§4.2.3, §A.2): once p_CL ≥ 1, L packets also get the classic drop with p′².
+//! - No probabilistic action while the total backlog is under two MTUs (§A.1).
 //! - Scheduler: Linux's weighted round robin giving the C queue at least `c_protection` of the
 //!   link when both are backlogged (the RFC's time-shifted FIFO is the alternative, §2.4).
 
@@ -49,9 +49,10 @@ pub struct DualPi2Config {
     /// (Linux `c_protection` 10 %).
     pub c_protection: f64,
     /// Mark ECT(0) packets in the C queue instead of dropping them (classic ECN, RFC 3168).
-    /// Default `true` (Linux `ecn_mask` l4s_ect… classic ECN honoured).
+    /// Default `true` (RFC 9332 §2.4: the Classic AQM marks ECN-capable packets instead of
+    /// dropping them, as RFC 3168 AQMs do).
     pub classic_ecn: bool,
-    /// Apply the classic drop to L packets once p_CL saturates (§2.5.3). Default `true`
+    /// Apply the classic drop to L packets once p_CL saturates (RFC 9332 §4.2.3, §A.2). Default `true`
     /// (Linux `drop_overload`).
     pub drop_overload: bool,
 }
@@ -432,7 +433,7 @@ mod tests {
     #[test]
     fn overload_drops_l_packets_classically() {
         // An unresponsive ECT(1) flow at 2× the link saturates p_CL; L packets are then
-        // dropped with p′² instead of only marked (RFC 9332 §2.5.3).
+        // dropped with p′² instead of only marked (RFC 9332 §4.2.3).
         let t0 = Instant::now();
         let mut q = dualpi2();
         let mut src = [Source {

@@ -16,21 +16,21 @@ use crate::packet::Packet;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FqCodelConfig {
-    /// Per-flow CoDel target. Default 5 ms (RFC 8290 §5.2.3, Linux). CCR16 Table 1: 13 ms.
+    /// Per-flow CoDel target. Default 5 ms (RFC 8290 §5.2.2, Linux). CCR16 Table 1: 13 ms.
     #[serde(with = "humantime_serde")]
     pub target: Duration,
-    /// Per-flow CoDel interval. Default 100 ms (RFC 8290 §5.2.3).
+    /// Per-flow CoDel interval. Default 100 ms (RFC 8290 §5.2.1).
     #[serde(with = "humantime_serde")]
     pub interval: Duration,
-    /// Total packet limit. Default 10240 (RFC 8290 §5.2.4, Linux; CCR16 Table 1).
+    /// Total packet limit. Default 10240 (RFC 8290 §5.2.3, Linux; CCR16 Table 1).
     pub limit: u32,
     /// Total byte limit (`memory_limit`). Default 32 MiB (Linux).
     pub memory_limit: DataSize,
-    /// Number of flow queues. Default 1024 (RFC 8290 §5.2.2).
+    /// Number of flow queues. Default 1024 (RFC 8290 §5.2.5).
     pub flows: u32,
-    /// DRR quantum. Default: the link MTU, 1514 B (RFC 8290 §5.2.1, Linux).
+    /// DRR quantum. Default: the link MTU, 1514 B (RFC 8290 §5.2.4, Linux).
     pub quantum: Option<DataSize>,
-    /// Mark ECT packets instead of dropping. Default `true` (RFC 8290 §5.2.7, Linux).
+    /// Mark ECT packets instead of dropping. Default `true` (RFC 8290 §5.2.6, Linux).
     pub ecn: bool,
     /// At most this many packets dropped per overflow from the fattest flow. Default 64
     /// (Linux `drop_batch`).
@@ -159,7 +159,7 @@ impl<P> FqCodel<P> {
         })
     }
 
-    /// RFC 8290 §4.1.1 / Linux `fq_codel_drop`: drop from the head of the fattest flow, up to
+    /// RFC 8290 §4.1 / Linux `fq_codel_drop`: drop from the head of the fattest flow, up to
     /// half its backlog or `drop_batch` packets.
     fn drop_fattest(&mut self, now: Instant, events: &mut dyn EventSink) {
         let Some((idx, fat)) = self

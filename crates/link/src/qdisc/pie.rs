@@ -123,7 +123,7 @@ impl<P> Pie<P> {
         self.burst_allowance
     }
 
-    /// RFC 8033 §4.2 `drop_early` with Linux's de-randomisation (§5.? "derandomization":
+    /// RFC 8033 §4.1 random dropping with the §5.4 de-randomisation (as Linux:
     /// never drop while the accumulated probability is below 0.85, always at 8.5).
     fn drop_early(&mut self, size: u64) -> bool {
         if !self.burst_allowance.is_zero() {
@@ -154,7 +154,7 @@ impl<P> Pie<P> {
         false
     }
 
-    /// RFC 8033 §4.3 `calculate_drop_prob`, with Linux's auto-scaling of α and β and its
+    /// RFC 8033 §4.2 `calculate_drop_prob`, with Linux's auto-scaling of α and β and its
     /// guards.
     fn update(&mut self) {
         let (qd, qd_old, target) = (
@@ -175,7 +175,7 @@ impl<P> Pie<P> {
             }
         }
         let mut delta = alpha * (qd - target) + beta * (qd - qd_old);
-        // Steps of at most +2 % once p ≥ 10 % (RFC 8033 §4.2).
+        // Steps of at most +2 % once p ≥ 10 % (RFC 8033 §5.5, cap drop adjustment).
         if delta > 0.02 && self.prob >= 0.1 {
             delta = 0.02;
         }
@@ -192,7 +192,7 @@ impl<P> Pie<P> {
             }
         }
         self.burst_allowance = self.burst_allowance.saturating_sub(self.c.tupdate);
-        // Restart the measurement cycle (RFC 8033 §4.3).
+        // Re-arm the burst allowance once idle (RFC 8033 §4.4, §5.3).
         if self.qdelay < self.c.target / 2
             && self.qdelay_old < self.c.target / 2
             && self.prob == 0.0
