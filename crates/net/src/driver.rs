@@ -145,6 +145,14 @@ impl<S: Session> Driver<S> {
         let mut commands_open = true;
         tokio::pin!(shutdown);
         loop {
+            // A due deadline is handled here, before any waiting, so that a busy socket can
+            // never starve the session's timers (and a pacer that is always behind schedule
+            // never starves the socket: the wait below still turns the reactor).
+            let now = Instant::now();
+            if let Some(due) = session.poll_timeout().filter(|&d| d <= now) {
+                stats.timer(now.saturating_duration_since(due));
+                session.handle_timeout(now);
+            }
             if !blocked {
                 blocked = flush(
                     &mut fd,
@@ -164,23 +172,20 @@ impl<S: Session> Driver<S> {
                 .set(session.poll_timeout())
                 .map_err(Error::io("timerfd_settime"))?;
             let deadline = timer.armed();
+            let mut more_to_read = false;
             tokio::select! {
                 biased;
                 () = &mut shutdown => break,
-                woke = timer.wait(), if deadline.is_some() => {
-                    woke.map_err(Error::io("timer"))?;
-                    let now = Instant::now();
-                    if let Some(d) = deadline {
-                        stats.timer(now.saturating_duration_since(d));
-                    }
-                    session.handle_timeout(now);
-                }
                 ready = fd.readable() => {
                     let mut guard = ready.map_err(Error::io("poll readable"))?;
+                    more_to_read = true;
                     for _ in 0..config.recv_calls_per_wake.max(1) {
                         let before = rb.stats();
                         match guard.try_io(|inner| inner.get_ref().recv_batch(&mut rb)) {
-                            Err(_would_block) => break,
+                            Err(_would_block) => {
+                                more_to_read = false;
+                                break;
+                            }
                             Ok(Err(e)) if transient_recv_error(&e) => {
                                 tracing::debug!(error = %e, "transient receive error");
                                 continue;
@@ -208,6 +213,13 @@ impl<S: Session> Driver<S> {
                     Some(f) => f(&mut session, Instant::now()),
                     None => commands_open = false,
                 },
+                // Handled at the top of the loop.
+                woke = timer.wait(), if deadline.is_some() => woke.map_err(Error::io("timer"))?,
+            }
+            if more_to_read {
+                // The socket still has data after a full share of reads: let the runtime turn
+                // its reactor and timers (shutdown, other tasks) before reading on.
+                tokio::task::yield_now().await;
             }
         }
         Ok(Finished {

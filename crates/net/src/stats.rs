@@ -7,8 +7,8 @@ use cg_types::{DataSize, Ecn};
 
 /// Width of one lateness-histogram bin.
 const BIN: Duration = Duration::from_micros(10);
-/// Bins: 0–10 µs, …, 4.99–5 ms, then one bin for everything later.
-const BINS: usize = 501;
+/// Bins: 0–10 µs, …, 19.99–20 ms, then one bin for everything later.
+const BINS: usize = 2001;
 
 /// Live counters of a [`crate::Driver`]; [`Stats::snapshot`] copies them out.
 #[derive(Debug)]
@@ -91,7 +91,7 @@ pub struct StatsSnapshot {
     pub lateness: LatencyHistogram,
 }
 
-/// A histogram of durations in 10 µs bins up to 5 ms (one overflow bin beyond), with the
+/// A histogram of durations in 10 µs bins up to 20 ms (one overflow bin beyond), with the
 /// exact maximum: bounded memory whatever the run length.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LatencyHistogram {
@@ -130,7 +130,7 @@ impl LatencyHistogram {
         self.max
     }
 
-    /// The `q`-quantile (0..=1), as the upper edge of its 10 µs bin (values ≥ 5 ms report
+    /// The `q`-quantile (0..=1), as the upper edge of its 10 µs bin (values ≥ 20 ms report
     /// [`Self::max`]); `None` if empty.
     pub fn quantile(&self, q: f64) -> Option<Duration> {
         let total = self.count();

@@ -137,7 +137,12 @@ impl Timer {
                         }
                     });
                     match read {
-                        Ok(Ok(())) => break,
+                        Ok(Ok(())) => {
+                            // Consumed: the next wait needs a fresh expiry from the reactor
+                            // (which is what makes a due timer yield to the runtime).
+                            guard.clear_ready();
+                            break;
+                        }
                         Ok(Err(e)) => return Err(e),
                         Err(_would_block) => continue,
                     }

@@ -311,3 +311,60 @@ fn a_peer_of_the_other_family_is_refused() {
         Err(cg_net::Error::AddressFamily { .. })
     ));
 }
+
+/// A session whose deadline is always in the past (a pacer that is forever behind).
+struct AlwaysDue {
+    past: Instant,
+    timeouts: u64,
+    got: u64,
+}
+
+impl Session for AlwaysDue {
+    type Event = ();
+    fn handle_datagram(&mut self, _: &Datagram<'_>, _: Instant) {
+        self.got += 1;
+    }
+    fn handle_timeout(&mut self, _: Instant) {
+        self.timeouts += 1;
+    }
+    fn poll_transmit(&mut self, _: Instant) -> Option<Transmit> {
+        None
+    }
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        Some(self.past)
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_forever_due_does_not_starve_the_socket_or_shutdown() {
+    let rx = socket("127.0.0.1:0");
+    let mut peer = socket("127.0.0.1:0");
+    let rx_addr = rx.local_addr();
+    let session = AlwaysDue {
+        past: Instant::now(),
+        timeouts: 0,
+        got: 0,
+    };
+    let (driver, handle) = Driver::new(rx, session, DriverConfig::new(peer.local_addr())).unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(driver.run(stop_tx_wait(stopped)));
+    for i in 0..20u8 {
+        peer.send(
+            rx_addr,
+            &Transmit {
+                payload: Bytes::from(vec![i; 50]),
+                ecn: None,
+            },
+        )
+        .unwrap();
+    }
+    wait_for(|| handle.stats().datagrams_in >= 20).await;
+    stop.send(()).unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("shutdown is honoured while the session is always due")
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.session.got, 20, "datagrams still reach the session");
+    assert!(done.session.timeouts > 0);
+}
