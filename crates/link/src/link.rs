@@ -697,8 +697,10 @@ pub(crate) mod tests {
             link.stats().total().dropped > 0,
             "the PI controller drops the excess"
         );
+        assert!(link.qdisc().drop_probability().is_some_and(|p| p > 0.0));
         drive(&mut link, &mut [], t0 + Duration::from_secs(60));
         assert_eq!(link.poll_timeout(), None, "idle link, idle controller");
+        assert_eq!(link.qdisc().drop_probability(), Some(0.0));
         assert_eq!(link.backlog(), 0);
     }
 

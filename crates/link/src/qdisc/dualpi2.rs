@@ -272,6 +272,10 @@ impl<P: Send> Qdisc<P> for DualPi2<P> {
         self.next_update
     }
 
+    fn drop_probability(&self) -> Option<f64> {
+        Some(self.prob)
+    }
+
     fn handle_timeout(&mut self, now: Instant, _events: &mut dyn EventSink) {
         let Some(mut due) = self.next_update else {
             return;

@@ -67,6 +67,11 @@ pub trait Qdisc<P>: Send {
     }
     /// A timer fired.
     fn handle_timeout(&mut self, _now: Instant, _events: &mut dyn EventSink) {}
+    /// The AQM's current drop/mark probability, for plots and logs: PIE's p, DualPI2's base
+    /// p′. `None` for qdiscs without one.
+    fn drop_probability(&self) -> Option<f64> {
+        None
+    }
 }
 
 impl<P, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
@@ -93,6 +98,9 @@ impl<P, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
     }
     fn handle_timeout(&mut self, now: Instant, events: &mut dyn EventSink) {
         (**self).handle_timeout(now, events)
+    }
+    fn drop_probability(&self) -> Option<f64> {
+        (**self).drop_probability()
     }
 }
 
