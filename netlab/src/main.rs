@@ -33,7 +33,7 @@ enum Cmd {
         /// Skip the start-up RTT check.
         #[arg(long)]
         skip_rtt_check: bool,
-        /// No progress output.
+        /// No progress output (the summary table is still printed).
         #[arg(long)]
         quiet: bool,
     },
@@ -205,9 +205,7 @@ fn real_main(args: Args) -> Result<(), Error> {
                 quiet,
             };
             let summary = report::run_and_report(&sc, &opts)?;
-            if !quiet {
-                print!("{}", report::table(&summary));
-            }
+            print!("{}", report::table(&summary));
             Ok(())
         }
         Cmd::Check { scenario } => {

@@ -136,7 +136,10 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             Err(e) => return Err(e),
         }
     }
-    let t0_ns = mono_ns() + 2_500_000_000;
+    // t0 leaves time for the forwarder, the RTT check and spawning every helper (≈ 20 ms
+    // per flow on a loaded 2-core machine).
+    let lead_ns = 2_500_000_000 + 20_000_000 * sc.flows.len() as u64;
+    let t0_ns = mono_ns() + lead_ns;
     let mut forwarder = None;
     if backend == Backend::Emulated {
         let args = vec![
@@ -158,8 +161,13 @@ pub fn run(opts: &RunOptions) -> Result<()> {
         match lines.next() {
             Some(Ok(l)) if l == "ready" => {}
             other => {
+                let why = match other {
+                    Some(Ok(l)) => format!("it said `{l}`"),
+                    Some(Err(e)) => e.to_string(),
+                    None => "it exited (its error is printed above)".into(),
+                };
                 return Err(Error::Process(format!(
-                    "forwarder did not start: {other:?}"
+                    "the forwarder did not start: {why}"
                 )));
             }
         }
@@ -245,10 +253,11 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             pr.sent
         )));
     }
-    if mono_ns() + 100_000_000 > t0_ns {
-        return Err(Error::Process(
-            "set-up took longer than 2.4 s; the machine is overloaded".into(),
-        ));
+    if mono_ns() + 100_000_000 + 20_000_000 * sc.flows.len() as u64 > t0_ns {
+        return Err(Error::Process(format!(
+            "set-up took longer than the {:.1} s planned before t0; the machine is overloaded",
+            lead_ns as f64 / 1e9
+        )));
     }
     let setup_s = setup_start.elapsed().as_secs_f64();
     // Traffic: sinks first, then senders.

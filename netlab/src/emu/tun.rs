@@ -27,7 +27,15 @@ impl Tun {
             .write(true)
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open("/dev/net/tun")
-            .map_err(|e| Error::io("open /dev/net/tun", e))?;
+            .map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    " (the emulator needs read/write access to /dev/net/tun: run as root, or make \
+                     it mode 0666 as most distributions do)"
+                } else {
+                    ""
+                };
+                Error::io(format!("open /dev/net/tun{hint}"), e)
+            })?;
         // SAFETY: ifreq is plain old data; zeroed is a valid value.
         let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
         for (dst, src) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
