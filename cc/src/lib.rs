@@ -14,6 +14,15 @@
 //! Controllers that run at the receiver (GCC's REMB mode) implement
 //! [`ReceiveSideEstimator`] instead; the receiver session feeds it and sends what it answers.
 //!
+//! [`gcc`]: Google Congestion Control as MMSys16 / PV 2013 describe it — receiver-side (REMB,
+//! [`gcc::GccReceiver`]) or send-side over transport-wide feedback, built from
+//! [`gcc::GccConfig`]; the transport should also report frame ends
+//! ([`Controller::on_frame_sent`]). `webrtc_adapter` (feature `webrtc`) runs any controller
+//! as webrtc-rs 0.21's `BandwidthEstimator`.
+//!
+//! [`sim`]: simulated-time test support over `cg_link::sim` — RFC 8593 encoder model,
+//! sender/receiver endpoints for any controller, metrics.
+//!
 //! [`scream`]: SCReAM v2 with L4S — window-based, RFC 8888 feedback, send gate through
 //! [`Controller::send_allowance`], RTP-queue discard through [`ControllerEvent::DiscardQueue`];
 //! built from [`scream::ScreamConfig`] (reference or draft constants).
