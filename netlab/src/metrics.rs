@@ -125,6 +125,8 @@ pub struct FlowSummary {
     pub delivered_bytes: u64,
     /// Loss ratio at the bottleneck.
     pub loss_ratio: f64,
+    /// Packets dropped at the bottleneck within the window.
+    pub drops: u64,
     /// Queuing delay at the bottleneck (ms).
     pub qdelay_ms: Dist,
     /// CE marks by the bottleneck.
@@ -409,6 +411,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
             } else {
                 0.0
             },
+            drops: dropped[fi],
             qdelay_ms: Dist::of(&mut q_samples[fi]),
             ce_marks: ce[fi],
             ce_ratio: if delivered_pkts[fi] > 0 {

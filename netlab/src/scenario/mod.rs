@@ -808,6 +808,33 @@ rate = "2Mbit"
     }
 
     #[test]
+    fn mahimahi_traces_are_read_relative_to_the_scenario() {
+        let dir = std::env::temp_dir().join(format!("netlab-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // 12 Mb/s: one 1500-byte opportunity per ms.
+        let ops: String = (1..=1000).map(|i| format!("{i}\n")).collect();
+        std::fs::write(dir.join("12mbit.trace"), ops).unwrap();
+        std::fs::write(dir.join("empty.trace"), "\n").unwrap();
+        let text = OK.replace("capacity = \"1Mbit\"", "trace = \"12mbit.trace\"");
+        let s = Scenario::parse(&text, "t.toml", "t", &dir).unwrap();
+        assert!(matches!(s.forward.capacity, Capacity::Trace(ref v) if v.len() == 1000));
+        assert_eq!(
+            s.forward.capacity.rate_at(Duration::ZERO),
+            Bitrate::mbps(12)
+        );
+        let bad = OK.replace("capacity = \"1Mbit\"", "trace = \"empty.trace\"");
+        let e = Scenario::parse(&bad, "t.toml", "t", &dir).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (4, "forward.trace"), "{e}");
+        let both = OK.replace(
+            "capacity = \"1Mbit\"",
+            "capacity = \"1Mbit\"\ntrace = \"x\"",
+        );
+        let e = Scenario::parse(&both, "t.toml", "t", &dir).unwrap_err();
+        assert!(e.message.contains("exactly one"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
     fn schedule_rate_lookup() {
         let c = Capacity::Schedule(vec![
             (Duration::ZERO, Bitrate::mbps(1)),
