@@ -106,6 +106,15 @@ enum Cmd {
     UdpSink(SinkArgs),
     #[command(name = "__echo", hide = true)]
     Echo,
+    #[command(name = "__exec-at", hide = true)]
+    ExecAt {
+        #[arg(long)]
+        t0_ns: u64,
+        #[arg(long)]
+        start: f64,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
     #[command(name = "__probe", hide = true)]
     Probe {
         #[arg(long)]
@@ -335,6 +344,19 @@ fn real_main(args: Args) -> Result<(), Error> {
             )
         }
         Cmd::Echo => traffic::probe::echo(traffic::stop_on_stdin_eof()),
+        Cmd::ExecAt {
+            t0_ns,
+            start,
+            command,
+        } => {
+            use std::os::unix::process::CommandExt;
+            traffic::sleep_until_mono(t0_ns + (start.max(0.0) * 1e9) as u64);
+            let (prog, rest) = command
+                .split_first()
+                .ok_or_else(|| Error::Process("__exec-at: no command".into()))?;
+            let e = std::process::Command::new(prog).args(rest).exec();
+            Err(Error::io(format!("exec {prog}"), e))
+        }
         Cmd::Probe { dst, count, gap_ms } => {
             let r = traffic::probe::probe(dst, count, Duration::from_millis(gap_ms))?;
             println!(

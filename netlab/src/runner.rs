@@ -66,8 +66,18 @@ struct Helper {
 }
 
 fn spawn_in(ns: &str, args: &[String], name: &str, pipe_out: bool) -> Result<Helper> {
-    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().map_err(|e| Error::io("current_exe", e))?;
+    spawn_prog_in(ns, &exe, args, name, pipe_out)
+}
+
+fn spawn_prog_in(
+    ns: &str,
+    exe: &Path,
+    args: &[String],
+    name: &str,
+    pipe_out: bool,
+) -> Result<Helper> {
+    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new("ip");
     if name != "forwarder" {
         // Traffic helpers below the forwarder's priority (nice −15 when run as root).
@@ -266,15 +276,32 @@ pub fn run(opts: &RunOptions) -> Result<()> {
         v.extend([s("--t0-ns"), s(t0_ns), s("--bin-ms"), bin_ms.clone()]);
     };
     let mut senders: Vec<Helper> = Vec::new();
+    let mut cg_receivers: Vec<Helper> = Vec::new();
     for f in &sc.flows {
         let kind_sink = match f.kind {
             FlowKind::Tcp => "__tcp-sink",
             FlowKind::Udp => "__udp-sink",
             FlowKind::Cg => {
-                return Err(Error::NotAvailable(format!(
-                    "flow `{}`: kind `cg` needs cg-send/cg-recv (issue #9), not yet available",
-                    f.name
-                )));
+                let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
+                let a = vec![
+                    s("--listen"),
+                    format!("0.0.0.0:{}", f.port),
+                    s("--cc"),
+                    f.controller.clone(),
+                    s("--stats-file"),
+                    raw.join(format!("cg-recv-{}.jsonl", f.name))
+                        .display()
+                        .to_string(),
+                    s("--quiet"),
+                ];
+                cg_receivers.push(spawn_prog_in(
+                    &topo.ns(f.to),
+                    &recv,
+                    &a,
+                    &format!("cg-recv {}", f.name),
+                    false,
+                )?);
+                continue;
             }
         };
         let mut a = vec![
@@ -297,6 +324,38 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     std::thread::sleep(Duration::from_millis(100));
     for f in &sc.flows {
         let dst = format!("{}:{}", sc.hosts[f.to].addr, f.port);
+        if f.kind == FlowKind::Cg {
+            let (send, _) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
+            let a = vec![
+                s("__exec-at"),
+                s("--t0-ns"),
+                s(t0_ns),
+                s("--start"),
+                s(f.start.as_secs_f64()),
+                s("--"),
+                send.display().to_string(),
+                s("--to"),
+                dst,
+                s("--cc"),
+                f.controller.clone(),
+                s("--ecn"),
+                s(crate::traffic::cg::ecn_arg(f.ecn)),
+                s("--duration"),
+                format!("{}ms", (f.stop - f.start).as_millis()),
+                s("--stats-file"),
+                raw.join(format!("cg-send-{}.jsonl", f.name))
+                    .display()
+                    .to_string(),
+                s("--quiet"),
+            ];
+            senders.push(spawn_in(
+                &topo.ns(f.from),
+                &a,
+                &format!("cg-send {}", f.name),
+                false,
+            )?);
+            continue;
+        }
         let mut a = match f.kind {
             FlowKind::Tcp => vec![
                 s("__tcp-send"),
@@ -376,7 +435,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
         }
     }
     // Senders stop by themselves at their stop time; give them a moment, then insist.
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(5);
     for h in &mut senders {
         while h.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
@@ -390,6 +449,18 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     std::thread::sleep(Duration::from_millis(200));
     for h in &mut helpers {
         h.stdin.take();
+    }
+    for h in &mut cg_receivers {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(h.child.id() as libc::pid_t, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    for h in &mut cg_receivers {
+        while h.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        h.child.kill().ok();
+        h.child.wait().ok();
     }
     for h in &mut helpers {
         h.child.wait().ok();

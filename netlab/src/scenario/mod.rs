@@ -160,6 +160,8 @@ pub struct FlowSpec {
     pub ecn: EcnSetting,
     /// Destination port (unique per flow).
     pub port: u16,
+    /// cg flows: the controller passed to cg-send/cg-recv `--cc` (default `gcc`).
+    pub controller: String,
 }
 
 /// A checked scenario.
@@ -675,6 +677,7 @@ fn flow_instances(
             size,
             ecn: r.ecn,
             port,
+            controller: r.controller.clone().unwrap_or_else(|| "gcc".to_owned()),
         });
     }
     Ok(())

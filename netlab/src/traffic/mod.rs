@@ -6,6 +6,7 @@
 //! plus its start offset, runs until its stop offset, and writes a CSV time series. Sinks run
 //! until their stdin is closed by the runner.
 
+pub mod cg;
 pub mod probe;
 pub mod tcp;
 pub mod udp;
