@@ -310,13 +310,12 @@ fn fifteen_minute_session_does_not_collapse() {
 }
 
 /// TMA24 §IV-D: one cloud-gaming flow marking ECT(1) through DualPI2 (L-queue limit 1000
-/// packets, rest default) at 50 Mbit/s, RTT 30 ms, 60 fps.
+/// packets, rest default) at 50 Mbit/s, RTT 30 ms, 60 fps; issue #5's criteria.
 ///
-/// Issue #5 asks for ≥ 85 % throughput here. Measured with the defaults (seeds 21/22/23):
-/// 0.849 / 0.757 / 0.796 — the reference implementation reaches ~68 % in the same setting
-/// (shared/notes/scream-v2.md), and without our L4S pacing cap this model gets 0.59. The
-/// assertion below is the level we reach reliably (0.75), not the issue's 0.85; the delay and
-/// loss criteria are the issue's.
+/// Measured with the default (draft) constants, encoder seeds 21/22/23/24: throughput
+/// 0.885/0.880/0.875/0.873 of the link, L-queue p99 0.60/1.69/7.14/2.20 ms (seed 23 breaks
+/// the 5 ms p99 bound), median 0.01 ms. The reference constant set gives 0.85/0.76/0.80 on
+/// seeds 21–23; the reference code itself ~0.68 (shared/notes/scream-v2.md).
 #[test]
 fn l4s_through_dualpi2_at_50mbps_keeps_the_l_queue_under_a_millisecond() {
     let start = Instant::now();
@@ -359,7 +358,7 @@ fn l4s_through_dualpi2_at_50mbps_keeps_the_l_queue_under_a_millisecond() {
         ms(p99)
     );
     assert!(loss <= 0.001, "loss {loss:.5}");
-    assert!(u >= 0.75, "throughput {u:.3} of capacity");
+    assert!(u >= 0.85, "throughput {u:.3} of capacity");
 }
 
 #[test]
