@@ -188,7 +188,7 @@ pub struct ScreamConfig {
     /// Relaxed pacing near the maximum rate: default (draft) `Some`; reference `None` (disabled
     /// there).
     pub relaxed_pacing: Option<RelaxedPacing>,
-    /// L4S pacing cap (our addition; `None` in neither set would reproduce the reference):
+    /// L4S pacing cap (our addition, in both sets; `None` gives the plain pacing rule):
     /// while L4S CE marks have arrived within [`l4s_pacing_hold`](Self::l4s_pacing_hold), pace
     /// no faster than this × the highest packet-train receive rate of the last 0.5 s — the
     /// bottleneck rate, measured from the receiver's arrival times (never below the
