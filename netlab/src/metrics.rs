@@ -108,6 +108,8 @@ pub struct FlowBin {
     pub rtt_ms: f64,
     /// UDP one-way delay (mean), ms (NaN if none).
     pub owd_ms: f64,
+    /// cg flows: the controller's target rate (mean over the bin), Mb/s (NaN if none).
+    pub target_mbps: f64,
 }
 
 /// Per-flow results.
@@ -141,6 +143,11 @@ pub struct FlowSummary {
     pub receiver_ce: u64,
     /// UDP: datagrams missing at the receiver (sequence gaps).
     pub receiver_lost: u64,
+    /// cg GCC flows: delay-based decrease events within the window (n_dd, the count of
+    /// `Ar` updates that lowered the target; MMSys16 §4, 2013 §IV-B), from cg-send's stats.
+    pub n_dd: Option<u64>,
+    /// cg flows: the controller's mean target rate within the window, Mb/s.
+    pub target_mbps: Option<f64>,
     /// Time series.
     #[serde(skip)]
     pub bins: Vec<FlowBin>,
@@ -239,6 +246,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                     qdelay_ms: f64::NAN,
                     rtt_ms: f64::NAN,
                     owd_ms: f64::NAN,
+                    target_mbps: f64::NAN,
                     ..FlowBin::default()
                 })
                 .collect()
@@ -345,6 +353,50 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                 }
             }
         }
+        let (mut n_dd, mut target_mbps) = (None, None);
+        if f.kind == FlowKind::Cg {
+            let cg = cg_send_stats(&raw.join(format!("cg-send-{}.jsonl", f.name)));
+            let t0_ns = crate::runner::read_info(raw.parent().unwrap_or(raw))
+                .map(|i| i.t0_ns)
+                .unwrap_or(0);
+            let mut per_bin: Vec<(f64, f64, u32, u32)> = vec![(0.0, 0.0, 0, 0); nbins];
+            let (mut first_ndd, mut last_ndd) = (None, None);
+            let (mut tsum, mut tn) = (0.0, 0u32);
+            for r in &cg {
+                let t = (r.mono_ns as f64 - t0_ns as f64) / 1e9;
+                if !(0.0..dur).contains(&t) {
+                    continue;
+                }
+                let b = (t / bin) as usize;
+                per_bin[b].0 += r.target_bps / 1e6;
+                per_bin[b].2 += 1;
+                if let Some(rtt) = r.rtt_ms {
+                    per_bin[b].1 += rtt;
+                    per_bin[b].3 += 1;
+                    if in_window(t) {
+                        rtts.push(rtt);
+                    }
+                }
+                if in_window(t) {
+                    tsum += r.target_bps / 1e6;
+                    tn += 1;
+                    if let Some(n) = r.n_dd {
+                        first_ndd.get_or_insert(n);
+                        last_ndd = Some(n);
+                    }
+                }
+            }
+            for (b, (ts, rs, n, m)) in per_bin.iter().enumerate() {
+                if *n > 0 {
+                    bins[fi][b].target_mbps = ts / f64::from(*n);
+                }
+                if *m > 0 {
+                    bins[fi][b].rtt_ms = rs / f64::from(*m);
+                }
+            }
+            n_dd = first_ndd.zip(last_ndd).map(|(a, b)| b.saturating_sub(a));
+            target_mbps = (tn > 0).then(|| tsum / f64::from(tn));
+        }
         let sink = read_csv(&raw.join(format!("sink-{}.csv", f.name)));
         let mut sink_bytes = 0.0;
         for r in &sink {
@@ -423,6 +475,8 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
             owd_ms: Dist::of(&mut owds),
             receiver_ce: rce,
             receiver_lost: rlost,
+            n_dd,
+            target_mbps,
             bins: std::mem::take(&mut bins[fi]),
         });
     }
@@ -517,6 +571,37 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
     })
 }
 
+/// One line of cg-send's `--stats-file` (newline-delimited JSON), the fields netlab uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CgSendStat {
+    /// CLOCK_MONOTONIC of the sample.
+    pub mono_ns: u64,
+    /// Controller target, bit/s.
+    pub target_bps: f64,
+    /// RTT, ms.
+    pub rtt_ms: Option<f64>,
+    /// GCC's cumulative delay-based decrease count.
+    pub n_dd: Option<u64>,
+}
+
+/// Reads cg-send statistics; lines that do not parse are skipped.
+pub fn cg_send_stats(path: &Path) -> Vec<CgSendStat> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            Some(CgSendStat {
+                mono_ns: v["mono_ns"].as_u64()?,
+                target_bps: v["target_bps"].as_f64().unwrap_or(f64::NAN),
+                rtt_ms: v["rtt_ms"].as_f64(),
+                n_dd: v["extra"]["n_dd"].as_f64().map(|x| x as u64),
+            })
+        })
+        .collect()
+}
+
 /// Flow spec of a summary (same order).
 pub fn spec_of<'a>(sc: &'a Scenario, name: &str) -> Option<&'a FlowSpec> {
     sc.flows.iter().find(|f| f.name == name)
@@ -525,6 +610,24 @@ pub fn spec_of<'a>(sc: &'a Scenario, name: &str) -> Option<&'a FlowSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cg_send_statistics_lines_are_read_and_bad_ones_skipped() {
+        let dir = std::env::temp_dir().join(format!("netlab-cgstats-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("s.jsonl");
+        std::fs::write(
+            &p,
+            "{\"mono_ns\":5,\"target_bps\":300000,\"rtt_ms\":null,\"extra\":{\"n_dd\":2.0}}\nnot json\n{\"mono_ns\":7,\"target_bps\":1e6,\"rtt_ms\":51.5,\"extra\":{}}\n",
+        )
+        .unwrap();
+        let v = cg_send_stats(&p);
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].n_dd, Some(2));
+        assert_eq!(v[1].rtt_ms, Some(51.5));
+        assert_eq!(v[1].n_dd, None);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn jain_index_limits() {

@@ -132,7 +132,7 @@ fn write_csvs(m: &Metrics, out: &Path) -> Result<()> {
     };
     for f in &m.flows {
         let mut s = String::from(
-            "t_s,rate_mbps,qdelay_mean_ms,qdelay_max_ms,arrivals,drops,ce,rtt_ms,owd_ms\n",
+            "t_s,rate_mbps,qdelay_mean_ms,qdelay_max_ms,arrivals,drops,ce,rtt_ms,owd_ms,target_mbps\n",
         );
         for b in &f.bins {
             let _ = writeln!(
@@ -224,6 +224,19 @@ pub fn table(s: &Summary) -> String {
             f.qdelay_ms.share_above_10_20_50_100[3] * 100.0,
             f.ce_marks,
             f.rtt_ms.p50
+        );
+    }
+    for f in m
+        .flows
+        .iter()
+        .filter(|f| f.n_dd.is_some() || f.target_mbps.is_some())
+    {
+        let _ = writeln!(
+            t,
+            "{}: controller target {:.3} Mb/s (mean), n_dd {}",
+            f.name,
+            f.target_mbps.unwrap_or(f64::NAN),
+            f.n_dd.map_or("-".into(), |n| n.to_string())
         );
     }
     if let Some(fw) = &s.forwarder {
