@@ -142,7 +142,12 @@ fn main() {
         "glass-to-glass (capture → decoded):      {}",
         percentiles(g2g)
     );
+    let captured = es.frames_captured - stats0_enc.frames_captured;
     let frames_in = es.frames_in - stats0_enc.frames_in;
+    println!(
+        "source: {captured} raw frames, {} dropped in front of the encoder",
+        captured.saturating_sub(frames_in)
+    );
     let frames_out = es.frames_out - stats0_enc.frames_out;
     println!(
         "encoder: {frames_in} frames in, {frames_out} out in {:.1} s ({:.1} fps); produced {:.3} Mbit/s (target {})",
@@ -175,8 +180,25 @@ fn main() {
         .filter(|(_, pct)| *pct >= 0.5)
         .collect();
     rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let decoded_n = ds.frames_decoded - stats0_dec.frames_decoded;
     for (name, pct) in rows {
-        println!("  {name:<16} {pct:5.1} %");
+        // CPU per frame does not depend on how many frames a loaded host let through.
+        let per = if name.starts_with("queue") {
+            Some(frames_out)
+        } else if name.starts_with("appsrc") {
+            Some(decoded_n)
+        } else if name.starts_with("videotestsrc") {
+            Some(captured)
+        } else {
+            None
+        };
+        match per.filter(|&n| n > 0) {
+            Some(n) => println!(
+                "  {name:<16} {pct:5.1} %  = {:5.2} ms of CPU per frame",
+                pct / 100.0 * wall.as_secs_f64() * 1e3 / n as f64
+            ),
+            None => println!("  {name:<16} {pct:5.1} %"),
+        }
     }
     println!(
         "  (videotestsrc*:src = source drawing, queue*:src = encoder + appsink, appsrc*:src = decoder + fakesink)"

@@ -42,7 +42,10 @@ pub struct EncoderStats {
     pub target_bitrate: Bitrate,
     /// Bit rate produced over the last `stats_window` of stream time (PTS).
     pub produced_bitrate: Bitrate,
-    /// Raw frames that entered the encoder.
+    /// Raw frames the source delivered.
+    pub frames_captured: u64,
+    /// Raw frames that entered the encoder (`frames_captured − frames_in` were dropped in
+    /// front of it because the encoder could not keep up: an overloaded host).
     pub frames_in: u64,
     /// Encoded frames that left it.
     pub frames_out: u64,
@@ -90,6 +93,8 @@ pub struct Encoder {
 
 struct Shared {
     kind: EncoderKind,
+    /// Raw frames that reached the queue in front of the encoder.
+    captured: Arc<AtomicU64>,
     /// Requested target in bit/s, picked up by the input probe.
     wanted_bps: AtomicU64,
     state: Mutex<State>,
@@ -140,6 +145,14 @@ impl Encoder {
         props::set(&queue, "max-size-bytes", 0u32)?;
         props::set(&queue, "max-size-time", 0u64)?;
         props::set_str(&queue, "leaky", "downstream")?;
+        let captured = Arc::new(AtomicU64::new(0));
+        if let Some(pad) = queue.static_pad("sink") {
+            let captured = captured.clone();
+            pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+                captured.fetch_add(1, Ordering::Relaxed);
+                gst::PadProbeReturn::Ok
+            });
+        }
         let mut chain = vec![queue, encoder.clone()];
         if let Some(parser) = kind.parser() {
             let p = props::make(parser, "gstreamer1.0-plugins-bad (videoparsers)")?;
@@ -161,6 +174,7 @@ impl Encoder {
         let frame_interval = config.frame_interval();
         let shared = Arc::new(Shared {
             kind,
+            captured,
             wanted_bps: AtomicU64::new(config.start_bitrate.as_bps()),
             state: Mutex::new(State {
                 pending: VecDeque::new(),
@@ -240,6 +254,7 @@ impl Encoder {
             codec: self.kind.codec(),
             target_bitrate: s.applied,
             produced_bitrate: s.rate.rate(),
+            frames_captured: self.shared.captured.load(Ordering::Relaxed),
             frames_in: s.frames_in,
             frames_out: s.frames_out,
             key_frames: s.key_frames,

@@ -103,6 +103,10 @@ fn round_trip(encoder: &str, codec: Codec, width: u32, height: u32) {
         es.frames_out >= 30 && es.key_frames >= 1 && es.error.is_none(),
         "{es:?}"
     );
+    assert!(
+        es.frames_captured >= es.frames_in && es.frames_in >= es.frames_out,
+        "{es:?}"
+    );
     assert!(es.mean_encode_latency > Duration::ZERO);
     enc.stop();
     dec.stop();
@@ -118,51 +122,85 @@ fn x264_output_decodes_to_frames_of_the_configured_size() {
     round_trip("x264enc", Codec::H264, 320, 240);
 }
 
-/// Issue #8: a 2 → 0.5 Mbit/s step is followed within 2 s (±20 %).
-fn follows_target_step(encoder: &str) {
-    let _g = serial();
-    let cfg = EncoderConfig {
-        stats_window: Duration::from_secs(1),
-        ..config(encoder, 640, 360, Bitrate::mbps(2))
-    };
-    let (enc, rx) = Encoder::start(cfg).unwrap();
-    let first = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-    let t0 = first.pts;
-    let before = collect_until(&rx, t0 + Duration::from_secs(2));
-    let settled = rate_between(
-        &before,
-        t0 + Duration::from_secs(1),
-        t0 + Duration::from_secs(2),
-    );
-    assert!(
-        (1.6..=2.4).contains(&settled.as_mbps_f64()),
-        "the source must be able to fill 2 Mbit/s: produced {settled}"
-    );
-    enc.set_target_bitrate(Bitrate::kbps(500));
-    let mut after = Vec::new();
+/// Sets `rate` and returns the frames from then until 2 s (PTS) after the frame the new target
+/// was applied to, with that frame's PTS.
+fn step_to(
+    enc: &Encoder,
+    rx: &Receiver<EncodedFrame>,
+    rate: Bitrate,
+) -> (Vec<EncodedFrame>, Duration) {
+    enc.set_target_bitrate(rate);
+    let mut frames = Vec::new();
     let step_pts = loop {
-        after.push(rx.recv_timeout(Duration::from_secs(10)).unwrap());
-        if let Some(p) = enc.stats().target_applied_at_pts {
-            break p;
+        frames.push(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+        let s = enc.stats();
+        if s.target_bitrate == rate {
+            break s.target_applied_at_pts.expect("a frame carried the change");
         }
     };
-    after.extend(collect_until(&rx, step_pts + Duration::from_secs(2)));
-    let window = rate_between(
-        &after,
-        step_pts + Duration::from_secs(1),
-        step_pts + Duration::from_secs(2),
-    );
-    assert!(
-        (0.4..=0.6).contains(&window.as_mbps_f64()),
-        "produced {window} in the second after the step (target 500 kbit/s)"
-    );
-    let stats = enc.stats();
-    assert_eq!(stats.target_bitrate, Bitrate::kbps(500));
-    assert!(
-        (0.4..=0.6).contains(&stats.produced_bitrate.as_mbps_f64()),
-        "{stats:?}"
-    );
-    assert!(stats.error.is_none());
+    frames.extend(collect_until(rx, step_pts + Duration::from_secs(2)));
+    (frames, step_pts)
+}
+
+/// Raw frames the host dropped in front of the encoder so far (it could not keep up).
+fn overload_drops(enc: &Encoder) -> u64 {
+    let s = enc.stats();
+    s.frames_captured.saturating_sub(s.frames_in)
+}
+
+/// Issue #8: a 2 → 0.5 Mbit/s step is followed within 2 s (±20 %): the rate produced in the
+/// second second after the step is within 400–600 kbit/s. Also checks that the source
+/// really fills 2 Mbit/s before the step (second second after start, 1.6–2.4 Mbit/s).
+///
+/// Rate control is only judged when the encoder saw every raw frame: if the shared host
+/// was so loaded that frames were dropped in front of the encoder during an attempt (which
+/// changes what any encoder produces), the attempt is repeated, at most three times. A
+/// miss without such drops fails at once.
+fn follows_target_step(encoder: &str) {
+    let _g = serial();
+    let second = |frames: &[EncodedFrame], step: Duration| {
+        rate_between(
+            frames,
+            step + Duration::from_secs(1),
+            step + Duration::from_secs(2),
+        )
+    };
+    for attempt in 1..=3 {
+        // The default moving zone plate: it fills 2 Mbit/s at 640x360 (3.6 Mbit/s at a
+        // 4 Mbit/s target) and vp8enc follows it down to 300 kbit/s (measured 495 kbit/s
+        // at a 500 kbit/s target), while scrolling SMPTE bars cannot go below ~0.7 Mbit/s.
+        let cfg = EncoderConfig {
+            stats_window: Duration::from_secs(1),
+            ..config(encoder, 640, 360, Bitrate::mbps(2))
+        };
+        let (enc, rx) = Encoder::start(cfg).unwrap();
+        let first = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let high = collect_until(&rx, first.pts + Duration::from_secs(2));
+        let settled = second(&high, first.pts);
+        let (low, low_step) = step_to(&enc, &rx, Bitrate::kbps(500));
+        let followed = second(&low, low_step);
+        let stats = enc.stats();
+        let ok = (1.6..=2.4).contains(&settled.as_mbps_f64())
+            && (0.4..=0.6).contains(&followed.as_mbps_f64())
+            && (0.4..=0.6).contains(&stats.produced_bitrate.as_mbps_f64());
+        let drops = overload_drops(&enc);
+        let report = format!(
+            "{encoder} attempt {attempt}: 2 Mbit/s → {settled}, then 500 kbit/s → {followed} \
+             (stats window {}), {drops} raw frames dropped by overload",
+            stats.produced_bitrate
+        );
+        eprintln!("{report}");
+        assert!(stats.error.is_none(), "{report}: {:?}", stats.error);
+        assert_eq!(stats.target_bitrate, Bitrate::kbps(500));
+        if ok {
+            return;
+        }
+        assert!(
+            drops > 0,
+            "rate control missed on an unloaded run: {report}"
+        );
+    }
+    panic!("{encoder}: the host dropped frames in all three attempts");
 }
 
 #[test]
