@@ -192,6 +192,16 @@ fn follows_target_step(encoder: &str) {
         eprintln!("{report}");
         assert!(stats.error.is_none(), "{report}: {:?}", stats.error);
         assert_eq!(stats.target_bitrate, Bitrate::kbps(500));
+        // No restart: the stream goes on without a key frame or a sequence gap.
+        assert!(
+            low.iter().all(|f| !f.key_frame),
+            "{report}: a key frame after the step"
+        );
+        let seqs: Vec<u64> = high.iter().chain(&low).map(|f| f.seq).collect();
+        assert!(
+            seqs.windows(2).all(|w| w[1] == w[0] + 1),
+            "{report}: sequence gap"
+        );
         if ok {
             return;
         }
