@@ -93,20 +93,21 @@
 //!
 //! # Figures
 //!
-//! `cargo run --release -p cg-media --example bench_720p -- 20 vp8 [zone|smpte]` on the
-//! 2-vCPU reference VM while other jobs kept its load average at 13–14 (far less than one
-//! free core, so the source itself delivered only 14–30 fps). 720p30 VP8 at 2.5 Mbit/s,
-//! encode and decode in one process. CPU per frame, from each streaming thread's
-//! `/proc/self/task` time (independent of how many frames the host let through):
+//! `cargo run --release -p cg-media --example bench_720p -- 20 <vp8|x264> [zone|smpte]` on
+//! the 2-vCPU reference VM while other jobs kept its load average at 13–14 (far less than
+//! one free core: the source itself delivered only 15–30 fps). 720p30 at 2.5 Mbit/s, encode
+//! and decode in one process. CPU per frame, from each streaming thread's `/proc/self/task`
+//! time (independent of how many frames the loaded host let through):
 //!
-//! | | zone plate | scrolling SMPTE |
-//! |---|---|---|
-//! | encode (vp8enc, cpu-used 12, 1 thread) | 9.3 ms | 8.1 ms |
-//! | decode (vp8dec, 1 thread) | 3.9 ms | 3.2 ms |
-//! | drawing the test picture | 8.8 ms | 1.8 ms |
+//! | thread | VP8, zone plate | VP8, scrolling SMPTE | x264 veryfast, zone plate |
+//! |---|---|---|---|
+//! | encode (1 thread) | 7.3 ms | 8.1 ms | 13.8 ms |
+//! | decode (vp8dec 1 thread / avdec_h264 slice threads) | 3.0 ms | 3.2 ms | 2.8 ms |
+//! | drawing the test picture | 7.5 ms | 1.8 ms | 7.3 ms |
 //!
-//! Per-frame latency, median / p95 (SMPTE run): encode 32.7 / 78.3 ms, decode
-//! 6.8 / 42.1 ms, glass-to-glass over the in-process loopback 47.6 / 112.2 ms. These are
+//! Per-frame latency, median / p95 (VP8, zone plate): encode 36.7 / 92.0 ms, decode
+//! 10.6 / 44.3 ms, glass-to-glass over the in-process loopback 55.9 / 117.8 ms (SMPTE:
+//! 32.7 / 78.3, 6.8 / 42.1, 47.6 / 112.2 ms). With ≈ 10 ms of CPU per frame these are
 //! dominated by waiting for a CPU on that host, not by the codecs; rerun on an idle machine
 //! before quoting them. Per-frame Rust work (criterion, `cargo bench -p cg-media`):
 //! key-frame detection 8 ns (VP8) and 48–84 ns (H.264, stops at the first slice), rate window
