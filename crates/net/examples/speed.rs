@@ -1,17 +1,22 @@
 //! Whole-process speed figures for issue #6 (cg-net's part), over loopback:
 //!
 //! - `send`: cg-rtp packetize + pace + cg-net send of 1200-byte RTP packets on one thread
-//!   (one current-thread tokio runtime), as fast as the pacer allows at a 4 Gb/s pacing rate,
+//!   (one current-thread tokio runtime), as fast as the pacer allows at a 4 Gb/s pacing rate
+//!   (third argument, in Mb/s),
 //!   with a ReceiverSession on another driver thread taking everything (RFC 8888 feedback
 //!   flowing back). Prints the sender's rate in Mb/s, per wall second and per second of its
 //!   thread's CPU time (what one core would do on an idle machine), and the receiver's
 //!   packets/s likewise.
+//! - `recv`: the same at a pacing rate the receiver can follow (default 1250 Mb/s, ≈ 125 k
+//!   packets/s; third argument, in Mb/s), to show it takes every packet with no kernel drops.
 //! - `pacing`: a paced 50 Mb/s flow of 1200-byte datagrams for 10 s through the driver,
 //!   with the timerfd timer and with tokio's timer, first with cg-net's probe source (every
 //!   datagram has its own slot: its lateness is the pacing error), then with cg-rtp's sender
 //!   (the driver's timer lateness against the pacer's `poll_timeout`). Prints p50/p99/p99.9/max.
 //!
-//! `cargo run --release -p cg-net --example speed -- send|pacing|all [seconds]`
+//! `cargo run --release -p cg-net --example speed -- send|recv|pacing|all [seconds] [Mb/s]`
+//! (prefix `chrt -f 50` on a loaded machine: real-time priority keeps other processes from
+//! delaying the driver's threads, which is what the timer figures are about).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -196,7 +201,7 @@ fn sockets() -> (UdpSocket, UdpSocket) {
     )
 }
 
-fn send(secs: Duration) {
+fn send(secs: Duration, rate: Bitrate) {
     let (tx, rx) = sockets();
     let (tx_addr, rx_addr) = (tx.local_addr(), rx.local_addr());
     let receiver = run_driver(
@@ -213,13 +218,8 @@ fn send(secs: Duration) {
             ReceiverSession::new(config, None, now).expect("receiver")
         },
     );
-    let sender = run_driver(tx, rx_addr, TimerKind::Precise, secs, |now| {
-        Fed::new(
-            Bitrate::mbps(4000),
-            256 * 1024,
-            DataSize::kibibytes(1024),
-            now,
-        )
+    let sender = run_driver(tx, rx_addr, TimerKind::Precise, secs, move |now| {
+        Fed::new(rate, 256 * 1024, DataSize::kibibytes(1024), now)
     });
     let s = sender.join().expect("sender thread");
     let r = receiver.join().expect("receiver thread");
@@ -241,6 +241,10 @@ fn send(secs: Duration) {
         s.stats.datagrams_out as f64 / s.stats.send_calls.max(1) as f64,
         s.stats.send_errors,
         s.stats.send_would_block,
+    );
+    println!(
+        "send: {} timer wake-ups, {} RTCP datagrams in",
+        s.stats.timer_wakeups, s.stats.datagrams_in
     );
     let pkts = rt.media_packets as f64;
     println!(
@@ -344,13 +348,16 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let what = args.get(1).map_or("all", String::as_str);
     let secs = Duration::from_secs_f64(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5.0));
+    let rate = |default| Bitrate::mbps(args.get(3).and_then(|s| s.parse().ok()).unwrap_or(default));
     match what {
-        "send" => send(secs),
+        "send" => send(secs, rate(4000)),
+        "recv" => send(secs, rate(1250)),
         "pacing" => pacing(secs),
         "all" => {
-            send(secs);
+            send(secs, rate(4000));
+            send(secs, rate(1250));
             pacing(secs);
         }
-        other => eprintln!("unknown figure {other:?}: send | pacing | all"),
+        other => eprintln!("unknown figure {other:?}: send | recv | pacing | all"),
     }
 }

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot};
@@ -27,6 +27,14 @@ pub struct DriverConfig {
     pub recv_calls_per_wake: usize,
     /// Datagrams gathered from `poll_transmit` per `sendmmsg`. Default 64.
     pub send_batch: usize,
+    /// Least time between two timer wake-ups. Default 100 µs. A pacer at 1 Gb/s asks for a
+    /// wake-up every 10 µs; each costs a `timerfd_settime`, an `epoll_wait` and a context
+    /// switch (tens of µs of CPU on a VM), so deadlines closer than this to the previous
+    /// wake-up are deferred to it and the packets due by then leave together in one GSO
+    /// batch. Below ~100 Mb/s of 1200-byte packets (gaps over 96 µs) it never acts; above, it
+    /// adds at most this much to the lateness (counted in [`StatsSnapshot::lateness`]).
+    /// `Duration::ZERO` wakes for every deadline.
+    pub min_wake_interval: Duration,
     /// The timer behind `poll_timeout`. Default [`TimerKind::Precise`] (see `timer.rs`: tokio's
     /// wheel rounds up to 1 ms, too coarse for pacing).
     pub timer: TimerKind,
@@ -45,6 +53,7 @@ impl DriverConfig {
             recv_batch: 32,
             recv_calls_per_wake: 8,
             send_batch: 64,
+            min_wake_interval: Duration::from_micros(100),
             timer: TimerKind::Precise,
             event_capacity: 1024,
             command_capacity: 64,
@@ -143,6 +152,7 @@ impl<S: Session> Driver<S> {
         let mut pending: Vec<Transmit> = Vec::with_capacity(send_batch);
         let mut blocked = false;
         let mut commands_open = true;
+        let mut last_wake: Option<Instant> = None;
         tokio::pin!(shutdown);
         loop {
             // A due deadline is handled here, before any waiting, so that a busy socket can
@@ -152,6 +162,7 @@ impl<S: Session> Driver<S> {
             if let Some(due) = session.poll_timeout().filter(|&d| d <= now) {
                 stats.timer(now.saturating_duration_since(due));
                 session.handle_timeout(now);
+                last_wake = Some(now);
             }
             if !blocked {
                 blocked = flush(
@@ -168,9 +179,11 @@ impl<S: Session> Driver<S> {
                     stats.event_dropped();
                 }
             }
-            timer
-                .set(session.poll_timeout())
-                .map_err(Error::io("timerfd_settime"))?;
+            let wake = session.poll_timeout().map(|d| match last_wake {
+                Some(w) => d.max(w + config.min_wake_interval),
+                None => d,
+            });
+            timer.set(wake).map_err(Error::io("timerfd_settime"))?;
             let deadline = timer.armed();
             let mut more_to_read = false;
             tokio::select! {

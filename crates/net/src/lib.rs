@@ -25,6 +25,14 @@
 //!   [`DriverHandle`]: `call`/`query` run a closure on the session inside the driver (push a
 //!   frame, read statistics), `next_event` takes its events.
 //!
+//! One turn of the driver's loop: handle the session's deadline if it is already due (timers
+//! are never starved by a busy socket); drain `poll_transmit` into batches and send them;
+//! forward events; arm the timer for `poll_timeout`; then wait, in priority order, for
+//! shutdown, a readable socket (at most `recv_calls_per_wake` × `recv_batch` messages per turn,
+//! then a `yield_now` so the reactor and other tasks run), a writable socket after `EAGAIN`,
+//! an application command, or the timer. A due timer goes through the reactor too, so a
+//! session that is always behind schedule cannot starve the socket or shutdown (tested).
+//!
 //! Send errors never stop the driver: `EAGAIN` waits for the socket to become writable (nothing
 //! is lost), any other errno (`ENOBUFS` from a full qdisc, `ECONNREFUSED`, `EMSGSIZE`…) drops
 //! the datagrams of the failed message and is counted by kind.

@@ -368,3 +368,56 @@ async fn a_session_forever_due_does_not_starve_the_socket_or_shutdown() {
     assert_eq!(done.session.got, 20, "datagrams still reach the session");
     assert!(done.session.timeouts > 0);
 }
+
+/// Wants a wake-up every 10 µs for `until`.
+struct Eager {
+    next: Option<Instant>,
+    until: Instant,
+    timeouts: u64,
+}
+
+impl Session for Eager {
+    type Event = ();
+    fn handle_datagram(&mut self, _: &Datagram<'_>, _: Instant) {}
+    fn handle_timeout(&mut self, now: Instant) {
+        self.timeouts += 1;
+        self.next = Some(now + Duration::from_micros(10)).filter(|&n| n < self.until);
+    }
+    fn poll_transmit(&mut self, _: Instant) -> Option<Transmit> {
+        None
+    }
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        self.next
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn wake_ups_are_spaced_by_the_minimum_interval() {
+    let rx = socket("127.0.0.1:0");
+    let now = Instant::now();
+    let session = Eager {
+        next: Some(now),
+        until: now + Duration::from_millis(100),
+        timeouts: 0,
+    };
+    let config = DriverConfig {
+        min_wake_interval: Duration::from_millis(2),
+        ..DriverConfig::new("127.0.0.1:9".parse().unwrap())
+    };
+    let (driver, _handle) = Driver::new(rx, session, config).unwrap();
+    let done = driver
+        .run(tokio::time::sleep(Duration::from_millis(200)))
+        .await
+        .unwrap();
+    // 100 ms of 10 µs deadlines, at most one wake-up per 2 ms: ≤ 51 (instead of 10 000).
+    assert!(done.session.timeouts >= 2);
+    assert!(
+        done.session.timeouts <= 51,
+        "{} wake-ups",
+        done.session.timeouts
+    );
+    assert!(
+        done.stats.lateness.max() >= Duration::from_millis(1),
+        "deferred deadlines are late"
+    );
+}
