@@ -448,6 +448,28 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_never_panic_the_sink() {
+        let mut rng = Rng::new(7);
+        let mut sink = FrameSink::new(1);
+        let now = Instant::now();
+        for _ in 0..100_000 {
+            let len = rng.below(64) as usize;
+            let mut p: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            if len >= HEADER && rng.bernoulli(0.5) {
+                // Plausible headers: small counts and lengths, so some get past the checks.
+                p[12..14].copy_from_slice(&(rng.below(4) as u16).to_be_bytes());
+                p[14..16].copy_from_slice(&(rng.below(4) as u16).to_be_bytes());
+                p[16..20].copy_from_slice(&(rng.below(200) as u32).to_be_bytes());
+                p[20..24].copy_from_slice(&(rng.below(200) as u32).to_be_bytes());
+            }
+            sink.handle_datagram(&datagram(&p, now), now);
+        }
+        let c = sink.counts();
+        assert_eq!(c.datagrams + c.malformed, 100_000);
+        assert!(sink.open.len() <= MAX_OPEN_FRAMES);
+    }
+
+    #[test]
     fn open_frames_are_bounded() {
         let mut sink = FrameSink::new(1);
         let now = Instant::now();

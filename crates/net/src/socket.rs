@@ -752,6 +752,54 @@ mod tests {
     }
 
     #[test]
+    fn without_gso_every_datagram_is_its_own_message_and_arrives() {
+        let bind: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let mut tx = UdpSocket::bind(&SocketConfig {
+            bind,
+            gso: false,
+            ..SocketConfig::default()
+        })
+        .unwrap();
+        let rx = UdpSocket::bind(&SocketConfig {
+            bind,
+            gro: false,
+            ..SocketConfig::default()
+        })
+        .unwrap();
+        assert!(!tx.gso_enabled());
+        let batch: Vec<Transmit> = (0..5u8)
+            .map(|i| Transmit {
+                payload: vec![i; 1200].into(),
+                ecn: Some(Ecn::Ect0),
+            })
+            .collect();
+        assert_eq!(tx.group(&batch).len(), 5);
+        assert_eq!(tx.send_batch(rx.local_addr(), &batch).unwrap(), 5);
+        let got = recv_all(&rx, 5);
+        assert_eq!(got.len(), 5);
+        assert!(
+            got.iter()
+                .enumerate()
+                .all(|(i, (p, e))| p == &vec![i as u8; 1200] && *e == Some(Ecn::Ect0))
+        );
+    }
+
+    #[test]
+    fn gso_refusal_errnos_trigger_the_fallback_and_others_do_not() {
+        for errno in [libc::EIO, libc::EINVAL, libc::EOPNOTSUPP] {
+            assert!(gso_refused(&io::Error::from_raw_os_error(errno)));
+        }
+        for errno in [
+            libc::ENOBUFS,
+            libc::EAGAIN,
+            libc::ECONNREFUSED,
+            libc::EMSGSIZE,
+        ] {
+            assert!(!gso_refused(&io::Error::from_raw_os_error(errno)));
+        }
+    }
+
+    #[test]
     fn sending_to_the_other_family_is_an_error_not_a_panic() {
         let (mut tx, _rx) = pair(false, false);
         let err = tx
