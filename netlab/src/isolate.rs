@@ -38,8 +38,7 @@ pub fn spawn(args: &[String]) -> Result<Child> {
             crate::sys::die_with_parent();
             // The whole run at a high priority (nice −15, inherited by everything below) when
             // we may (root): the forwarder's timing should not suffer from compile jobs.
-            // Helpers raise their own nice value again (see the runner); unprivileged, this
-            // fails harmlessly.
+            // Unprivileged, this fails harmlessly.
             libc::setpriority(libc::PRIO_PROCESS, 0, -15);
             Ok(())
         });

@@ -77,18 +77,9 @@ fn spawn_prog_in(
     name: &str,
     pipe_out: bool,
 ) -> Result<Helper> {
-    use std::os::unix::process::CommandExt;
+    // Helpers inherit the run's priority (nice −15 as root, see `isolate`): a starved
+    // traffic generator would distort the measurement as much as a starved forwarder.
     let mut cmd = Command::new("ip");
-    if name != "forwarder" {
-        // Traffic helpers below the forwarder's priority (nice −15 when run as root).
-        // SAFETY: setpriority is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setpriority(libc::PRIO_PROCESS, 0, -5);
-                Ok(())
-            });
-        }
-    }
     cmd.args(["netns", "exec", ns])
         .arg(exe)
         .args(args)

@@ -28,7 +28,7 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-fn run(name: &str, toml: &str) -> (Value, PathBuf) {
+fn try_run(name: &str, toml: &str) -> Result<(Value, PathBuf), String> {
     let dir = scratch(name);
     let file = dir.join("s.toml");
     std::fs::write(&file, toml).expect("write scenario");
@@ -43,15 +43,54 @@ fn run(name: &str, toml: &str) -> (Value, PathBuf) {
         ])
         .output()
         .expect("netlab runs");
-    assert!(
-        o.status.success(),
-        "netlab failed: {}\n{}",
-        String::from_utf8_lossy(&o.stderr),
-        String::from_utf8_lossy(&o.stdout)
-    );
+    if !o.status.success() {
+        return Err(format!(
+            "netlab failed: {}\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout)
+        ));
+    }
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    (summary, out)
+    Ok((summary, out))
+}
+
+fn run(name: &str, toml: &str) -> (Value, PathBuf) {
+    try_run(name, toml).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs a timing-sensitive scenario and checks it; on a failure, runs it once more (the
+/// machine is shared with compile jobs, and one disturbed run should not fail the suite),
+/// reporting the first failure on stderr.
+fn run_checked(name: &str, toml: &str, check: impl Fn(&Value, &Path) -> Result<(), String>) {
+    let mut first = String::new();
+    for attempt in 1..=2 {
+        let result =
+            try_run(&format!("{name}-{attempt}"), toml).and_then(|(s, out)| check(&s, &out));
+        match result {
+            Ok(()) => return,
+            Err(e) if attempt == 1 => {
+                eprintln!("{name}: first attempt failed, re-running once: {e}");
+                first = e;
+            }
+            Err(e) => panic!("{name} failed twice:\n 1: {first}\n 2: {e}"),
+        }
+    }
+}
+
+macro_rules! ensure {
+    ($cond:expr) => {
+        let ok: bool = $cond;
+        if !ok {
+            return Err(stringify!($cond).to_owned());
+        }
+    };
+    ($cond:expr, $($fmt:tt)+) => {
+        let ok: bool = $cond;
+        if !ok {
+            return Err(format!($($fmt)+));
+        }
+    };
 }
 
 fn f(v: &Value, path: &[&str]) -> f64 {
@@ -110,44 +149,49 @@ warmup = "3s"
 #[test]
 fn udp_2mbit_into_1mbit_droptail300_leaves_at_capacity_with_half_lost() {
     let _g = lock();
-    let (s, out) = run("udp-dt300", UDP_DT300);
-    let m = &s["metrics"];
-    let rate = f(m, &["flows", "0", "throughput_mbps"]);
-    assert!((rate - 1.0).abs() <= 0.02, "delivered {rate} Mb/s");
-    let loss = f(m, &["flows", "0", "loss_ratio"]);
-    assert!((loss - 0.5).abs() <= 0.03, "loss {loss}");
-    let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
-    // DT/300 at 1 Mb/s holds 37 500 B = 30 datagrams of 1228 B = 295 ms.
-    assert!(
-        (270.0..=310.0).contains(&q50),
-        "median queuing delay {q50} ms"
-    );
-    // Every drop is counted: the datagrams missing at the receiver are the bottleneck's
-    // drops (a few packets of slack: drops are timed at the queue, gaps at the receiver).
-    let tun = f(&s, &["run", "tun_drops", "0"]);
-    assert_eq!(tun, 0.0, "no hidden drops at 2 Mb/s");
-    let drops = f(m, &["flows", "0", "drops"]);
-    let gaps = f(m, &["flows", "0", "receiver_lost"]);
-    assert!(drops > 500.0, "{drops}");
-    assert!(
-        (gaps - drops).abs() <= 0.02 * drops + 5.0,
-        "receiver gaps {gaps} vs bottleneck drops {drops}"
-    );
-    for png in ["rate.png", "delay.png", "loss.png"] {
-        assert!(
-            std::fs::metadata(out.join(png)).unwrap().len() > 10_000,
-            "{png}"
+    run_checked("udp-dt300", UDP_DT300, |s, out| {
+        let m = &s["metrics"];
+        let rate = f(m, &["flows", "0", "throughput_mbps"]);
+        ensure!((rate - 1.0).abs() <= 0.02, "delivered {rate} Mb/s");
+        let loss = f(m, &["flows", "0", "loss_ratio"]);
+        ensure!((loss - 0.5).abs() <= 0.03, "loss {loss}");
+        let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
+        // DT/300 at 1 Mb/s holds 37 500 B = 30 datagrams of 1228 B = 295 ms.
+        ensure!(
+            (270.0..=310.0).contains(&q50),
+            "median queuing delay {q50} ms"
         );
-    }
-    assert!(out.join("flow-udp.csv").exists());
-    // Nothing of the run survives it.
-    assert!(processes_mentioning(out.to_str().unwrap()).is_empty());
+        // Every drop is counted: the datagrams missing at the receiver are the bottleneck's
+        // drops (a few packets of slack: drops are timed at the queue, gaps at the receiver).
+        let tun = f(s, &["run", "tun_drops", "0"]);
+        ensure!(tun == 0.0, "no hidden drops at 2 Mb/s: {tun}");
+        let drops = f(m, &["flows", "0", "drops"]);
+        let gaps = f(m, &["flows", "0", "receiver_lost"]);
+        ensure!(drops > 500.0, "{drops}");
+        ensure!(
+            (gaps - drops).abs() <= 0.02 * drops + 5.0,
+            "receiver gaps {gaps} vs bottleneck drops {drops}"
+        );
+        for png in ["rate.png", "delay.png", "loss.png"] {
+            ensure!(
+                std::fs::metadata(out.join(png))
+                    .map(|m| m.len())
+                    .unwrap_or(0)
+                    > 10_000,
+                "{png}"
+            );
+        }
+        ensure!(out.join("flow-udp.csv").exists());
+        // Nothing of the run survives it.
+        ensure!(processes_mentioning(out.to_str().unwrap()).is_empty());
+        Ok(())
+    });
 }
 
 #[test]
 fn idle_rtt_matches_the_configured_delay_within_one_millisecond() {
     let _g = lock();
-    let (s, _) = run(
+    run_checked(
         "rtt",
         r#"
 duration = "2s"
@@ -164,19 +208,22 @@ rate = "50kbit"
 from = "s1"
 to = "r1"
 "#,
-    );
-    let expected = f(&s, &["run", "rtt_expected_ms"]);
-    assert!((expected - 40.1).abs() < 0.1, "expected {expected}");
-    let min = f(&s, &["run", "rtt_min_ms"]);
-    let median = f(&s, &["run", "rtt_measured_ms"]);
-    assert!(
-        (min - expected).abs() <= 1.0,
-        "measured {min} vs {expected}"
-    );
-    // The median sees scheduling noise of a loaded machine; still close.
-    assert!(
-        (median - expected).abs() <= 2.0,
-        "median {median} vs {expected}"
+        |s, _out| {
+            let expected = f(s, &["run", "rtt_expected_ms"]);
+            ensure!((expected - 40.1).abs() < 0.1, "expected {expected}");
+            let min = f(s, &["run", "rtt_min_ms"]);
+            let median = f(s, &["run", "rtt_measured_ms"]);
+            ensure!(
+                (min - expected).abs() <= 1.0,
+                "measured {min} vs {expected}"
+            );
+            // The median sees scheduling noise of a loaded machine; still close.
+            ensure!(
+                (median - expected).abs() <= 2.0,
+                "median {median} vs {expected}"
+            );
+            Ok(())
+        },
     );
 }
 
@@ -206,38 +253,47 @@ warmup = "6s"
 #[test]
 fn tcp_cubic_fills_droptail300_with_high_utilisation_and_bufferbloat() {
     let _g = lock();
-    let (s, _) = run(
+    run_checked(
         "tcp-dt300",
         &tcp_scenario(r#"{ kind = "droptail", limit = "300ms" }"#),
+        |s, _out| {
+            let m = &s["metrics"];
+            let u = f(m, &["link", "utilisation"]);
+            ensure!(u >= 0.90, "utilisation {u}");
+            let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
+            ensure!(q50 >= 150.0, "median queuing delay {q50} ms");
+            let rtt = f(m, &["flows", "0", "rtt_ms", "p50"]);
+            ensure!(rtt >= 200.0, "endpoint RTT {rtt} ms should show the queue");
+            Ok(())
+        },
     );
-    let m = &s["metrics"];
-    let u = f(m, &["link", "utilisation"]);
-    assert!(u >= 0.90, "utilisation {u}");
-    let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
-    assert!(q50 >= 150.0, "median queuing delay {q50} ms");
-    let rtt = f(m, &["flows", "0", "rtt_ms", "p50"]);
-    assert!(rtt >= 200.0, "endpoint RTT {rtt} ms should show the queue");
 }
 
 #[test]
 fn tcp_cubic_under_codel_keeps_the_queue_short_at_high_utilisation() {
     let _g = lock();
-    let (s, _) = run("tcp-codel", &tcp_scenario(r#"{ kind = "codel" }"#));
-    let m = &s["metrics"];
-    let u = f(m, &["link", "utilisation"]);
-    assert!(u >= 0.90, "utilisation {u}");
-    let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
-    assert!(q50 <= 15.0, "median queuing delay {q50} ms");
-    assert!(
-        f(m, &["flows", "0", "loss_ratio"]) > 0.0,
-        "CoDel drops to keep the delay"
+    run_checked(
+        "tcp-codel",
+        &tcp_scenario(r#"{ kind = "codel" }"#),
+        |s, _out| {
+            let m = &s["metrics"];
+            let u = f(m, &["link", "utilisation"]);
+            ensure!(u >= 0.90, "utilisation {u}");
+            let q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
+            ensure!(q50 <= 15.0, "median queuing delay {q50} ms");
+            ensure!(
+                f(m, &["flows", "0", "loss_ratio"]) > 0.0,
+                "CoDel drops to keep the delay"
+            );
+            Ok(())
+        },
     );
 }
 
 #[test]
 fn ce_marks_reach_the_receiver_intact_and_reverse_traffic_flows() {
     let _g = lock();
-    let (s, _) = run(
+    run_checked(
         "ecn",
         r#"
 duration = "10s"
@@ -264,25 +320,28 @@ to = "s1"
 [metrics]
 warmup = "2s"
 "#,
+        |s, _out| {
+            let m = &s["metrics"];
+            let marks = f(m, &["flows", "0", "ce_marks"]);
+            let seen = f(m, &["flows", "0", "receiver_ce"]);
+            ensure!(marks > 50.0, "CoDel with ECN marks: {marks}");
+            // A CE packet with a broken IPv4 checksum would be discarded by the receiver's kernel.
+            ensure!(
+                seen >= 0.9 * marks,
+                "receiver saw {seen} CE of {marks} marked"
+            );
+            ensure!(m["flows"][1]["direction"] == "reverse", "direction");
+            let back = f(m, &["flows", "1", "throughput_mbps"]);
+            ensure!((back - 0.3).abs() < 0.015, "reverse flow {back} Mb/s");
+            Ok(())
+        },
     );
-    let m = &s["metrics"];
-    let marks = f(m, &["flows", "0", "ce_marks"]);
-    let seen = f(m, &["flows", "0", "receiver_ce"]);
-    assert!(marks > 50.0, "CoDel with ECN marks: {marks}");
-    // A CE packet with a broken IPv4 checksum would be discarded by the receiver's kernel.
-    assert!(
-        seen >= 0.9 * marks,
-        "receiver saw {seen} CE of {marks} marked"
-    );
-    assert_eq!(m["flows"][1]["direction"], "reverse");
-    let back = f(m, &["flows", "1", "throughput_mbps"]);
-    assert!((back - 0.3).abs() < 0.015, "reverse flow {back} Mb/s");
 }
 
 #[test]
 fn dualpi2_marks_an_ect1_flow_and_keeps_its_queue_short_beside_cubic() {
     let _g = lock();
-    let (s, _) = run(
+    run_checked(
         "dualpi2",
         r#"
 duration = "16s"
@@ -309,30 +368,33 @@ to = "r1"
 [metrics]
 warmup = "6s"
 "#,
-    );
-    let m = &s["metrics"];
-    let l4s_marks = f(m, &["flows", "0", "ce_marks"]);
-    let l4s_seen = f(m, &["flows", "0", "receiver_ce"]);
-    assert!(l4s_marks > 10.0, "ECT(1) flow gets CE marks: {l4s_marks}");
-    assert!(
-        l4s_seen >= 0.9 * l4s_marks,
-        "receiver saw {l4s_seen} of {l4s_marks}"
-    );
-    let l_q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
-    assert!(l_q50 <= 2.0, "L-queue median delay {l_q50} ms");
-    let c_rate = f(m, &["flows", "1", "throughput_mbps"]);
-    assert!(c_rate >= 2.0, "Cubic shares the link: {c_rate} Mb/s");
-    let c_q50 = f(m, &["flows", "1", "qdelay_ms", "p50"]);
-    assert!(
-        (3.0..=40.0).contains(&c_q50),
-        "C-queue delay near the 15 ms target: {c_q50} ms"
+        |s, _out| {
+            let m = &s["metrics"];
+            let l4s_marks = f(m, &["flows", "0", "ce_marks"]);
+            let l4s_seen = f(m, &["flows", "0", "receiver_ce"]);
+            ensure!(l4s_marks > 10.0, "ECT(1) flow gets CE marks: {l4s_marks}");
+            ensure!(
+                l4s_seen >= 0.9 * l4s_marks,
+                "receiver saw {l4s_seen} of {l4s_marks}"
+            );
+            let l_q50 = f(m, &["flows", "0", "qdelay_ms", "p50"]);
+            ensure!(l_q50 <= 2.0, "L-queue median delay {l_q50} ms");
+            let c_rate = f(m, &["flows", "1", "throughput_mbps"]);
+            ensure!(c_rate >= 2.0, "Cubic shares the link: {c_rate} Mb/s");
+            let c_q50 = f(m, &["flows", "1", "qdelay_ms", "p50"]);
+            ensure!(
+                (3.0..=40.0).contains(&c_q50),
+                "C-queue delay near the 15 ms target: {c_q50} ms"
+            );
+            Ok(())
+        },
     );
 }
 
 #[test]
 fn on_off_bbr_flow_sends_only_in_its_on_periods() {
     let _g = lock();
-    let (s, out) = run(
+    run_checked(
         "onoff",
         r#"
 duration = "11s"
@@ -356,33 +418,40 @@ off = "2s"
 [metrics]
 bin = "500ms"
 "#,
+        |s, out| {
+            ensure!(f(s, &["metrics", "flows", "0", "throughput_mbps"]) > 1.0);
+            // Per-bin rates: on in [1,3), [5,7), [9,10); off in [3.5,5) and [7.5,9) (half a second
+            // of slack for the queue to drain).
+            let csv = std::fs::read_to_string(out.join("flow-bbr.csv")).unwrap();
+            for line in csv.lines().skip(1) {
+                let v: Vec<f64> = line
+                    .split(',')
+                    .map(|x| x.parse().unwrap_or(f64::NAN))
+                    .collect();
+                let (t, rate) = (v[0], v[1]);
+                let on = (1.5..2.5).contains(&t) || (5.5..6.5).contains(&t);
+                let off = (3.5..4.5).contains(&t) || (7.5..8.5).contains(&t) || t < 0.5;
+                if on {
+                    ensure!(rate > 3.0, "t={t}: {rate} Mb/s while on");
+                }
+                if off {
+                    ensure!(rate < 0.05, "t={t}: {rate} Mb/s while off");
+                }
+            }
+            let sends = std::fs::read_to_string(out.join("raw/send-bbr.csv")).unwrap();
+            let conns: std::collections::BTreeSet<&str> = sends
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split(',').nth(1))
+                .collect();
+            ensure!(
+                conns.len() == 3,
+                "one connection per on-period: {}",
+                conns.len()
+            );
+            Ok(())
+        },
     );
-    assert!(f(&s, &["metrics", "flows", "0", "throughput_mbps"]) > 1.0);
-    // Per-bin rates: on in [1,3), [5,7), [9,10); off in [3.5,5) and [7.5,9) (half a second
-    // of slack for the queue to drain).
-    let csv = std::fs::read_to_string(out.join("flow-bbr.csv")).unwrap();
-    for line in csv.lines().skip(1) {
-        let v: Vec<f64> = line
-            .split(',')
-            .map(|x| x.parse().unwrap_or(f64::NAN))
-            .collect();
-        let (t, rate) = (v[0], v[1]);
-        let on = (1.5..2.5).contains(&t) || (5.5..6.5).contains(&t);
-        let off = (3.5..4.5).contains(&t) || (7.5..8.5).contains(&t) || t < 0.5;
-        if on {
-            assert!(rate > 3.0, "t={t}: {rate} Mb/s while on");
-        }
-        if off {
-            assert!(rate < 0.05, "t={t}: {rate} Mb/s while off");
-        }
-    }
-    let sends = std::fs::read_to_string(out.join("raw/send-bbr.csv")).unwrap();
-    let conns: std::collections::BTreeSet<&str> = sends
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split(',').nth(1))
-        .collect();
-    assert_eq!(conns.len(), 3, "one connection per on-period");
 }
 
 #[test]
@@ -489,15 +558,26 @@ warmup = "2s"
 "#
         )
     };
-    let (emu, _) = run("tbf-emu", &scenario("emulated"));
-    let (kern, _) = run("tbf-kernel", &scenario("kernel"));
-    assert_eq!(kern["run"]["backend"], "kernel");
-    let e = f(&emu, &["metrics", "flows", "0", "throughput_mbps"]);
-    let k = f(&kern, &["metrics", "flows", "0", "throughput_mbps"]);
-    // The emulator counts IP bytes; tbf counts Ethernet frames (14 B more per 1428 B packet),
-    // so tbf's IP-level rate is ≈ 1 % lower: compare within 3 %.
-    assert!((e - 10.0).abs() / 10.0 < 0.02, "emulator {e}");
-    assert!((k - e).abs() / e < 0.03, "kernel tbf {k} vs emulator {e}");
+    let check = |attempt: u32| -> Result<(), String> {
+        let (emu, _) = try_run(&format!("tbf-emu-{attempt}"), &scenario("emulated"))?;
+        let (kern, _) = try_run(&format!("tbf-kernel-{attempt}"), &scenario("kernel"))?;
+        ensure!(
+            kern["run"]["backend"] == "kernel",
+            "backend {}",
+            kern["run"]["backend"]
+        );
+        let e = f(&emu, &["metrics", "flows", "0", "throughput_mbps"]);
+        let k = f(&kern, &["metrics", "flows", "0", "throughput_mbps"]);
+        // The emulator counts IP bytes; tbf counts Ethernet frames (14 B more per 1428 B
+        // packet), so tbf's IP-level rate is ≈ 1 % lower: compare within 3 %.
+        ensure!((e - 10.0).abs() / 10.0 < 0.02, "emulator {e}");
+        ensure!((k - e).abs() / e < 0.03, "kernel tbf {k} vs emulator {e}");
+        Ok(())
+    };
+    if let Err(first) = check(1) {
+        eprintln!("tbf: first attempt failed, re-running once: {first}");
+        check(2).unwrap_or_else(|e| panic!("failed twice:\n 1: {first}\n 2: {e}"));
+    }
 }
 
 #[test]

@@ -84,12 +84,8 @@ pub fn send(cfg: &UdpSend) -> Result<()> {
             break;
         }
         if next > now {
-            let wait = next - now;
-            if wait > 50_000 {
-                std::thread::sleep(Duration::from_nanos(wait - 20_000));
-            } else {
-                std::hint::spin_loop();
-            }
+            // Sleep (precise timers, no busy-wait: the run may hold a high priority).
+            std::thread::sleep(Duration::from_nanos(next - now));
             continue;
         }
         if now - next > 200_000_000 {
