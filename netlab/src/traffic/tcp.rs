@@ -184,6 +184,22 @@ pub fn send(cfg: &TcpSend) -> Result<()> {
                 }
             }
         }
+        // Stop means stop: abort (RST) rather than let the kernel drain a send buffer of
+        // hundreds of kilobytes after the flow's stop or the end of its on-period.
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: the option value is a linger struct of the given size.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
         drop(s);
         match cfg.on_off {
             Some((on, off)) => period_start += on + off,
