@@ -204,6 +204,20 @@ mod tests {
         assert_eq!(out, f);
     }
 
+    /// Why we own the depacketizer: rtc-rtp 0.21.1's reads a STAP-A size field past the end
+    /// of a payload with one trailing byte, and panics.
+    #[test]
+    fn rtc_rtp_stap_a_depacketizer_panics_where_ours_returns_an_error() {
+        use rtc_rtp::codec::h264::H264Packet;
+        use rtc_rtp::packetizer::Depacketizer;
+        let hostile = [0x78u8, 0x00, 0x01, 0x67, 0x00];
+        let theirs = std::panic::catch_unwind(|| {
+            let _ = H264Packet::default().depacketize(&Bytes::copy_from_slice(&hostile));
+        });
+        assert!(theirs.is_err(), "rtc-rtp fixed the STAP-A bounds check");
+        assert!(depacketize(&hostile, &mut Vec::new()).is_err());
+    }
+
     #[test]
     fn truncated_stap_a_is_an_error_not_a_panic() {
         for p in [

@@ -226,7 +226,9 @@ impl SenderSession {
         let n = payloads.len();
         self.frame_id += 1;
         for (i, payload) in payloads.into_iter().enumerate() {
-            let size = DataSize::bytes((12 + payload.len()) as u64);
+            // Header + extensions (at most: abs-capture-time rides on first packets only).
+            let ext = self.config.extensions.max_overhead();
+            let size = DataSize::bytes((12 + ext + payload.len()) as u64);
             let stored = Stored {
                 seq: self.seq,
                 timestamp: ts,
