@@ -65,8 +65,14 @@ fn run(name: &str, toml: &str) -> (Value, PathBuf) {
 fn run_checked(name: &str, toml: &str, check: impl Fn(&Value, &Path) -> Result<(), String>) {
     let mut first = String::new();
     for attempt in 1..=2 {
-        let result =
-            try_run(&format!("{name}-{attempt}"), toml).and_then(|(s, out)| check(&s, &out));
+        let result = try_run(&format!("{name}-{attempt}"), toml).and_then(|(s, out)| {
+            let r = check(&s, &out);
+            if r.is_ok() {
+                // Keep the outputs of failed runs only.
+                let _ = std::fs::remove_dir_all(out.parent().expect("out is inside a scratch dir"));
+            }
+            r
+        });
         match result {
             Ok(()) => return,
             Err(e) if attempt == 1 => {
