@@ -1,11 +1,165 @@
+//! `cg-recv`: receive and decode a cg video stream. See `cg-recv --help`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use cg_media::SinkKind;
+use cg_receiver::{ControllerKind, Error, Receiver, ReceiverConfig, parse_codec};
+use cg_sender::output::StatsOutput;
 use clap::Parser;
 
-/// `cg-recv` — not yet implemented; see the issue tracker.
-#[derive(Parser)]
-#[command(version, about)]
-struct Args {}
+/// Receive, decode and report a live video stream from cg-send, sending the feedback its
+/// congestion controller needs.
+///
+/// The first sender to send is received; after it has been silent for --peer-timeout the next
+/// one is accepted. SIGINT or SIGTERM end the session.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about, after_help = EXAMPLES)]
+struct Args {
+    /// Address to listen on (host:port).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:5004")]
+    listen: String,
+    /// The sender's congestion controller (decides the feedback): gcc-remb, gcc, scream.
+    #[arg(long, default_value = "gcc-remb", value_name = "CC")]
+    cc: String,
+    /// Codec of the stream: vp8, h264, h265.
+    #[arg(long, default_value = "vp8")]
+    codec: String,
+    /// Nominal frame rate of the stream (for freeze detection).
+    #[arg(long, default_value_t = 30)]
+    fps: u32,
+    /// Show the decoded video in a window (needs a display) instead of decoding only.
+    #[arg(long)]
+    display: bool,
+    /// A sender silent this long is forgotten and the next one accepted.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    peer_timeout: Duration,
+    /// Stop after this long; default: run until SIGINT/SIGTERM.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Write statistics as newline-delimited JSON to stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write statistics as newline-delimited JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    stats_file: Option<PathBuf>,
+    /// Statistics interval.
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    stats_interval: Duration,
+    /// No status line on the terminal.
+    #[arg(long, short)]
+    quiet: bool,
+}
 
-fn main() -> anyhow::Result<()> {
-    let _args = Args::parse();
-    anyhow::bail!("cg-recv is not implemented yet")
+const EXAMPLES: &str = "Examples:
+  cg-recv --listen 0.0.0.0:5004 --cc scream
+  cg-recv --listen [::]:5004 --cc gcc --json | jq .frames_decoded
+
+Log detail: RUST_LOG=debug.";
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cg-recv: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), Error> {
+    let config = config(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Io {
+            what: "tokio runtime".into(),
+            source: e,
+        })?;
+    runtime.block_on(async move {
+        let mut out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
+        let mut receiver = Receiver::new(config)?;
+        tracing::info!(local = %receiver.local_addr(), "listening");
+        let mut stats = receiver.stats(64);
+        let writer = tokio::spawn(async move {
+            while let Some(s) = stats.recv().await {
+                out.write(&s, &s.status_line())?;
+            }
+            out.finish();
+            Ok::<(), Error>(())
+        });
+        let last = receiver.run(shutdown(args.duration)).await;
+        let written = writer.await.unwrap_or(Ok(()));
+        let last = last?;
+        written?;
+        eprintln!(
+            "cg-recv: done after {:.1} s: {} frames decoded, {} lost, {} freezes (longest {:.0} ms)",
+            last.t, last.frames_decoded, last.frames_lost, last.freezes, last.longest_freeze_ms
+        );
+        Ok(())
+    })
+}
+
+/// Completes on SIGINT, SIGTERM or after `duration`.
+async fn shutdown(duration: Option<Duration>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return std::future::pending().await;
+    };
+    let timer = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = int.recv() => tracing::info!("SIGINT"),
+        _ = term.recv() => tracing::info!("SIGTERM"),
+        () = timer => {}
+    }
+}
+
+fn config(a: &Args) -> Result<ReceiverConfig, Error> {
+    use std::net::ToSocketAddrs;
+    let listen: SocketAddr = a
+        .listen
+        .to_socket_addrs()
+        .map_err(|e| {
+            Error::Config(format!(
+                "bad --listen address {:?}: {e} (expected HOST:PORT)",
+                a.listen
+            ))
+        })?
+        .next()
+        .ok_or_else(|| Error::Config(format!("--listen {:?} resolves to nothing", a.listen)))?;
+    let config = ReceiverConfig {
+        listen,
+        controller: ControllerKind::from_name(&a.cc)?,
+        codec: parse_codec(&a.codec)?,
+        frame_rate: a.fps,
+        sink: if a.display {
+            SinkKind::Window
+        } else {
+            SinkKind::Fake
+        },
+        peer_timeout: a.peer_timeout,
+        stats_interval: a.stats_interval,
+        ..ReceiverConfig::default()
+    };
+    config.validate()?;
+    Ok(config)
 }

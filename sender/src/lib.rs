@@ -1,1 +1,82 @@
-//! `cg-sender` (work in progress: see the issue tracker).
+//! `cg-sender`: a real-time video sender — a GStreamer encoder (cg-media) feeding a sans-IO
+//! RTP session (cg-rtp) on a tokio UDP driver (cg-net), steered by a congestion controller
+//! (cg-cc: GCC with REMB, GCC send-side, SCReAM v2). The `cg-send` binary is a thin CLI over
+//! this library; `cg-receiver` is the other end.
+//!
+//! # Use
+//!
+//! A session is built from one [`SenderConfig`] (serde + `Default`: controller, ECN mode,
+//! source, codec, resolution, frame rate, start/min/max bit rate, peer address), then run on
+//! tokio with a stream of [`Stats`] and a shutdown future:
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), cg_sender::Error> {
+//! use cg_sender::{ControllerKind, EcnMode, Sender, SenderConfig};
+//!
+//! let mut sender = Sender::new(SenderConfig {
+//!     peer: "127.0.0.1:5004".parse().unwrap(),
+//!     controller: ControllerKind::Scream,
+//!     ecn: EcnMode::L4s,
+//!     ..SenderConfig::default()
+//! })?;
+//! let mut stats = sender.stats(16);
+//! tokio::spawn(async move {
+//!     while let Some(s) = stats.recv().await {
+//!         println!("{}", s.status_line());
+//!     }
+//! });
+//! sender.run(tokio::time::sleep(std::time::Duration::from_secs(10))).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! `cg-receiver`'s crate docs embed a sender and a receiver together (a tested example).
+//!
+//! # What the glue does
+//!
+//! - Encoder frames (a std channel filled by GStreamer's streaming thread, moved into tokio by
+//!   one small thread) are pushed into the [`cg_rtp::SenderSession`] inside the cg-net driver;
+//!   the capture time is the host's `CLOCK_MONOTONIC` reading, which the session turns into the
+//!   RTP timestamp and the abs-capture-time extension (NTP from the system clock at start, so a
+//!   receiver on the same host computes glass-to-glass latency).
+//! - After every frame and every statistics tick the controller's target is read; it reaches
+//!   the encoder's `set_target_bitrate` only when it moved by at least
+//!   [`SenderConfig::rate_change_threshold`] (3 %), so the encoder is not reconfigured for noise.
+//!   While the RTP circuit breaker (RFC 8083 §4.1) is open the session drops frames and the
+//!   encoder idles at the minimum rate.
+//! - Every `SenderEvent::KeyFrameRequested` — PLI/FIR from the receiver, frames dropped by the
+//!   pacer's queue bound, SCReAM's `DiscardQueue`, breaker recovery — becomes
+//!   `Encoder::request_key_frame`.
+//! - Shutdown: the session queues an RTCP BYE (RFC 3550 §6.6), the driver flushes it, then the
+//!   driver and the encoder stop.
+//!
+//! # Time
+//!
+//! This crate is a driver: it reads the clock (for the session's `now` through cg-net, and
+//! for the statistics). The protocol logic below it stays sans-IO.
+
+mod config;
+mod error;
+pub mod output;
+mod session;
+mod stats;
+
+pub use config::{ControllerKind, EcnMode, SenderConfig};
+pub use error::Error;
+pub use session::Sender;
+pub use stats::{Stats, kbps, ms, pct};
+
+#[doc(hidden)]
+pub use session::rtp_codec;
+
+/// The NTP time (RFC 5905 64-bit: seconds since 1900 in the high half) now, from the system
+/// clock: what [`cg_rtp::SenderConfig::ntp_at_start`] wants, so that sender and receiver on
+/// one host map capture times onto the same clock.
+pub fn ntp_now() -> u64 {
+    const UNIX_TO_NTP: u64 = 2_208_988_800;
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs() + UNIX_TO_NTP;
+    let frac = (u64::from(d.subsec_nanos()) << 32) / 1_000_000_000;
+    (secs << 32) | frac
+}

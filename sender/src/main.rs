@@ -1,11 +1,279 @@
+//! `cg-send`: send a live video stream with congestion control. See `cg-send --help`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use cg_media::{FileFormat, SourceConfig, TestPattern};
+use cg_sender::output::StatsOutput;
+use cg_sender::{ControllerKind, EcnMode, Error, Sender, SenderConfig};
+use cg_types::Bitrate;
 use clap::Parser;
 
-/// `cg-send` — not yet implemented; see the issue tracker.
-#[derive(Parser)]
-#[command(version, about)]
-struct Args {}
+/// Send a live video stream over RTP with congestion control (GCC, SCReAM) to a cg-recv.
+///
+/// The encoder follows the controller's target bit rate; the receiver (`cg-recv --listen`,
+/// started with the same `--cc`) sends the feedback the controller needs. SIGINT or SIGTERM
+/// end the session cleanly with an RTCP BYE.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about, after_help = EXAMPLES)]
+struct Args {
+    /// Receiver address (host:port), as given to `cg-recv --listen`.
+    #[arg(long, value_name = "ADDR")]
+    to: String,
+    /// Local address to bind (default: any address of the receiver's family, any port).
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<String>,
+    /// Congestion controller: gcc-remb (GCC, receiver-side estimate sent back as REMB), gcc
+    /// (GCC send-side over transport-wide CC feedback), scream (SCReAM v2 over RFC 8888).
+    /// cg-recv must be given the same.
+    #[arg(long, default_value = "gcc-remb", value_name = "CC")]
+    cc: String,
+    /// ECN marking of media packets: off, ect0 (classic ECN), l4s (ECT(1)).
+    #[arg(long, default_value = "off", value_name = "MODE")]
+    ecn: String,
+    /// Encoder: vp8, x264, nvh264, nvh265 (NVENC needs an NVIDIA GPU).
+    #[arg(long, default_value = "vp8")]
+    codec: String,
+    /// Picture source: videotest (videotestsrc), file (--file), screen (X11), camera (V4L2).
+    #[arg(long, default_value = "videotest")]
+    source: String,
+    /// videotestsrc picture: zone-plate (moving, hard to code), smpte (scrolling bars), ball
+    /// (nearly static), snow (incompressible).
+    #[arg(long, default_value = "zone-plate")]
+    pattern: String,
+    /// Video file for `--source file`: a .y4m file, or raw I420 (give --file-size and
+    /// --file-fps).
+    #[arg(long, value_name = "PATH")]
+    file: Option<PathBuf>,
+    /// Raw I420 file frame size, WxH.
+    #[arg(long, value_name = "WxH")]
+    file_size: Option<String>,
+    /// Raw I420 file frame rate.
+    #[arg(long, value_name = "FPS")]
+    file_fps: Option<u32>,
+    /// Camera device for `--source camera`.
+    #[arg(long, default_value = "/dev/video0")]
+    device: PathBuf,
+    /// Encoded width in pixels.
+    #[arg(long, default_value_t = 1280)]
+    width: u32,
+    /// Encoded height in pixels.
+    #[arg(long, default_value_t = 720)]
+    height: u32,
+    /// Frames per second.
+    #[arg(long, default_value_t = 30)]
+    fps: u32,
+    /// Start bit rate (e.g. 300k, 2.5M, 1Mbit).
+    #[arg(long, default_value = "300k", value_parser = parse_rate)]
+    start_bitrate: Bitrate,
+    /// Lowest bit rate the controller may choose.
+    #[arg(long, default_value = "50k", value_parser = parse_rate)]
+    min_bitrate: Bitrate,
+    /// Highest bit rate the controller may choose.
+    #[arg(long, default_value = "5M", value_parser = parse_rate)]
+    max_bitrate: Bitrate,
+    /// Maximum key-frame interval in frames (0: key frames only on request).
+    #[arg(long, default_value_t = 300)]
+    key_interval: u32,
+    /// RTP circuit-breaker RTCP timeout (RFC 8083 §4.1), e.g. 15s.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    rtcp_timeout: Duration,
+    /// Stop after this long (e.g. 30s); default: run until SIGINT/SIGTERM.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Write statistics as newline-delimited JSON to stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write statistics as newline-delimited JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    stats_file: Option<PathBuf>,
+    /// Statistics interval.
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    stats_interval: Duration,
+    /// No status line on the terminal.
+    #[arg(long, short)]
+    quiet: bool,
+}
 
-fn main() -> anyhow::Result<()> {
-    let _args = Args::parse();
-    anyhow::bail!("cg-send is not implemented yet")
+const EXAMPLES: &str = "Examples:
+  cg-recv --listen 0.0.0.0:5004 --cc scream
+  cg-send --to 10.0.0.2:5004 --cc scream --ecn l4s --codec vp8 --source videotest
+  cg-send --to 127.0.0.1:5004 --cc gcc --width 640 --height 360 --duration 30s --stats-file s.jsonl
+
+Log detail: RUST_LOG=debug.";
+
+fn parse_rate(s: &str) -> Result<Bitrate, String> {
+    s.parse::<Bitrate>().map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cg-send: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), Error> {
+    let config = config(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Io {
+            what: "tokio runtime".into(),
+            source: e,
+        })?;
+    runtime.block_on(async move {
+        let mut out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
+        let mut sender = Sender::new(config)?;
+        tracing::info!(local = %sender.local_addr(), "sending");
+        let mut stats = sender.stats(64);
+        let writer = tokio::spawn(async move {
+            while let Some(s) = stats.recv().await {
+                out.write(&s, &s.status_line())?;
+            }
+            out.finish();
+            Ok::<(), Error>(())
+        });
+        let last = sender.run(cg_sender_shutdown(args.duration)).await;
+        let written = writer.await.unwrap_or(Ok(()));
+        let last = last?;
+        written?;
+        eprintln!(
+            "cg-send: done after {:.1} s: {} frames sent, {} dropped, {} media packets, {} retransmissions",
+            last.t, last.frames_sent, last.frames_dropped, last.media_packets, last.retransmissions
+        );
+        Ok(())
+    })
+}
+
+/// Completes on SIGINT, SIGTERM or after `duration`.
+async fn cg_sender_shutdown(duration: Option<Duration>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return std::future::pending().await;
+    };
+    let timer = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = int.recv() => tracing::info!("SIGINT"),
+        _ = term.recv() => tracing::info!("SIGTERM"),
+        () = timer => {}
+    }
+}
+
+fn resolve(what: &str, s: &str) -> Result<SocketAddr, Error> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| {
+            Error::Config(format!(
+                "bad {what} address {s:?}: {e} (expected HOST:PORT)"
+            ))
+        })?
+        .next()
+        .ok_or_else(|| Error::Config(format!("{what} address {s:?} resolves to nothing")))
+}
+
+fn config(a: &Args) -> Result<SenderConfig, Error> {
+    let pattern = match a.pattern.as_str() {
+        "zone-plate" | "zoneplate" => TestPattern::MovingZonePlate,
+        "smpte" => TestPattern::ScrollingSmpte,
+        "ball" => TestPattern::Ball,
+        "snow" => TestPattern::Snow,
+        p => {
+            return Err(Error::Config(format!(
+                "unknown pattern {p:?}; expected zone-plate, smpte, ball, snow"
+            )));
+        }
+    };
+    let source = match a.source.as_str() {
+        "videotest" | "videotestsrc" | "test" => SourceConfig::TestPattern { pattern },
+        "file" => {
+            let path = a
+                .file
+                .clone()
+                .ok_or_else(|| Error::Config("--source file needs --file PATH".into()))?;
+            let format = match (&a.file_size, a.file_fps) {
+                (Some(size), Some(fps)) => {
+                    let (w, h) = size
+                        .split_once('x')
+                        .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
+                        .ok_or_else(|| {
+                            Error::Config(format!("bad --file-size {size:?}; expected WxH"))
+                        })?;
+                    FileFormat::RawI420 {
+                        width: w,
+                        height: h,
+                        frame_rate: fps,
+                    }
+                }
+                (None, None) => FileFormat::Y4m,
+                _ => {
+                    return Err(Error::Config(
+                        "raw I420 files need both --file-size and --file-fps".into(),
+                    ));
+                }
+            };
+            SourceConfig::File {
+                path,
+                format,
+                looping: true,
+            }
+        }
+        "screen" => SourceConfig::Screen { display: None },
+        "camera" => SourceConfig::Camera {
+            device: a.device.clone(),
+        },
+        s => {
+            return Err(Error::Config(format!(
+                "unknown source {s:?}; expected videotest, file, screen, camera"
+            )));
+        }
+    };
+    let peer = resolve("--to", &a.to)?;
+    let bind = a
+        .bind
+        .as_deref()
+        .map(|b| resolve("--bind", b))
+        .transpose()?;
+    let config = SenderConfig {
+        peer,
+        bind,
+        controller: ControllerKind::from_name(&a.cc)?,
+        ecn: EcnMode::from_name(&a.ecn)?,
+        source,
+        codec: a.codec.clone(),
+        width: a.width,
+        height: a.height,
+        frame_rate: a.fps,
+        start_bitrate: a.start_bitrate,
+        min_bitrate: a.min_bitrate,
+        max_bitrate: a.max_bitrate,
+        rtcp_timeout: a.rtcp_timeout,
+        stats_interval: a.stats_interval,
+        key_frame_interval: (a.key_interval > 0).then_some(a.key_interval),
+        ..SenderConfig::default()
+    };
+    config.validate()?;
+    Ok(config)
 }

@@ -1,0 +1,162 @@
+//! The one configuration a receiver session is built from.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use cg_media::{Codec, DecoderConfig, SinkKind};
+use cg_sender::{ControllerKind, Error};
+use cg_types::Bitrate;
+use serde::{Deserialize, Serialize};
+
+/// Everything a [`crate::Receiver`] needs. Plain data with serde.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReceiverConfig {
+    /// Address to listen on. Default `0.0.0.0:5004`. The sender is whoever sends first; a
+    /// new sender is accepted when the current one has been silent for `peer_timeout`.
+    pub listen: SocketAddr,
+    /// The sender's controller: decides the feedback sent (REMB from a GCC receive-side
+    /// estimator, transport-wide CC, or RFC 8888). Default `gcc-remb`, as `cg-send`.
+    pub controller: ControllerKind,
+    /// Codec of the stream (`vp8`, `h264`, `h265`). Default VP8.
+    pub codec: Codec,
+    /// Nominal frame rate, for freeze detection (a freeze is a gap over 3 frame intervals).
+    /// Default 30.
+    pub frame_rate: u32,
+    /// Where decoded pictures go. Default `fake` (decode only).
+    pub sink: SinkKind,
+    /// GCC-REMB: the receive-side estimator's start rate. Default 300 kbit/s (GCC's).
+    pub start_bitrate: Bitrate,
+    /// GCC-REMB: the estimator's lowest value. Default 50 kbit/s.
+    pub min_bitrate: Bitrate,
+    /// GCC-REMB: the estimator's highest value. Default 100 Mbit/s: the sender applies its
+    /// own maximum, so the receiver does not cap what it reports.
+    pub max_bitrate: Bitrate,
+    /// A sender silent this long is forgotten; the next datagram from anyone starts a new
+    /// session. Default 3 s.
+    #[serde(with = "humantime_serde")]
+    pub peer_timeout: Duration,
+    /// Statistics are emitted this often. Default 100 ms.
+    #[serde(with = "humantime_serde")]
+    pub stats_interval: Duration,
+    /// The sender's media SSRC (its RTX SSRC is the next number). Default 0x6367_0001, as
+    /// `cg-send`.
+    pub media_ssrc: u32,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        ReceiverConfig {
+            listen: SocketAddr::from(([0, 0, 0, 0], 5004)),
+            controller: ControllerKind::default(),
+            codec: Codec::Vp8,
+            frame_rate: 30,
+            sink: SinkKind::Fake,
+            start_bitrate: Bitrate::kbps(300),
+            min_bitrate: Bitrate::kbps(50),
+            max_bitrate: Bitrate::mbps(100),
+            peer_timeout: Duration::from_secs(3),
+            stats_interval: Duration::from_millis(100),
+            media_ssrc: cg_rtp::ReceiverConfig::default().media_ssrc,
+        }
+    }
+}
+
+impl ReceiverConfig {
+    /// Checks what a session cannot run with.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.min_bitrate > self.max_bitrate
+            || self.start_bitrate < self.min_bitrate
+            || self.start_bitrate > self.max_bitrate
+        {
+            return Err(Error::Config(format!(
+                "bit rates must satisfy min {} <= start {} <= max {}",
+                self.min_bitrate, self.start_bitrate, self.max_bitrate
+            )));
+        }
+        if self.stats_interval.is_zero() || self.peer_timeout.is_zero() {
+            return Err(Error::Config(
+                "stats interval and peer timeout must be positive".into(),
+            ));
+        }
+        if !(1..=240).contains(&self.frame_rate) {
+            return Err(Error::Config(format!(
+                "frame rate {} outside 1..=240",
+                self.frame_rate
+            )));
+        }
+        Ok(())
+    }
+
+    /// The cg-media decoder configuration.
+    pub fn decoder_config(&self) -> DecoderConfig {
+        DecoderConfig {
+            codec: self.codec,
+            frame_rate: self.frame_rate,
+            sink: self.sink,
+            ..DecoderConfig::default()
+        }
+    }
+
+    /// The cg-rtp receiver configuration (feedback from the controller kind).
+    pub fn rtp_config(&self) -> cg_rtp::ReceiverConfig {
+        cg_rtp::ReceiverConfig {
+            media_ssrc: self.media_ssrc,
+            rtx_ssrc: self.media_ssrc.wrapping_add(1),
+            feedback: cg_rtp::FeedbackConfig::for_kind(self.controller.feedback_kind()),
+            ntp_at_start: cg_sender::ntp_now(),
+            ..cg_rtp::ReceiverConfig::default()
+        }
+    }
+}
+
+/// Parses a codec name (`vp8`, `h264`/`x264`/`nvh264`, `h265`/`nvh265`).
+pub fn parse_codec(name: &str) -> Result<Codec, Error> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "vp8" => Ok(Codec::Vp8),
+        "h264" | "x264" | "nvh264" | "avc" => Ok(Codec::H264),
+        "h265" | "nvh265" | "hevc" => Ok(Codec::H265),
+        other => Err(Error::Config(format!(
+            "unknown codec {other:?}; expected vp8, h264, h265"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feedback_follows_the_controller() {
+        for k in ControllerKind::ALL {
+            let c = ReceiverConfig {
+                controller: k,
+                ..ReceiverConfig::default()
+            };
+            assert_eq!(c.rtp_config().feedback.kind, k.feedback_kind());
+        }
+    }
+
+    #[test]
+    fn codec_names_parse_and_unknown_ones_are_errors() {
+        assert_eq!(parse_codec("VP8").unwrap(), Codec::Vp8);
+        assert_eq!(parse_codec("x264").unwrap(), Codec::H264);
+        assert_eq!(parse_codec("hevc").unwrap(), Codec::H265);
+        assert!(parse_codec("av1").is_err());
+    }
+
+    #[test]
+    fn config_round_trips_and_bad_rates_are_rejected() {
+        let c: ReceiverConfig =
+            serde_json::from_str(r#"{"listen":"[::]:7000","controller":"gcc","codec":"h264"}"#)
+                .unwrap();
+        assert_eq!(c.controller, ControllerKind::Gcc);
+        assert_eq!(c.codec, Codec::H264);
+        assert!(c.validate().is_ok());
+        let bad = ReceiverConfig {
+            min_bitrate: Bitrate::mbps(200),
+            ..ReceiverConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}

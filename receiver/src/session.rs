@@ -1,0 +1,447 @@
+//! The running receiver: UDP driver → RTP session → decoder, feedback and PLIs back.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::mpsc::Receiver as StdReceiver;
+use std::time::{Duration, Instant};
+
+use cg_cc::ReceiveSideEstimator;
+use cg_media::{DecodedFrame, Decoder, HostTime};
+use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
+use cg_rtp::{ReceiverEvent, ReceiverSession};
+use cg_sender::{ControllerKind, Error};
+use cg_types::Ecn;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::stats::FreezeRecord;
+use crate::{ReceiverConfig, Stats};
+
+/// A receiver session: bound, decoder started, not yet running. See the crate docs.
+pub struct Receiver {
+    config: ReceiverConfig,
+    socket: UdpSocket,
+    decoder: Decoder,
+    records: StdReceiver<DecodedFrame>,
+    stats_tx: Option<mpsc::Sender<Stats>>,
+}
+
+/// How one peer's session ended.
+enum Ended {
+    Shutdown,
+    PeerLost,
+}
+
+impl Receiver {
+    /// Checks `config`, binds the listening socket (a busy port fails now with
+    /// [`Error::Bind`]) and starts the decoder.
+    pub fn new(config: ReceiverConfig) -> Result<Receiver, Error> {
+        config.validate()?;
+        let socket = bind(config.listen)?;
+        let (decoder, records) = Decoder::start(config.decoder_config())?;
+        Ok(Receiver {
+            config,
+            socket,
+            decoder,
+            records,
+            stats_tx: None,
+        })
+    }
+
+    /// The bound local address (the port, when `listen` asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.socket.local_addr()
+    }
+
+    /// A stream of [`Stats`], one every `stats_interval` while [`run`](Self::run) runs;
+    /// samples are dropped when the consumer is `capacity` behind.
+    pub fn stats(&mut self, capacity: usize) -> mpsc::Receiver<Stats> {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        self.stats_tx = Some(tx);
+        rx
+    }
+
+    /// Receives until `shutdown` completes; returns the last statistics. The first datagram
+    /// names the sender; a sender silent for `peer_timeout` is replaced by whoever sends next
+    /// (a restarted `cg-send`). Must run inside a tokio runtime with I/O and time enabled.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<Stats, Error> {
+        let Receiver {
+            config,
+            socket,
+            decoder,
+            records,
+            stats_tx,
+        } = self;
+        let local = socket.local_addr();
+        let mut socket = Some(socket);
+        let mut state = State::new(&config, records);
+        let mut tick = tokio::time::interval(config.stats_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tokio::pin!(shutdown);
+        let result = loop {
+            let sock = match socket.take() {
+                Some(s) => s,
+                None => bind(local)?,
+            };
+            // Wait for a sender.
+            // SAFETY: the `UdpSocket` owns its descriptor and returns the same one from
+            // `as_raw_fd` for its whole life; it is taken back out with `into_inner` below.
+            let fd = unsafe { AsyncFd::register(sock) }.map_err(|e| Error::Io {
+                what: "register socket".into(),
+                source: e.into(),
+            })?;
+            let mut rb = fd.get_ref().recv_batch_buffer(32);
+            let peer = loop {
+                tokio::select! {
+                    biased;
+                    () = &mut shutdown => break None,
+                    ready = fd.readable() => {
+                        let mut guard = ready.map_err(|e| Error::Io { what: "poll socket".into(), source: e })?;
+                        match guard.try_io(|s| s.get_ref().recv_batch(&mut rb)) {
+                            Ok(Ok(_)) => {
+                                if let Some(d) = rb.datagrams().next() {
+                                    break Some(d.source);
+                                }
+                            }
+                            Ok(Err(e)) => tracing::debug!(%e, "receive error while waiting"),
+                            Err(_would_block) => {}
+                        }
+                    }
+                    _ = tick.tick() => state.emit_idle(&decoder, &stats_tx),
+                }
+            };
+            let Some(peer) = peer else {
+                break Ok(state.last.clone());
+            };
+            let sock = fd.into_inner();
+            tracing::info!(%peer, "receiving");
+            // The session starts with the datagrams that named the peer.
+            let now = Instant::now();
+            let estimator: Option<Box<dyn ReceiveSideEstimator>> = match config
+                .controller
+                .gcc_config(config.start_bitrate, config.min_bitrate, config.max_bitrate)
+            {
+                Some(gcc) if config.controller == ControllerKind::GccRemb => {
+                    Some(Box::new(gcc.build_receiver(now)))
+                }
+                _ => None,
+            };
+            let mut session = ReceiverSession::new(config.rtp_config(), estimator, now)?;
+            for d in rb.datagrams().filter(|d| d.source == peer) {
+                let _ = session.handle_input(d.payload, d.ecn.unwrap_or(Ecn::NotEct), d.arrival);
+            }
+            state.new_session(peer);
+            match run_peer(
+                sock,
+                session,
+                peer,
+                &config,
+                &decoder,
+                &mut state,
+                &stats_tx,
+                &mut tick,
+                &mut shutdown,
+            )
+            .await?
+            {
+                Ended::Shutdown => break Ok(state.last.clone()),
+                Ended::PeerLost => {
+                    tracing::warn!(%peer, "sender silent; waiting for a new one");
+                    continue;
+                }
+            }
+        };
+        decoder.stop();
+        result
+    }
+}
+
+fn bind(addr: SocketAddr) -> Result<UdpSocket, Error> {
+    UdpSocket::bind(&SocketConfig {
+        bind: addr,
+        ..SocketConfig::default()
+    })
+    .map_err(|e| Error::bind(addr, e))
+}
+
+/// One sender's session, until shutdown or the sender falls silent.
+#[allow(clippy::too_many_arguments)]
+async fn run_peer(
+    socket: UdpSocket,
+    session: ReceiverSession,
+    peer: SocketAddr,
+    config: &ReceiverConfig,
+    decoder: &Decoder,
+    state: &mut State,
+    stats_tx: &Option<mpsc::Sender<Stats>>,
+    tick: &mut tokio::time::Interval,
+    shutdown: &mut (impl Future<Output = ()> + Unpin),
+) -> Result<Ended, Error> {
+    let (driver, mut handle) = Driver::new(socket, session, DriverConfig::new(peer))?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let mut task = tokio::spawn(driver.run(async move {
+        let _ = stopped.await;
+    }));
+    let media_codec = config.codec;
+    let mut last_heard = (Instant::now(), 0u64);
+    let ended = loop {
+        tokio::select! {
+            biased;
+            () = &mut *shutdown => break Ended::Shutdown,
+            done = &mut task => {
+                return Err(match done {
+                    Ok(Err(e)) => e.into(),
+                    _ => Error::Config("the UDP driver stopped unexpectedly".into()),
+                });
+            }
+            event = handle.next_event() => {
+                if let Some(ReceiverEvent::Frame(f)) = event {
+                    state.frames_received += 1;
+                    let capture = f.capture_time.unwrap_or(f.first_arrival);
+                    let frame = cg_media::EncodedFrame {
+                        data: f.data,
+                        codec: media_codec,
+                        capture_time: HostTime::from_instant(capture),
+                        key_frame: f.key_frame,
+                        pts: Duration::from_nanos(f.rtp_timestamp.saturating_mul(1_000_000) / 90),
+                        index: state.frames_received,
+                        seq: state.frames_received,
+                        encode_latency: Duration::ZERO,
+                    };
+                    if let Err(e) = decoder.push(frame) {
+                        tracing::warn!(%e, "decoder refused a frame");
+                    }
+                    if decoder.take_key_frame_request() {
+                        let _ = handle.call(|s: &mut ReceiverSession, now| s.request_key_frame(now)).await;
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                if decoder.take_key_frame_request() {
+                    let _ = handle.call(|s: &mut ReceiverSession, now| s.request_key_frame(now)).await;
+                }
+                let net = handle.stats();
+                let now = Instant::now();
+                if net.datagrams_in != last_heard.1 {
+                    last_heard = (now, net.datagrams_in);
+                } else if now.saturating_duration_since(last_heard.0) >= config.peer_timeout
+                    && net.foreign_datagrams > 0
+                {
+                    break Ended::PeerLost;
+                }
+                state.sample(&handle, decoder, stats_tx, net.foreign_datagrams).await;
+            }
+        }
+    };
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(2), &mut task).await;
+    Ok(ended)
+}
+
+/// Bookkeeping across samples and sessions.
+struct State {
+    start: Instant,
+    records: StdReceiver<DecodedFrame>,
+    peer: Option<String>,
+    sessions: u64,
+    frames_received: u64,
+    /// Totals of the sessions that ended (a new session's counters start at zero).
+    base: Totals,
+    current: Totals,
+    last_bytes: u64,
+    last_expected: (u64, i64),
+    last_sample: Instant,
+    freezes_seen: u64,
+    last: Stats,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Totals {
+    media_packets: u64,
+    retransmissions: u64,
+    lost: i64,
+    ecn: [u64; 4],
+    frames_lost: u64,
+    plis: u64,
+    nacks: u64,
+}
+
+impl Totals {
+    fn plus(self, o: Totals) -> Totals {
+        let mut ecn = self.ecn;
+        for (a, b) in ecn.iter_mut().zip(o.ecn) {
+            *a += b;
+        }
+        Totals {
+            media_packets: self.media_packets + o.media_packets,
+            retransmissions: self.retransmissions + o.retransmissions,
+            lost: self.lost + o.lost,
+            ecn,
+            frames_lost: self.frames_lost + o.frames_lost,
+            plis: self.plis + o.plis,
+            nacks: self.nacks + o.nacks,
+        }
+    }
+}
+
+impl State {
+    fn new(_config: &ReceiverConfig, records: StdReceiver<DecodedFrame>) -> State {
+        let start = Instant::now();
+        State {
+            start,
+            records,
+            peer: None,
+            sessions: 0,
+            frames_received: 0,
+            base: Totals::default(),
+            current: Totals::default(),
+            last_bytes: 0,
+            last_expected: (0, 0),
+            last_sample: start,
+            freezes_seen: 0,
+            last: Stats::default(),
+        }
+    }
+
+    fn new_session(&mut self, peer: SocketAddr) {
+        self.base = self.base.plus(self.current);
+        self.current = Totals::default();
+        self.last_bytes = 0;
+        self.last_expected = (0, 0);
+        self.peer = Some(peer.to_string());
+        self.sessions += 1;
+    }
+
+    fn emit_idle(&mut self, decoder: &Decoder, tx: &Option<mpsc::Sender<Stats>>) {
+        self.peer = None;
+        let stats = self.compose(decoder, None, 0);
+        self.publish(stats, tx);
+    }
+
+    async fn sample(
+        &mut self,
+        handle: &DriverHandle<ReceiverSession>,
+        decoder: &Decoder,
+        tx: &Option<mpsc::Sender<Stats>>,
+        foreign: u64,
+    ) {
+        let Ok(snapshot) = handle
+            .query(|s: &mut ReceiverSession, _| {
+                let est = s.estimator().map(|e| (e.estimate(), e.stats()));
+                (s.stats().clone(), est)
+            })
+            .await
+        else {
+            return;
+        };
+        let stats = self.compose(decoder, Some(snapshot), foreign);
+        self.publish(stats, tx);
+    }
+
+    fn publish(&mut self, stats: Stats, tx: &Option<mpsc::Sender<Stats>>) {
+        if let Some(tx) = tx {
+            let _ = tx.try_send(stats.clone());
+        }
+        self.last = stats;
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn compose(
+        &mut self,
+        decoder: &Decoder,
+        session: Option<(
+            cg_rtp::ReceiverStats,
+            Option<(cg_types::Bitrate, Vec<(&'static str, f64)>)>,
+        )>,
+        foreign: u64,
+    ) -> Stats {
+        let now = Instant::now();
+        let dt = now
+            .saturating_duration_since(self.last_sample)
+            .as_secs_f64();
+        self.last_sample = now;
+        let mut g2g: Vec<f64> = Vec::new();
+        while let Ok(r) = self.records.try_recv() {
+            if let Some(l) = r.glass_to_glass {
+                g2g.push(l.as_secs_f64() * 1e3);
+            }
+        }
+        g2g.sort_by(f64::total_cmp);
+        let dec = decoder.stats();
+        let new = dec.freezes.saturating_sub(self.freezes_seen);
+        self.freezes_seen = dec.freezes;
+        let host_now = HostTime::now();
+        let new_freezes = dec
+            .recent_freezes
+            .iter()
+            .rev()
+            .take(usize::try_from(new).unwrap_or(usize::MAX))
+            .rev()
+            .map(|f| FreezeRecord {
+                start_t: self.t_of(f.started_at, host_now, now),
+                duration_ms: f.duration.as_secs_f64() * 1e3,
+            })
+            .collect();
+        let mut s = Stats {
+            t: now.saturating_duration_since(self.start).as_secs_f64(),
+            mono_ns: host_now.as_nanos(),
+            peer: self.peer.clone(),
+            sessions: self.sessions,
+            frames_received: self.frames_received,
+            frames_decoded: dec.frames_decoded,
+            decode_errors: dec.decode_errors,
+            freezes: dec.freezes,
+            longest_freeze_ms: dec.longest_freeze.as_secs_f64() * 1e3,
+            stall_ms: dec.current_stall.map(|d| d.as_secs_f64() * 1e3),
+            new_freezes,
+            g2g_ms: (!g2g.is_empty()).then(|| g2g[g2g.len() / 2]),
+            g2g_p95_ms: dec.p95_glass_to_glass.map(|d| d.as_secs_f64() * 1e3),
+            foreign_datagrams: foreign,
+            ..Stats::default()
+        };
+        if let Some((r, est)) = session {
+            self.current = Totals {
+                media_packets: r.media_packets,
+                retransmissions: r.retransmissions,
+                lost: r.cumulative_lost,
+                ecn: r.ecn,
+                frames_lost: r.frames_lost + r.frames_undecodable,
+                plis: r.plis_sent,
+                nacks: r.nacks_sent,
+            };
+            s.recv_rate_bps = if dt > 0.0 {
+                (r.rtp_bytes.saturating_sub(self.last_bytes) as f64 * 8.0 / dt) as u64
+            } else {
+                0
+            };
+            self.last_bytes = r.rtp_bytes;
+            let got = r.media_packets.saturating_sub(self.last_expected.0);
+            let lost = (r.cumulative_lost - self.last_expected.1).max(0) as u64;
+            self.last_expected = (r.media_packets, r.cumulative_lost);
+            s.loss = (got + lost > 0).then(|| lost as f64 / (got + lost) as f64);
+            s.jitter_ms = r.jitter.as_secs_f64() * 1e3;
+            if let Some((estimate, extra)) = est {
+                s.remb_bps = Some(estimate.as_bps());
+                s.extra = extra.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+            }
+        }
+        let t = self.base.plus(self.current);
+        s.media_packets = t.media_packets;
+        s.retransmissions = t.retransmissions;
+        s.lost_packets = t.lost;
+        s.ecn = t.ecn;
+        s.frames_lost = t.frames_lost;
+        s.plis_sent = t.plis;
+        s.nacks_sent = t.nacks;
+        s
+    }
+
+    /// Seconds since start of a host-clock reading.
+    fn t_of(&self, at: HostTime, host_now: HostTime, now: Instant) -> f64 {
+        let since_start = now.saturating_duration_since(self.start).as_secs_f64();
+        match host_now.checked_duration_since(at) {
+            Some(ago) => since_start - ago.as_secs_f64(),
+            None => since_start,
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! The one configuration a sender session is built from.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use cg_cc::FeedbackKind;
+use cg_cc::gcc::GccConfig;
+use cg_cc::scream::ScreamConfig;
+use cg_media::{EncoderConfig, SourceConfig};
+use cg_types::{Bitrate, Ecn};
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// Which congestion controller runs, and with it which feedback the receiver sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ControllerKind {
+    /// GCC as in the papers (MMSys16 Figure 1): the delay-based estimator runs at the
+    /// receiver and answers with REMB; the sender runs the loss-based controller on RRs.
+    #[default]
+    GccRemb,
+    /// GCC send-side (libwebrtc today): both halves at the sender over transport-wide CC
+    /// feedback.
+    Gcc,
+    /// SCReAM v2 over RFC 8888 feedback (with ECN).
+    Scream,
+}
+
+impl ControllerKind {
+    /// Every kind, in the order the CLI lists them.
+    pub const ALL: [ControllerKind; 3] = [
+        ControllerKind::GccRemb,
+        ControllerKind::Gcc,
+        ControllerKind::Scream,
+    ];
+
+    /// The CLI / config name (`gcc-remb`, `gcc`, `scream`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ControllerKind::GccRemb => "gcc-remb",
+            ControllerKind::Gcc => "gcc",
+            ControllerKind::Scream => "scream",
+        }
+    }
+
+    /// Parses a CLI / config name.
+    pub fn from_name(name: &str) -> Result<Self, Error> {
+        let lower = name.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == lower)
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown controller {name:?}; expected one of gcc-remb, gcc, scream"
+                ))
+            })
+    }
+
+    /// The feedback the receiver must send for this controller.
+    pub const fn feedback_kind(self) -> FeedbackKind {
+        match self {
+            ControllerKind::GccRemb => FeedbackKind::Remb,
+            ControllerKind::Gcc => FeedbackKind::TransportWideCc,
+            ControllerKind::Scream => FeedbackKind::Rfc8888,
+        }
+    }
+
+    /// The GCC configuration for this kind with the given bounds (`None` for SCReAM).
+    pub fn gcc_config(self, start: Bitrate, min: Bitrate, max: Bitrate) -> Option<GccConfig> {
+        let base = match self {
+            ControllerKind::GccRemb => GccConfig::default(),
+            ControllerKind::Gcc => GccConfig::send_side(),
+            ControllerKind::Scream => return None,
+        };
+        Some(GccConfig {
+            start_bitrate: start,
+            min_bitrate: min,
+            max_bitrate: max,
+            ..base
+        })
+    }
+}
+
+impl std::fmt::Display for ControllerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// ECN marking of the media packets (RTCP always goes Not-ECT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EcnMode {
+    /// Not-ECT.
+    #[default]
+    Off,
+    /// ECT(0): classic ECN (RFC 3168, RFC 6679).
+    Ect0,
+    /// ECT(1): the L4S identifier (RFC 9331 §4), for SCReAM through DualPI2.
+    L4s,
+}
+
+impl EcnMode {
+    /// Every mode, in the order the CLI lists them.
+    pub const ALL: [EcnMode; 3] = [EcnMode::Off, EcnMode::Ect0, EcnMode::L4s];
+
+    /// The code point media packets carry.
+    pub const fn ecn(self) -> Ecn {
+        match self {
+            EcnMode::Off => Ecn::NotEct,
+            EcnMode::Ect0 => Ecn::Ect0,
+            EcnMode::L4s => Ecn::Ect1,
+        }
+    }
+
+    /// The CLI / config name (`off`, `ect0`, `l4s`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            EcnMode::Off => "off",
+            EcnMode::Ect0 => "ect0",
+            EcnMode::L4s => "l4s",
+        }
+    }
+
+    /// Parses a CLI / config name (`ect1` is accepted for `l4s`, `not-ect` for `off`).
+    pub fn from_name(name: &str) -> Result<Self, Error> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "off" | "none" | "not-ect" | "notect" => Ok(EcnMode::Off),
+            "ect0" | "ect(0)" | "classic" => Ok(EcnMode::Ect0),
+            "l4s" | "ect1" | "ect(1)" => Ok(EcnMode::L4s),
+            _ => Err(Error::Config(format!(
+                "unknown ECN mode {name:?}; expected one of off, ect0, l4s"
+            ))),
+        }
+    }
+}
+
+/// Everything a [`crate::Sender`] needs. Plain data with serde: a TOML/JSON file, the CLI
+/// and netlab all build one of these.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SenderConfig {
+    /// The receiver's address (`cg-recv --listen`). Default `127.0.0.1:5004` (RFC 3551's
+    /// customary RTP port).
+    pub peer: SocketAddr,
+    /// Local address to bind. Default `None`: the unspecified address of the peer's family,
+    /// port chosen by the kernel.
+    pub bind: Option<SocketAddr>,
+    /// The congestion controller; the receiver must be told the same (its feedback follows).
+    /// Default GCC with REMB, the papers' configuration.
+    pub controller: ControllerKind,
+    /// ECN marking of media. Default off. SCReAM's L4S mode wants `l4s`.
+    pub ecn: EcnMode,
+    /// Picture source. Default a moving zone plate from `videotestsrc`.
+    pub source: SourceConfig,
+    /// Encoder by name (`vp8`, `x264`, `nvh264`, `nvh265`; cg-media's names). Default `vp8`.
+    pub codec: String,
+    /// Encoded width. Default 1280.
+    pub width: u32,
+    /// Encoded height. Default 720.
+    pub height: u32,
+    /// Frames per second. Default 30.
+    pub frame_rate: u32,
+    /// Rate the controller and the encoder start at. Default 300 kbit/s (GCC's default start,
+    /// cg-cc `GccConfig`).
+    pub start_bitrate: Bitrate,
+    /// Lowest target the controller may choose. Default 50 kbit/s (GCC's default floor).
+    pub min_bitrate: Bitrate,
+    /// Highest target the controller may choose. Default 5 Mbit/s.
+    pub max_bitrate: Bitrate,
+    /// A new controller target is passed to the encoder only when it differs from the last one
+    /// given by at least this fraction (and at once when the circuit breaker opens or
+    /// closes). Default 0.03: GCC's REMB rule treats a 3 % change as significant (MMSys16
+    /// §3.3).
+    pub rate_change_threshold: f64,
+    /// RTCP timeout of the RTP circuit breaker (RFC 8083 §4.1). Default 15 s (3 × Td with
+    /// Tmin = 5 s); tests shorten it.
+    #[serde(with = "humantime_serde")]
+    pub rtcp_timeout: Duration,
+    /// Statistics are emitted this often. Default 100 ms.
+    #[serde(with = "humantime_serde")]
+    pub stats_interval: Duration,
+    /// Longest distance between key frames, in frames (`None`: only on request). Default
+    /// 300 (10 s at 30 fps; cg-media's default).
+    pub key_frame_interval: Option<u32>,
+    /// RTP media SSRC (RFC 3550 §8: should be random; the receiver must be told if it is not
+    /// the default). Default 0x6367_0001 (cg-rtp's default).
+    pub ssrc: u32,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig {
+            peer: SocketAddr::from(([127, 0, 0, 1], 5004)),
+            bind: None,
+            controller: ControllerKind::default(),
+            ecn: EcnMode::default(),
+            source: SourceConfig::default(),
+            codec: "vp8".to_owned(),
+            width: 1280,
+            height: 720,
+            frame_rate: 30,
+            start_bitrate: Bitrate::kbps(300),
+            min_bitrate: Bitrate::kbps(50),
+            max_bitrate: Bitrate::mbps(5),
+            rate_change_threshold: 0.03,
+            rtcp_timeout: Duration::from_secs(15),
+            stats_interval: Duration::from_millis(100),
+            key_frame_interval: Some(300),
+            ssrc: cg_rtp::SenderConfig::default().ssrc,
+        }
+    }
+}
+
+impl SenderConfig {
+    /// Checks what a session cannot run with (before anything is opened).
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.min_bitrate > self.max_bitrate {
+            return Err(Error::Config(format!(
+                "min bitrate {} is above max bitrate {}",
+                self.min_bitrate, self.max_bitrate
+            )));
+        }
+        if self.start_bitrate < self.min_bitrate || self.start_bitrate > self.max_bitrate {
+            return Err(Error::Config(format!(
+                "start bitrate {} is outside [{}, {}]",
+                self.start_bitrate, self.min_bitrate, self.max_bitrate
+            )));
+        }
+        if self.max_bitrate.as_bps() == 0 {
+            return Err(Error::Config("max bitrate must be positive".into()));
+        }
+        if !(0.0..1.0).contains(&self.rate_change_threshold) {
+            return Err(Error::Config(format!(
+                "rate change threshold {} outside [0, 1)",
+                self.rate_change_threshold
+            )));
+        }
+        if self.stats_interval.is_zero() || self.rtcp_timeout.is_zero() {
+            return Err(Error::Config(
+                "stats interval and RTCP timeout must be positive".into(),
+            ));
+        }
+        if self.peer.port() == 0 || self.peer.ip().is_unspecified() {
+            return Err(Error::Config(format!(
+                "peer address {} needs a host and a non-zero port",
+                self.peer
+            )));
+        }
+        if let Some(bind) = self.bind
+            && bind.is_ipv4() != self.peer.is_ipv4()
+        {
+            return Err(Error::Config(format!(
+                "bind address {bind} and peer {} are of different address families",
+                self.peer
+            )));
+        }
+        Ok(())
+    }
+
+    /// The address to bind.
+    pub fn bind_addr(&self) -> SocketAddr {
+        self.bind.unwrap_or_else(|| match self.peer {
+            SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
+            SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
+        })
+    }
+
+    /// The cg-media encoder configuration this session uses.
+    pub fn encoder_config(&self) -> EncoderConfig {
+        EncoderConfig {
+            source: self.source.clone(),
+            encoder: self.codec.clone(),
+            width: self.width,
+            height: self.height,
+            frame_rate: self.frame_rate,
+            start_bitrate: self.start_bitrate,
+            key_frame_interval: self.key_frame_interval,
+            ..EncoderConfig::default()
+        }
+    }
+
+    /// The congestion controller's configuration.
+    pub fn controller_config(&self) -> Box<dyn cg_cc::ControllerConfig> {
+        match self
+            .controller
+            .gcc_config(self.start_bitrate, self.min_bitrate, self.max_bitrate)
+        {
+            Some(gcc) => Box::new(gcc),
+            None => Box::new(ScreamConfig {
+                start_bitrate: self.start_bitrate,
+                min_bitrate: self.min_bitrate,
+                max_bitrate: self.max_bitrate,
+                ecn: self.ecn.ecn(),
+                frame_period: Duration::from_secs(1) / self.frame_rate.max(1),
+                ..ScreamConfig::default()
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controller_kinds_pick_their_feedback() {
+        assert_eq!(ControllerKind::GccRemb.feedback_kind(), FeedbackKind::Remb);
+        assert_eq!(
+            ControllerKind::Gcc.feedback_kind(),
+            FeedbackKind::TransportWideCc
+        );
+        assert_eq!(
+            ControllerKind::Scream.feedback_kind(),
+            FeedbackKind::Rfc8888
+        );
+        for k in ControllerKind::ALL {
+            assert_eq!(ControllerKind::from_name(k.name()).unwrap(), k);
+        }
+        assert!(ControllerKind::from_name("bbr").is_err());
+    }
+
+    #[test]
+    fn built_controllers_match_their_kind_and_bounds() {
+        let now = std::time::Instant::now();
+        for k in ControllerKind::ALL {
+            let c = SenderConfig {
+                controller: k,
+                ..SenderConfig::default()
+            };
+            let ctl = c.controller_config().build(now);
+            assert_eq!(ctl.feedback_kind(), k.feedback_kind(), "{k}");
+            assert_eq!(ctl.target_bitrate(), c.start_bitrate, "{k}");
+        }
+    }
+
+    #[test]
+    fn ecn_modes_parse_and_map_to_code_points() {
+        assert_eq!(EcnMode::from_name("l4s").unwrap().ecn(), Ecn::Ect1);
+        assert_eq!(EcnMode::from_name("ECT1").unwrap(), EcnMode::L4s);
+        assert_eq!(EcnMode::from_name("ect0").unwrap().ecn(), Ecn::Ect0);
+        assert_eq!(EcnMode::from_name("off").unwrap().ecn(), Ecn::NotEct);
+        assert!(EcnMode::from_name("ce").is_err());
+    }
+
+    #[test]
+    fn config_round_trips_through_json_with_units() {
+        let json = r#"{"peer":"10.0.0.2:6000","controller":"scream","ecn":"l4s",
+            "max_bitrate":"20Mbit","stats_interval":"50ms","width":640,"height":360}"#;
+        let c: SenderConfig = serde_json::from_str(json).unwrap();
+        assert_eq!(c.controller, ControllerKind::Scream);
+        assert_eq!(c.ecn, EcnMode::L4s);
+        assert_eq!(c.max_bitrate, Bitrate::mbps(20));
+        assert_eq!(c.stats_interval, Duration::from_millis(50));
+        let back: SenderConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        assert!(serde_json::from_str::<SenderConfig>(r#"{"bogus":1}"#).is_err());
+    }
+
+    #[test]
+    fn inconsistent_configs_are_rejected() {
+        let bad = [
+            SenderConfig {
+                min_bitrate: Bitrate::mbps(3),
+                max_bitrate: Bitrate::mbps(2),
+                ..SenderConfig::default()
+            },
+            SenderConfig {
+                start_bitrate: Bitrate::mbps(10),
+                ..SenderConfig::default()
+            },
+            SenderConfig {
+                peer: "0.0.0.0:5004".parse().unwrap(),
+                ..SenderConfig::default()
+            },
+            SenderConfig {
+                bind: Some("[::]:0".parse().unwrap()),
+                ..SenderConfig::default()
+            },
+        ];
+        for c in bad {
+            assert!(c.validate().is_err(), "{c:?}");
+        }
+        assert!(SenderConfig::default().validate().is_ok());
+    }
+}

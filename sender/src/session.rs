@@ -1,0 +1,334 @@
+//! The running sender: encoder frames → RTP session → UDP driver, rate and key frames back.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use cg_media::{Encoder, EncoderKind, HostTime};
+use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
+use cg_rtp::{SenderEvent, SenderSession};
+use cg_types::Bitrate;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{Error, SenderConfig, Stats};
+
+/// Encoded frames buffered between the encoder's thread and the session task.
+const FRAME_BRIDGE: usize = 8;
+
+/// A sender session: bound and checked, not yet running. See the crate docs for an example.
+pub struct Sender {
+    config: SenderConfig,
+    socket: UdpSocket,
+    stats_tx: Option<mpsc::Sender<Stats>>,
+}
+
+impl Sender {
+    /// Checks `config`, binds the socket and checks that the encoder can run here (unknown
+    /// codec, NVENC without a GPU and a busy port fail now, with a clear [`Error`]).
+    pub fn new(config: SenderConfig) -> Result<Sender, Error> {
+        config.validate()?;
+        EncoderKind::from_name(&config.codec)?.check_available()?;
+        let bind = config.bind_addr();
+        let socket = UdpSocket::bind(&SocketConfig {
+            bind,
+            ecn: config.ecn.ecn(),
+            ..SocketConfig::default()
+        })
+        .map_err(|e| Error::bind(bind, e))?;
+        Ok(Sender {
+            config,
+            socket,
+            stats_tx: None,
+        })
+    }
+
+    /// The bound local address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.socket.local_addr()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SenderConfig {
+        &self.config
+    }
+
+    /// A stream of [`Stats`], one every `stats_interval` while [`run`](Self::run) runs.
+    /// Samples are dropped, never queued without bound, when the consumer is `capacity`
+    /// behind. Call before `run`; a second call replaces the first stream.
+    pub fn stats(&mut self, capacity: usize) -> mpsc::Receiver<Stats> {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        self.stats_tx = Some(tx);
+        rx
+    }
+
+    /// Runs until `shutdown` completes, then sends an RTCP BYE (RFC 3550 §6.6), stops the
+    /// encoder and returns the last statistics. Must run inside a tokio runtime with I/O and
+    /// time enabled. An `Err` means the encoder or the socket failed for good.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<Stats, Error> {
+        let Sender {
+            config,
+            socket,
+            stats_tx,
+        } = self;
+        let start = Instant::now();
+        let rtp_config = cg_rtp::SenderConfig {
+            ecn: config.ecn.ecn(),
+            rtcp_timeout: config.rtcp_timeout,
+            ntp_at_start: crate::ntp_now(),
+            ssrc: config.ssrc,
+            rtx_ssrc: config.ssrc.wrapping_add(1),
+            ..cg_rtp::SenderConfig::default()
+        };
+        let session = SenderSession::with_controller_config(
+            rtp_config,
+            config.controller_config().as_ref(),
+            start,
+        )?;
+        let (encoder, frames) = Encoder::start(config.encoder_config())?;
+        let codec = rtp_codec(encoder.kind().codec());
+        let (driver, mut handle) = Driver::new(socket, session, DriverConfig::new(config.peer))?;
+        let (stop_driver, driver_stopped) = oneshot::channel::<()>();
+        let mut driver_task = tokio::spawn(driver.run(async move {
+            let _ = driver_stopped.await;
+        }));
+
+        // The encoder hands frames to a std channel; a thread moves them into tokio.
+        let (frame_tx, mut frame_rx) = mpsc::channel(FRAME_BRIDGE);
+        let bridge = std::thread::Builder::new()
+            .name("cg-send-frames".into())
+            .spawn(move || {
+                // The encoder's channel stays open as long as its pipeline exists: poll so
+                // that the thread ends as soon as the session stops listening.
+                use std::sync::mpsc::RecvTimeoutError;
+                while !frame_tx.is_closed() {
+                    match frames.recv_timeout(Duration::from_millis(50)) {
+                        Ok(f) => {
+                            if frame_tx.blocking_send(f).is_err() {
+                                break;
+                            }
+                        }
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            })
+            .map_err(|e| Error::Io {
+                what: "spawn frame thread".into(),
+                source: e,
+            })?;
+
+        let mut state = State::new(&config, start);
+        encoder.set_target_bitrate(config.start_bitrate);
+        let mut tick = tokio::time::interval(config.stats_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tokio::pin!(shutdown);
+        let mut failure: Option<Error> = None;
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                done = &mut driver_task => {
+                    failure = Some(match done {
+                        Ok(Err(e)) => e.into(),
+                        _ => Error::Config("the UDP driver stopped unexpectedly".into()),
+                    });
+                    break;
+                }
+                frame = frame_rx.recv() => {
+                    let Some(frame) = frame else {
+                        let why = encoder.stats().error.unwrap_or_else(|| "frame channel closed".into());
+                        failure = Some(Error::Media(cg_media::MediaError::Pipeline(format!("encoder stopped: {why}"))));
+                        break;
+                    };
+                    let f = cg_rtp::EncodedFrame {
+                        data: frame.data,
+                        capture_time: frame.capture_time.to_instant(),
+                        key_frame: frame.key_frame,
+                        codec,
+                    };
+                    let answer = handle
+                        .query(move |s: &mut SenderSession, now| {
+                            if let Err(e) = s.push_frame(f, now) {
+                                tracing::warn!(%e, "frame not packetized");
+                            }
+                            s.target_bitrate()
+                        })
+                        .await;
+                    match answer {
+                        Ok(target) => state.steer(&encoder, target),
+                        Err(_) => continue, // the driver stopped: the next turn reports why
+                    }
+                }
+                event = handle.next_event() => match event {
+                    Some(SenderEvent::KeyFrameRequested(reason)) => {
+                        tracing::debug!(?reason, "key frame requested");
+                        state.key_frame_requests += 1;
+                        if let Err(e) = encoder.request_key_frame() {
+                            tracing::warn!(%e, "key-frame request failed");
+                        }
+                    }
+                    Some(SenderEvent::CircuitBreaker(b)) => {
+                        tracing::warn!(?b, "circuit breaker");
+                    }
+                    Some(_) => {}
+                    None => continue,
+                },
+                _ = tick.tick() => {
+                    if let Some(stats) = state.sample(&handle, &encoder).await {
+                        state.steer(&encoder, Bitrate::bps(stats.target_bps));
+                        if let Some(tx) = &stats_tx {
+                            let _ = tx.try_send(stats.clone());
+                        }
+                        state.last = stats;
+                    }
+                }
+            }
+        }
+
+        // Clean shutdown: BYE out of the socket before the driver stops. Each query returns
+        // after one turn of the driver loop, which flushes poll_transmit at its top.
+        if failure.is_none() {
+            let _ = handle.call(|s: &mut SenderSession, _| s.close()).await;
+            let _ = handle.query(|_: &mut SenderSession, _| ()).await;
+            let _ = handle.query(|_: &mut SenderSession, _| ()).await;
+            if let Some(stats) = state.sample(&handle, &encoder).await {
+                state.last = stats;
+            }
+        }
+        let _ = stop_driver.send(());
+        encoder.stop();
+        drop(frame_rx);
+        if !driver_task.is_finished() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut driver_task).await;
+        }
+        let _ = bridge.join();
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(state.last),
+        }
+    }
+}
+
+/// The loop's bookkeeping between samples.
+struct State {
+    start: Instant,
+    controller: String,
+    min: Bitrate,
+    threshold: f64,
+    applied: Bitrate,
+    key_frame_requests: u64,
+    last_rtp_bytes: u64,
+    last_sample: Instant,
+    min_rtt: Option<Duration>,
+    last: Stats,
+}
+
+impl State {
+    fn new(config: &SenderConfig, start: Instant) -> State {
+        State {
+            start,
+            controller: config.controller.name().to_owned(),
+            min: config.min_bitrate,
+            threshold: config.rate_change_threshold,
+            applied: config.start_bitrate,
+            key_frame_requests: 0,
+            last_rtp_bytes: 0,
+            last_sample: start,
+            min_rtt: None,
+            last: Stats::default(),
+        }
+    }
+
+    /// Passes the controller's target to the encoder when it changed meaningfully. While
+    /// the circuit breaker is open the session drops every frame; the encoder idles at the
+    /// configured minimum.
+    fn steer(&mut self, encoder: &Encoder, target: Bitrate) {
+        let want = target.max(self.min);
+        let old = self.applied.as_bps_f64();
+        let change = (want.as_bps_f64() - old).abs() / old.max(1.0);
+        if change >= self.threshold && want != self.applied {
+            encoder.set_target_bitrate(want);
+            self.applied = want;
+        }
+    }
+
+    async fn sample(
+        &mut self,
+        handle: &DriverHandle<SenderSession>,
+        encoder: &Encoder,
+    ) -> Option<Stats> {
+        let (s, c, target, tripped) = handle
+            .query(|s: &mut SenderSession, _| {
+                (
+                    s.stats().clone(),
+                    s.controller().stats(),
+                    s.target_bitrate(),
+                    s.circuit_breaker_tripped(),
+                )
+            })
+            .await
+            .ok()?;
+        let net = handle.stats();
+        let enc = encoder.stats();
+        let now = Instant::now();
+        let dt = now
+            .saturating_duration_since(self.last_sample)
+            .as_secs_f64();
+        let rate = if dt > 0.0 {
+            (s.rtp_bytes.saturating_sub(self.last_rtp_bytes) as f64 * 8.0 / dt) as u64
+        } else {
+            0
+        };
+        self.last_rtp_bytes = s.rtp_bytes;
+        self.last_sample = now;
+        let rtt = c.rtt.or(s.rtt);
+        if let Some(r) = rtt {
+            self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        }
+        let qdelay = c
+            .queue_delay
+            .or_else(|| Some(rtt?.saturating_sub(self.min_rtt?)));
+        Some(Stats {
+            t: now.saturating_duration_since(self.start).as_secs_f64(),
+            mono_ns: HostTime::now().as_nanos(),
+            controller: self.controller.clone(),
+            send_rate_bps: rate,
+            target_bps: target.as_bps(),
+            pacing_bps: c.pacing.as_bps(),
+            encoder_target_bps: self.applied.as_bps(),
+            encoder_bps: enc.produced_bitrate.as_bps(),
+            rtt_ms: rtt.map(ms),
+            loss: s.fraction_lost,
+            qdelay_ms: qdelay.map(ms),
+            cwnd_bytes: c.cwnd.map(|w| w.as_bytes()),
+            in_flight_bytes: c.bytes_in_flight.map(|w| w.as_bytes()),
+            remb_bps: s.remb.map(|r| r.as_bps()),
+            frames_encoded: enc.frames_out,
+            frames_sent: s.frames_pushed,
+            frames_dropped: s.frames_dropped + enc.dropped_backpressure,
+            key_frames: enc.key_frames,
+            key_frame_requests: self.key_frame_requests,
+            media_packets: s.media_packets,
+            retransmissions: s.retransmissions,
+            padding_packets: s.padding_packets,
+            rtcp_received: s.rtcp_received,
+            send_errors: net.send_errors,
+            breaker_open: tripped,
+            breaker_trips: s.breaker_trips,
+            extra: c.extra.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        })
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// cg-media's codec as cg-rtp's (the payload format).
+pub fn rtp_codec(c: cg_media::Codec) -> cg_rtp::Codec {
+    match c {
+        cg_media::Codec::H264 => cg_rtp::Codec::H264,
+        cg_media::Codec::H265 => cg_rtp::Codec::H265,
+        _ => cg_rtp::Codec::Vp8,
+    }
+}

@@ -1,0 +1,112 @@
+//! The sender's statistics record, emitted every `stats_interval` and written as one line of
+//! JSON by `cg-send --json` / `--stats-file`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One statistics sample of a running sender. Rates are over the last interval; counters
+/// are totals since the start. Field names are the JSON keys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Seconds since the session started.
+    pub t: f64,
+    /// The host's `CLOCK_MONOTONIC` at the sample, in ns (one clock for every netlab
+    /// namespace: align with other processes' samples on it).
+    pub mono_ns: u64,
+    /// Controller name (`gcc-remb`, `gcc`, `scream`).
+    pub controller: String,
+    /// RTP bit rate put on the wire over the last interval (media, retransmissions, padding;
+    /// RTP header and payload, no IP/UDP), bit/s.
+    pub send_rate_bps: u64,
+    /// The controller's target for the encoder (0 while the circuit breaker is open), bit/s.
+    pub target_bps: u64,
+    /// The pacer's rate, bit/s.
+    pub pacing_bps: u64,
+    /// The rate last given to the encoder, bit/s.
+    pub encoder_target_bps: u64,
+    /// The rate the encoder produced over its measurement window (1 s), bit/s.
+    pub encoder_bps: u64,
+    /// Round-trip time: the controller's smoothed RTT, else the last RR-based sample, ms.
+    pub rtt_ms: Option<f64>,
+    /// Fraction lost in the last receiver report (RFC 3550 §6.4.1), 0..1.
+    pub loss: Option<f64>,
+    /// Queuing delay: the controller's estimate (SCReAM), else RTT minus the least RTT seen, ms.
+    pub qdelay_ms: Option<f64>,
+    /// Congestion window (window-based controllers), bytes.
+    pub cwnd_bytes: Option<u64>,
+    /// Bytes in flight (window-based controllers).
+    pub in_flight_bytes: Option<u64>,
+    /// Last REMB value received, bit/s.
+    pub remb_bps: Option<u64>,
+    /// Frames the encoder produced.
+    pub frames_encoded: u64,
+    /// Frames handed to the RTP session and packetized.
+    pub frames_sent: u64,
+    /// Frames dropped before the wire (pacer queue bound, controller discard, breaker,
+    /// encoder back-pressure).
+    pub frames_dropped: u64,
+    /// Key frames the encoder produced.
+    pub key_frames: u64,
+    /// Key-frame requests passed to the encoder (PLI/FIR, queue discards, breaker recovery).
+    pub key_frame_requests: u64,
+    /// Media packets sent (first transmissions).
+    pub media_packets: u64,
+    /// Retransmissions sent.
+    pub retransmissions: u64,
+    /// Padding packets sent.
+    pub padding_packets: u64,
+    /// RTCP datagrams received from the receiver.
+    pub rtcp_received: u64,
+    /// Datagrams lost to send errors (ENOBUFS, ECONNREFUSED while the receiver is gone…).
+    pub send_errors: u64,
+    /// Whether the RTP circuit breaker (RFC 8083) is open: media stopped.
+    pub breaker_open: bool,
+    /// Times the breaker tripped.
+    pub breaker_trips: u64,
+    /// Controller-specific quantities by name (GCC: `m`, `gamma`, `state`, `a_r`, `a_s`,
+    /// `n_dd`…; SCReAM: `alpha`…).
+    pub extra: BTreeMap<String, f64>,
+}
+
+impl Stats {
+    /// A one-line human summary for a terminal status line.
+    pub fn status_line(&self) -> String {
+        format!(
+            "{:7.1}s {:>8} rate {:>6} target {:>6} rtt {:>6} loss {:>5} qdelay {:>6} frames {} sent / {} dropped{}",
+            self.t,
+            self.controller,
+            kbps(self.send_rate_bps),
+            kbps(self.target_bps),
+            ms(self.rtt_ms),
+            pct(self.loss),
+            ms(self.qdelay_ms),
+            self.frames_sent,
+            self.frames_dropped,
+            if self.breaker_open {
+                "  [circuit breaker open]"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// `1234k` or `12.3M`.
+pub fn kbps(bps: u64) -> String {
+    if bps >= 10_000_000 {
+        format!("{:.1}M", bps as f64 / 1e6)
+    } else {
+        format!("{}k", bps / 1000)
+    }
+}
+
+/// `12.3ms` or `-`.
+pub fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}ms"))
+}
+
+/// `1.2%` or `-`.
+pub fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{:.1}%", v * 100.0))
+}
