@@ -28,6 +28,13 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// Removes the scratch directory of `name` (after a passing test).
+fn cleanup(name: &str) {
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("netlab-test-{name}-{}", std::process::id())),
+    );
+}
+
 fn try_run(name: &str, toml: &str) -> Result<(Value, PathBuf), String> {
     let dir = scratch(name);
     let file = dir.join("s.toml");
@@ -492,6 +499,7 @@ fn invalid_scenario_is_refused_with_file_line_and_field_before_anything_is_creat
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("flows[0].from"), "{err}");
+    cleanup("invalid");
 }
 
 #[test]
@@ -537,6 +545,7 @@ fn a_killed_run_leaves_no_process_or_namespace_behind() {
             assert!(!e.file_name().to_string_lossy().starts_with("nl"), "{e:?}");
         }
     }
+    cleanup("kill");
 }
 
 #[test]
@@ -584,6 +593,9 @@ warmup = "2s"
         eprintln!("tbf: first attempt failed, re-running once: {first}");
         check(2).unwrap_or_else(|e| panic!("failed twice:\n 1: {first}\n 2: {e}"));
     }
+    for n in ["tbf-emu-1", "tbf-kernel-1", "tbf-emu-2", "tbf-kernel-2"] {
+        cleanup(n);
+    }
 }
 
 #[test]
@@ -602,5 +614,5 @@ fn nothing_is_left_in_the_root_namespace_after_runs() {
         "no interface may leak into the root namespace"
     );
     assert!(processes_mentioning(out.to_str().unwrap()).is_empty());
-    let _ = Path::new(&out);
+    cleanup("clean");
 }
