@@ -1,0 +1,279 @@
+//! The CLIs as a user runs them: error paths (clear message, non-zero exit), `--help`, and a
+//! 5 s loopback session cg-send → cg-recv over 127.0.0.1 with VP8 at 320×180 whose
+//! newline-delimited JSON statistics are parsed and checked. The binaries are built by cargo
+//! for this test (cg-recv here; cg-send from the sibling package, found next to it).
+
+use std::net::UdpSocket;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn recv_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_cg-recv"))
+}
+
+/// cg-send is built into the same directory as cg-recv (one workspace target dir); build it
+/// if this test runs alone.
+fn send_bin() -> PathBuf {
+    let p = recv_bin().with_file_name("cg-send");
+    if !p.exists() {
+        let ok = Command::new(env!("CARGO"))
+            .args(["build", "-p", "cg-sender", "--bin", "cg-send"])
+            .status()
+            .expect("cargo runs")
+            .success();
+        assert!(ok, "building cg-send failed");
+    }
+    p
+}
+
+fn run(bin: &PathBuf, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn help_lists_every_option() {
+    let o = run(&send_bin(), &["--help"]);
+    assert!(o.status.success());
+    let h = String::from_utf8_lossy(&o.stdout);
+    for opt in [
+        "--to",
+        "--cc",
+        "--ecn",
+        "--codec",
+        "--source",
+        "--width",
+        "--height",
+        "--fps",
+        "--start-bitrate",
+        "--min-bitrate",
+        "--max-bitrate",
+        "--json",
+        "--stats-file",
+        "--duration",
+        "gcc-remb",
+        "scream",
+        "l4s",
+    ] {
+        assert!(h.contains(opt), "cg-send --help lacks {opt}:\n{h}");
+    }
+    let o = run(&recv_bin(), &["--help"]);
+    assert!(o.status.success());
+    let h = String::from_utf8_lossy(&o.stdout);
+    for opt in [
+        "--listen",
+        "--cc",
+        "--codec",
+        "--json",
+        "--stats-file",
+        "--peer-timeout",
+    ] {
+        assert!(h.contains(opt), "cg-recv --help lacks {opt}:\n{h}");
+    }
+}
+
+#[test]
+fn bad_addresses_are_clear_errors() {
+    let o = run(&send_bin(), &["--to", "not-an-address", "--duration", "1s"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("bad --to address"), "{}", stderr(&o));
+    let o = run(&send_bin(), &["--to", "127.0.0.1:0", "--duration", "1s"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("non-zero port"), "{}", stderr(&o));
+    let o = run(
+        &recv_bin(),
+        &["--listen", "999.1.1.1:5", "--duration", "1s"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("bad --listen address"),
+        "{}",
+        stderr(&o)
+    );
+    // An address that is not ours cannot be bound.
+    let o = run(
+        &recv_bin(),
+        &["--listen", "192.0.2.1:5004", "--duration", "1s"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cannot bind 192.0.2.1:5004"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn port_in_use_is_a_clear_error() {
+    let busy = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let o = run(&recv_bin(), &["--listen", &addr, "--duration", "1s"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("cannot bind") && e.contains("address already in use"),
+        "{e}"
+    );
+    let o = run(
+        &send_bin(),
+        &["--to", "127.0.0.1:9", "--bind", &addr, "--duration", "1s"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("address already in use"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn unknown_codec_controller_and_ecn_are_clear_errors() {
+    let o = run(&send_bin(), &["--to", "127.0.0.1:9", "--codec", "av1"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("unknown encoder \"av1\"") && e.contains("vp8"),
+        "{e}"
+    );
+    let o = run(&send_bin(), &["--to", "127.0.0.1:9", "--cc", "bbr"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown controller"), "{}", stderr(&o));
+    let o = run(&send_bin(), &["--to", "127.0.0.1:9", "--ecn", "ce"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown ECN mode"), "{}", stderr(&o));
+    let o = run(&recv_bin(), &["--codec", "av1"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unknown codec"), "{}", stderr(&o));
+}
+
+#[test]
+fn nvenc_without_a_gpu_is_a_clear_error() {
+    let o = run(&send_bin(), &["--to", "127.0.0.1:9", "--codec", "nvh264"]);
+    if o.status.success() {
+        eprintln!("an NVENC encoder works on this machine; nothing to check");
+        return;
+    }
+    let e = stderr(&o);
+    assert!(e.contains("nvh264enc is not available"), "{e}");
+}
+
+#[derive(serde::Deserialize)]
+struct SendLine {
+    t: f64,
+    target_bps: u64,
+    send_rate_bps: u64,
+    frames_sent: u64,
+    rtcp_received: u64,
+}
+
+#[derive(serde::Deserialize)]
+struct RecvLine {
+    t: f64,
+    frames_decoded: u64,
+    recv_rate_bps: u64,
+    g2g_ms: Option<f64>,
+    peer: Option<String>,
+}
+
+#[test]
+fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let rstats = dir.path().join("recv.jsonl");
+    let recv = Command::new(recv_bin())
+        .args([
+            "--listen",
+            &listen,
+            "--cc",
+            "gcc",
+            "--quiet",
+            "--stats-file",
+        ])
+        .arg(&rstats)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let send = Command::new(send_bin())
+        .args([
+            "--to",
+            &listen,
+            "--cc",
+            "gcc",
+            "--codec",
+            "vp8",
+            "--width",
+            "320",
+            "--height",
+            "180",
+            "--duration",
+            "5s",
+            "--json",
+            "--quiet",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(send.status.success(), "cg-send: {}", stderr(&send));
+    // SIGTERM ends the receiver cleanly.
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on the child we spawned; no memory is involved.
+    assert_eq!(unsafe { libc::kill(recv.id() as i32, libc::SIGTERM) }, 0);
+    let out = recv.wait_with_output().unwrap();
+    assert!(out.status.success(), "cg-recv: {}", stderr(&out));
+
+    let sent: Vec<SendLine> = String::from_utf8(send.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("cg-send --json lines parse"))
+        .collect();
+    let got: Vec<RecvLine> = std::fs::read_to_string(&rstats)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("cg-recv stats lines parse"))
+        .collect();
+    // A line every 100 ms.
+    assert!(sent.len() >= 40, "{} sender lines", sent.len());
+    assert!(got.len() >= 45, "{} receiver lines", got.len());
+    assert!(sent.windows(2).all(|w| w[1].t > w[0].t));
+    assert!(got.windows(2).all(|w| w[1].t > w[0].t));
+    let s = sent.last().unwrap();
+    let r = got.last().unwrap();
+    assert!(
+        s.frames_sent >= 120,
+        "≈150 frames in 5 s at 30 fps, sent {}",
+        s.frames_sent
+    );
+    assert!(s.rtcp_received > 10, "feedback flowed");
+    assert!(s.target_bps > 0);
+    assert!(sent.iter().any(|l| l.send_rate_bps > 100_000));
+    assert!(
+        r.frames_decoded * 10 >= s.frames_sent * 9,
+        "decoded {} of {} frames",
+        r.frames_decoded,
+        s.frames_sent
+    );
+    assert!(got.iter().any(|l| l.recv_rate_bps > 100_000));
+    assert!(got.iter().any(|l| l.peer.is_some()));
+    let g2g: Vec<f64> = got.iter().filter_map(|l| l.g2g_ms).collect();
+    assert!(!g2g.is_empty(), "glass-to-glass latency reported");
+    assert!(g2g.iter().all(|&g| g > 0.0 && g < 2000.0), "{g2g:?}");
+}
