@@ -375,6 +375,16 @@ mod tests {
         );
     }
 
+    /// rtc-rtcp's `TransportLayerCc::unmarshal` overflows on a length field of 0xFFFF (found
+    /// by fuzz target `rtc_rtcp_unmarshal`); our splitter rejects it before it gets there.
+    #[test]
+    fn twcc_with_maximal_length_field_is_rejected_before_rtc_rtcp_sees_it() {
+        let mut b = vec![0x8F, 205, 0xFF, 0xFF, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 1];
+        b.extend_from_slice(&[0; 16]);
+        assert!(parse(&b, CONV).is_err());
+        assert!(rtc_rtcp::packet::unmarshal(&mut &b[..]).is_err());
+    }
+
     #[test]
     fn overrunning_compound_is_rejected_whole() {
         let mut b = build_pli(1, 7).unwrap().to_vec();
