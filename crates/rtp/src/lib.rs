@@ -60,7 +60,9 @@
 //! ([`codec`]): `rtc-rtp`'s H.265 depacketizer does not produce a byte stream, and its H.264
 //! STAP-A depacketizer indexes past the end of a truncated aggregate and panics (test
 //! `codec::h264::tests::rtc_rtp_stap_a_depacketizer_panics_where_ours_returns_an_error`), so we
-//! own the codecs and keep them fuzzed.
+//! own the codecs and keep them fuzzed. `rtc-rtcp`'s `TransportLayerCc::unmarshal` overflows
+//! on a length field of 0xFFFF when called directly (fuzz target `rtc_rtcp_unmarshal`); our
+//! [`rtcp::parse`] checks every length against the datagram first, so it never sees one.
 //!
 //! # Congestion control
 //!
