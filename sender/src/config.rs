@@ -174,6 +174,21 @@ pub struct SenderConfig {
     /// closes). Default 0.03: GCC's REMB rule treats a 3 % change as significant (MMSys16
     /// §3.3).
     pub rate_change_threshold: f64,
+    /// Least time between two key frames forced by requests (PLI/FIR, queue discards). A
+    /// request inside this time is held and served when it ends: one key frame answers
+    /// every request made before it, and a congested path is not flooded with key frames
+    /// (each is several times a delta frame, so more requests would only make the queue
+    /// overflow again). Default 500 ms.
+    #[serde(with = "humantime_serde")]
+    pub key_frame_min_interval: Duration,
+    /// Media older than this in the pacer's queue is dropped (whole frames) and a key frame
+    /// requested. Default `None`: 1 s for GCC, whose pacer must be able to spread a key frame
+    /// (at 720p and a few hundred kbit/s several times a frame interval's worth of bytes; a
+    /// shorter bound drops it, the receiver sees sequence gaps as loss, and the loss controller
+    /// cuts the rate further — libwebrtc's pacer allows 2 s, `kMaxExpectedQueueLength`); and
+    /// cg-rtp's 250 ms for SCReAM, whose own queue discard (100 ms) acts first.
+    #[serde(with = "humantime_serde")]
+    pub pacer_max_queue_delay: Option<Duration>,
     /// RTCP timeout of the RTP circuit breaker (RFC 8083 §4.1). Default 15 s (3 × Td with
     /// Tmin = 5 s); tests shorten it.
     #[serde(with = "humantime_serde")]
@@ -205,6 +220,8 @@ impl Default for SenderConfig {
             min_bitrate: Bitrate::kbps(50),
             max_bitrate: Bitrate::mbps(5),
             rate_change_threshold: 0.03,
+            key_frame_min_interval: Duration::from_millis(500),
+            pacer_max_queue_delay: None,
             rtcp_timeout: Duration::from_secs(15),
             stats_interval: Duration::from_millis(100),
             key_frame_interval: Some(300),
@@ -257,6 +274,15 @@ impl SenderConfig {
             )));
         }
         Ok(())
+    }
+
+    /// The pacer's queue bound for this controller (see
+    /// [`SenderConfig::pacer_max_queue_delay`]).
+    pub fn pacer_queue_bound(&self) -> Duration {
+        self.pacer_max_queue_delay.unwrap_or(match self.controller {
+            ControllerKind::Scream => cg_rtp::pacer::PacerConfig::default().max_queue_delay,
+            ControllerKind::Gcc | ControllerKind::GccRemb => Duration::from_secs(1),
+        })
     }
 
     /// The address to bind.

@@ -77,6 +77,10 @@ impl Sender {
             ntp_at_start: crate::ntp_now(),
             ssrc: config.ssrc,
             rtx_ssrc: config.ssrc.wrapping_add(1),
+            pacer: cg_rtp::pacer::PacerConfig {
+                max_queue_delay: config.pacer_queue_bound(),
+                ..cg_rtp::pacer::PacerConfig::default()
+            },
             ..cg_rtp::SenderConfig::default()
         };
         let session = SenderSession::with_controller_config(
@@ -163,9 +167,8 @@ impl Sender {
                     Some(SenderEvent::KeyFrameRequested(reason)) => {
                         tracing::debug!(?reason, "key frame requested");
                         state.key_frame_requests += 1;
-                        if let Err(e) = encoder.request_key_frame() {
-                            tracing::warn!(%e, "key-frame request failed");
-                        }
+                        state.key_frame_pending = true;
+                        state.serve_key_frame(&encoder);
                     }
                     Some(SenderEvent::CircuitBreaker(b)) => {
                         tracing::warn!(?b, "circuit breaker");
@@ -174,6 +177,7 @@ impl Sender {
                     None => continue,
                 },
                 _ = tick.tick() => {
+                    state.serve_key_frame(&encoder);
                     if let Some(stats) = state.sample(&handle, &encoder).await {
                         state.steer(&encoder, Bitrate::bps(stats.target_bps));
                         if let Some(tx) = &stats_tx {
@@ -217,6 +221,9 @@ struct State {
     threshold: f64,
     applied: Bitrate,
     key_frame_requests: u64,
+    key_frame_pending: bool,
+    last_forced_key_frame: Option<Instant>,
+    key_frame_min_interval: Duration,
     last_rtp_bytes: u64,
     last_sample: Instant,
     min_rtt: Option<Duration>,
@@ -232,6 +239,9 @@ impl State {
             threshold: config.rate_change_threshold,
             applied: config.start_bitrate,
             key_frame_requests: 0,
+            key_frame_pending: false,
+            last_forced_key_frame: None,
+            key_frame_min_interval: config.key_frame_min_interval,
             last_rtp_bytes: 0,
             last_sample: start,
             min_rtt: None,
@@ -249,6 +259,22 @@ impl State {
         if change >= self.threshold && want != self.applied {
             encoder.set_target_bitrate(want);
             self.applied = want;
+        }
+    }
+
+    /// Forces a key frame if one is wanted and the last forced one is old enough (else the
+    /// statistics tick serves it later).
+    fn serve_key_frame(&mut self, encoder: &Encoder) {
+        let now = Instant::now();
+        let due = self
+            .last_forced_key_frame
+            .is_none_or(|t| now.saturating_duration_since(t) >= self.key_frame_min_interval);
+        if self.key_frame_pending && due {
+            self.key_frame_pending = false;
+            self.last_forced_key_frame = Some(now);
+            if let Err(e) = encoder.request_key_frame() {
+                tracing::warn!(%e, "key-frame request failed");
+            }
         }
     }
 
