@@ -47,7 +47,7 @@ enum Cmd {
         /// Print this preset's TOML.
         name: Option<String>,
     },
-    /// Run the built-in demo scenario (MMSys16 §6.1 capacity schedule with a TCP flow).
+    /// Run the built-in demo scenario (MMSys16 §6.1 shortened: one GCC flow, cg-send → cg-recv).
     Demo {
         /// Output directory.
         #[arg(long, default_value = "out/demo")]

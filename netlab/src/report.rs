@@ -255,11 +255,11 @@ pub fn table(s: &Summary) -> String {
 
 /// The demo's scenario: MMSys16 §6.1's capacity schedule (1 → 2.5 → 0.5 → 1 Mb/s), RTT
 /// 50 ms, DT/300, with one TCP Cubic flow standing in for the GCC flow until cg flows exist.
-pub const DEMO: &str = r#"# netlab demo: MMSys16 §6.1's capacity schedule, RTT 50 ms, DT/300.
-# A TCP Cubic flow stands in for the GCC flow (cg flows need cg-send/cg-recv, issue #9);
-# a 200 kb/s UDP probe flow shows the queuing delay that loss-based TCP builds.
-name = "demo-mmsys16-6.1-tcp"
-description = "MMSys16 §6.1 capacity schedule 1 → 2.5 → 0.5 → 1 Mb/s, RTT 50 ms, DT/300, TCP Cubic + 200 kb/s UDP"
+pub const DEMO: &str = r#"# netlab demo: MMSys16 §6.1 shortened: one GCC flow (cg-send → cg-recv, VP8 1280x720 at
+# 30 fps from videotestsrc (scrolling SMPTE bars), receiver-side GCC with REMB as in the paper), capacity
+# 1 → 2.5 → 0.5 → 1 Mb/s, RTT 50 ms, DropTail 300 ms.
+name = "demo-mmsys16-6.1-gcc"
+description = "MMSys16 §6.1 shortened: one GCC (REMB) flow, VP8 720p30, capacity 1 → 2.5 → 0.5 → 1 Mb/s, RTT 50 ms, DT/300"
 duration = "@DUR@"
 seed = 1
 
@@ -278,19 +278,12 @@ capacity = "100Mbit"
 delay = "25ms"
 
 [[flows]]
-name = "tcp"
-kind = "tcp"
-cc = "cubic"
+name = "gcc"
+kind = "cg"
+controller = "gcc-remb"
 from = "s1"
 to = "r1"
-
-[[flows]]
-name = "udp"
-kind = "udp"
-rate = "200kbit"
-size = 200
-from = "s1"
-to = "r1"
+send_args = ["--codec", "vp8", "--source", "videotest", "--pattern", "smpte", "--width", "1280", "--height", "720", "--fps", "30"]
 "#;
 
 /// The demo scenario with `step_s` seconds per capacity step.

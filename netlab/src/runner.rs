@@ -274,7 +274,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             FlowKind::Udp => "__udp-sink",
             FlowKind::Cg => {
                 let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-                let a = vec![
+                let mut a = vec![
                     s("--listen"),
                     format!("0.0.0.0:{}", f.port),
                     s("--cc"),
@@ -285,6 +285,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
                         .to_string(),
                     s("--quiet"),
                 ];
+                a.extend(f.recv_args.iter().cloned());
                 cg_receivers.push(spawn_prog_in(
                     &topo.ns(f.to),
                     &recv,
@@ -317,7 +318,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
         let dst = format!("{}:{}", sc.hosts[f.to].addr, f.port);
         if f.kind == FlowKind::Cg {
             let (send, _) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-            let a = vec![
+            let mut a = vec![
                 s("__exec-at"),
                 s("--t0-ns"),
                 s(t0_ns),
@@ -339,6 +340,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
                     .to_string(),
                 s("--quiet"),
             ];
+            a.extend(f.send_args.iter().cloned());
             senders.push(spawn_in(
                 &topo.ns(f.from),
                 &a,

@@ -162,6 +162,10 @@ pub struct FlowSpec {
     pub port: u16,
     /// cg flows: the controller passed to cg-send/cg-recv `--cc` (default `gcc`).
     pub controller: String,
+    /// cg flows: extra cg-send arguments.
+    pub send_args: Vec<String>,
+    /// cg flows: extra cg-recv arguments.
+    pub recv_args: Vec<String>,
 }
 
 /// A checked scenario.
@@ -678,6 +682,8 @@ fn flow_instances(
             ecn: r.ecn,
             port,
             controller: r.controller.clone().unwrap_or_else(|| "gcc".to_owned()),
+            send_args: r.send_args.clone(),
+            recv_args: r.recv_args.clone(),
         });
     }
     Ok(())

@@ -334,6 +334,12 @@ pub struct RawFlow {
     pub ecn: EcnSetting,
     /// cg flows: controller name (gcc, scream) — passed to cg-send.
     pub controller: Option<String>,
+    /// cg flows: extra `cg-send` arguments (e.g. `["--width", "640", "--max-bitrate", "20M"]`).
+    #[serde(default)]
+    pub send_args: Vec<String>,
+    /// cg flows: extra `cg-recv` arguments.
+    #[serde(default)]
+    pub recv_args: Vec<String>,
 }
 
 /// Metric settings.

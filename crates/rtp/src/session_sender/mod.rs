@@ -522,8 +522,13 @@ impl SenderSession {
         self.last_rtp_ts = Some((s.timestamp, now));
         let rtp_seq = s.seq as u16;
         s.sent = now;
+        let end_of_frame = s.marker;
         self.history.insert(s);
         let t = self.finish_send(bytes, tx, self.config.ssrc, rtp_seq, PacketKind::Media, now);
+        if end_of_frame {
+            // Lets send-side GCC group packets by frame (MMSys16 eq. 4).
+            self.controller.on_frame_sent(tx);
+        }
         self.controller
             .on_media_queue(self.pacer.media_queue(now), now);
         Ok(t)
