@@ -105,7 +105,7 @@
 //! 118 k packets/s with RFC 8888 feedback, 226 k packets/s with transport-wide CC (frame
 //! assembly and depacketization included). End to end over cg-link at 2 Mbit/s DT/300
 //! (`tests/e2e_sim.rs`, [10 s, 60 s]): GCC-REMB U 0.88 / queue p95 21 ms, GCC send-side
-//! 0.91 / 27 ms, SCReAM 0.92 / 33 ms; SCReAM ECT(1) through DualPI2 queue p95 3.1 ms at
+//! 0.91 / 47 ms, SCReAM 0.92 / 33 ms; SCReAM ECT(1) through DualPI2 queue p95 3.1 ms at
 //! U 0.72 (cg-cc 2123065).
 
 mod codec_frame;
