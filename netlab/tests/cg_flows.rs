@@ -184,6 +184,7 @@ ecn = "{ecn}"
 from = "s1"
 to = "r1"
 send_args = [{send_args}]
+recv_args = ["--start-bitrate", "@START@"]
 "#
     )
 }
@@ -207,7 +208,8 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
         // near the capacity so the run measures the steady state.
         &format!("{VIDEO_360P}, \"--start-bitrate\", \"800k\""),
     )
-    .replace("@DELAY@", "25ms");
+    .replace("@DELAY@", "25ms")
+    .replace("@START@", "800k");
     run_checked(
         &format!("{controller}-1mbit"),
         &toml,
@@ -278,7 +280,8 @@ qdisc = { kind = "dualpi2" }"#;
         "ect1",
         r#""--width", "640", "--height", "360", "--fps", "30", "--pattern", "snow", "--start-bitrate", "5M", "--max-bitrate", "30M""#,
     )
-    .replace("@DELAY@", "15ms");
+    .replace("@DELAY@", "15ms")
+    .replace("@START@", "5M");
     run_checked(
         "scream-l4s",
         &toml,
@@ -310,7 +313,9 @@ fn gcc_capacity_drop_2500_to_500_kbps() {
 delay = "25ms"
 qdisc = { kind = "droptail", limit = "300ms" }"#;
     let args = format!("{VIDEO_360P}, \"--start-bitrate\", \"2M\"");
-    let toml = scenario("cg-gcc-drop", 25, fwd, "gcc", "not_ect", &args).replace("@DELAY@", "25ms");
+    let toml = scenario("cg-gcc-drop", 25, fwd, "gcc", "not_ect", &args)
+        .replace("@DELAY@", "25ms")
+        .replace("@START@", "2M");
     run_checked(
         "gcc-drop",
         &toml,
@@ -391,7 +396,8 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
         "not_ect",
         r#""--width", "320", "--height", "180", "--fps", "30", "--pattern", "smpte", "--rtcp-timeout", "3s""#,
     )
-    .replace("@DELAY@", "10ms");
+    .replace("@DELAY@", "10ms")
+    .replace("@START@", "300k");
     let restarted_stats = std::sync::Mutex::new(None::<PathBuf>);
     run_checked(
         "breaker",

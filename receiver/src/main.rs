@@ -30,6 +30,10 @@ struct Args {
     /// Nominal frame rate of the stream (for freeze detection).
     #[arg(long, default_value_t = 30)]
     fps: u32,
+    /// GCC-REMB: the receive-side estimator's start rate (give the sender's
+    /// --start-bitrate: the first REMB carries it).
+    #[arg(long, default_value = "300k", value_parser = parse_rate)]
+    start_bitrate: cg_types::Bitrate,
     /// Show the decoded video in a window (needs a display) instead of decoding only.
     #[arg(long)]
     display: bool,
@@ -58,6 +62,10 @@ const EXAMPLES: &str = "Examples:
   cg-recv --listen [::]:5004 --cc gcc --json | jq .frames_decoded
 
 Log detail: RUST_LOG=debug.";
+
+fn parse_rate(s: &str) -> Result<cg_types::Bitrate, String> {
+    s.parse::<cg_types::Bitrate>().map_err(|e| e.to_string())
+}
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -157,6 +165,7 @@ fn config(a: &Args) -> Result<ReceiverConfig, Error> {
             SinkKind::Fake
         },
         peer_timeout: a.peer_timeout,
+        start_bitrate: a.start_bitrate,
         stats_interval: a.stats_interval,
         ..ReceiverConfig::default()
     };
