@@ -34,10 +34,10 @@
 
 mod controller;
 pub mod gcc;
+pub mod scream;
 pub mod sim;
 #[cfg(feature = "webrtc")]
 pub mod webrtc_adapter;
-pub mod scream;
 
 pub use controller::{
     Controller, ControllerConfig, ControllerEvent, ControllerStats, Feedback, FeedbackKind,

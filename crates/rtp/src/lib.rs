@@ -100,8 +100,8 @@
 //! `rtc-rtp`/`rtc-rtcp`'s. `benches/session.rs` measures the sans-IO throughput.
 //!
 //! Measured here (`cargo bench -p cg-rtp -- --warm-up-time 1 --measurement-time 3`, 2 shared
-//! cores under a load average of ~14 from parallel builds, so lower bounds): packetize + pace
-//! + serialize 332 MiB/s ≈ 2.8 Gbit/s of 1200-byte payloads (100-packet frames); receiver
+//! cores under a load average of ~14 from parallel builds, so lower bounds): packetize, pace
+//! and serialize 332 MiB/s ≈ 2.8 Gbit/s of 1200-byte payloads (100-packet frames); receiver
 //! 118 k packets/s with RFC 8888 feedback, 226 k packets/s with transport-wide CC (frame
 //! assembly and depacketization included). End to end over cg-link at 2 Mbit/s DT/300
 //! (`tests/e2e_sim.rs`, [10 s, 60 s]): GCC-REMB U 0.88 / queue p95 21 ms, GCC send-side

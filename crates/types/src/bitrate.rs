@@ -89,7 +89,9 @@ impl Bitrate {
             return None;
         }
         let nanos = (size.as_bits() as u128 * 1_000_000_000) / self.0 as u128;
-        Some(Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
+        Some(Duration::from_nanos(
+            u64::try_from(nanos).unwrap_or(u64::MAX),
+        ))
     }
 }
 

@@ -192,7 +192,10 @@ mod tests {
     fn parses_units() {
         assert_eq!("1500B".parse::<DataSize>().unwrap(), DataSize::bytes(1500));
         assert_eq!("64KiB".parse::<DataSize>().unwrap(), DataSize::bytes(65536));
-        assert_eq!("32 MB".parse::<DataSize>().unwrap(), DataSize::bytes(32_000_000));
+        assert_eq!(
+            "32 MB".parse::<DataSize>().unwrap(),
+            DataSize::bytes(32_000_000)
+        );
         assert!("12 parsecs".parse::<DataSize>().is_err());
     }
 

@@ -76,7 +76,12 @@ pub struct UnknownEcn(pub String);
 impl FromStr for Ecn {
     type Err = UnknownEcn;
     fn from_str(s: &str) -> Result<Self, UnknownEcn> {
-        match s.trim().to_ascii_lowercase().replace(['(', ')', '_'], "").as_str() {
+        match s
+            .trim()
+            .to_ascii_lowercase()
+            .replace(['(', ')', '_'], "")
+            .as_str()
+        {
             "not-ect" | "notect" | "none" | "off" => Ok(Ecn::NotEct),
             "ect0" => Ok(Ecn::Ect0),
             "ect1" | "l4s" => Ok(Ecn::Ect1),

@@ -55,7 +55,12 @@ impl Add<Duration> for RemoteTime {
 
 impl fmt::Display for RemoteTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "remote+{}.{:06}s", self.0 / 1_000_000, (self.0 % 1_000_000).abs())
+        write!(
+            f,
+            "remote+{}.{:06}s",
+            self.0 / 1_000_000,
+            (self.0 % 1_000_000).abs()
+        )
     }
 }
 

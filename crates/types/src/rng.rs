@@ -115,7 +115,10 @@ mod tests {
         let xs: Vec<f64> = (0..n).map(|_| r.normal()).collect();
         let mean = xs.iter().sum::<f64>() / n as f64;
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
-        assert!(mean.abs() < 0.02 && (var - 1.0).abs() < 0.03, "{mean} {var}");
+        assert!(
+            mean.abs() < 0.02 && (var - 1.0).abs() < 0.03,
+            "{mean} {var}"
+        );
     }
 
     #[test]
