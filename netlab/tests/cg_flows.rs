@@ -441,7 +441,7 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
                 "gcc",
                 "--quiet",
                 "--duration",
-                "8s",
+                "14s",
                 "--stats-file",
             ])
             .arg(&stats)
@@ -475,10 +475,14 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
                 .filter(|l| l["breaker_open"].as_bool() == Some(true))
                 .map(|l| run_t(l, t0))
                 .collect();
+            // The rate of a sample is over the 100 ms before it: skip the first open sample.
             let rate_while_open = sent
-                .iter()
-                .filter(|l| l["breaker_open"].as_bool() == Some(true))
-                .map(|l| num(l, "send_rate_bps"))
+                .windows(2)
+                .filter(|w| {
+                    w[0]["breaker_open"].as_bool() == Some(true)
+                        && w[1]["breaker_open"].as_bool() == Some(true)
+                })
+                .map(|w| num(&w[1], "send_rate_bps"))
                 .fold(0.0, f64::max);
             let last = sent.last().ok_or("no sender statistics")?;
             let decoded_before = first.last().map_or(0.0, |l| num(l, "frames_decoded"));

@@ -45,7 +45,13 @@
 //!   encoder idles at the minimum rate.
 //! - Every `SenderEvent::KeyFrameRequested` — PLI/FIR from the receiver, frames dropped by the
 //!   pacer's queue bound, SCReAM's `DiscardQueue`, breaker recovery — becomes
-//!   `Encoder::request_key_frame`.
+//!   `Encoder::request_key_frame`, at most one per [`SenderConfig::key_frame_min_interval`]
+//!   (500 ms; later requests are held and served together): on a congested path every key
+//!   frame is several delta frames' worth of bytes, and answering each request made the queue
+//!   overflow again (measured in netlab: a key-frame spiral down to the minimum rate).
+//! - The pacer's queue bound is 1 s for GCC ([`SenderConfig::pacer_max_queue_delay`]): with
+//!   cg-rtp's 250 ms a key frame at a few hundred kbit/s was dropped in part, the receiver saw
+//!   the sequence gaps as loss and GCC's loss controller cut the rate to its floor.
 //! - Shutdown: the session queues an RTCP BYE (RFC 3550 §6.6), the driver flushes it, then the
 //!   driver and the encoder stop.
 //!
