@@ -310,7 +310,14 @@ mod tests {
     fn demo_scenario_parses_and_passes_preflight() {
         let sc = demo_scenario(20).unwrap();
         assert_eq!(sc.duration, Duration::from_secs(80));
-        preflight(&sc).unwrap();
+        assert_eq!(sc.flows.len(), 1);
+        assert_eq!(sc.flows[0].controller, "gcc-remb");
+        // The demo's cg flow needs cg-send/cg-recv next to the binary (not next to a unit
+        // test); `cargo xtask demo` builds them.
+        match crate::traffic::cg::binaries() {
+            Ok(_) => preflight(&sc).unwrap(),
+            Err(_) => assert!(preflight(&sc).unwrap_err().to_string().contains("cg-send")),
+        }
     }
 
     #[test]
