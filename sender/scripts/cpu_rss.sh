@@ -21,7 +21,7 @@ HZ=$(getconf CLK_TCK)
 sleep 5
 s0=$(ticks $S); r0=$(ticks $R); t0=$(date +%s.%N)
 i=5
-while [ $i -lt $SECS ]; do
+while [ $i -lt $((SECS - 5)) ]; do
   echo "t=${i}s rss_kib send=$(rss $S) recv=$(rss $R)"
   sleep 5; i=$((i + 5))
 done
