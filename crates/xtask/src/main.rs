@@ -204,14 +204,7 @@ fn test(extra: &[String]) -> Result<(), String> {
 
 fn demo(extra: &[String]) -> Result<(), String> {
     // The demo's media flow runs cg-send and cg-recv, found next to the netlab binary.
-    run(cargo().args([
-        "build",
-        "--release",
-        "-p",
-        "cg-sender",
-        "-p",
-        "cg-receiver",
-    ]))?;
+    run(cargo().args(["build", "--release", "-p", "cg-sender", "-p", "cg-receiver"]))?;
     run(cargo()
         .args([
             "run",
