@@ -2,7 +2,8 @@
 //!
 //! - `setup`: installs the Debian packages the workspace needs (apt-get, when root and something
 //!   is missing). Idempotent; with nothing missing it makes one `dpkg-query` call.
-//! - `test`: setup, then fmt check, clippy with `-D warnings`, and `cargo test --workspace`.
+//! - `test`: setup, then fmt check, clippy with `-D warnings`, and `cargo test --workspace`,
+//!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too.
 //! - `demo`: setup, then the project's main job.
 //! - `bench`: the criterion benchmarks.
 
@@ -70,7 +71,7 @@ fn usage() {
         "usage: cargo xtask <command> [args]\n\n\
          commands:\n  \
          setup   install the Debian packages the workspace needs (apt-get, as root)\n  \
-         test    setup, then cargo fmt --check, clippy -D warnings, cargo test --workspace\n  \
+         test    setup, then cargo fmt --check, clippy -D warnings, cargo test --workspace (all features)\n  \
          demo    setup, then run the project's main job (the netlab demo)\n  \
          bench   run the criterion benchmarks (extra args go to cargo bench)"
     );
@@ -195,11 +196,14 @@ fn test(extra: &[String]) -> Result<(), String> {
         "clippy",
         "--workspace",
         "--all-targets",
+        "--all-features",
         "--",
         "-D",
         "warnings",
     ]))?;
-    run(cargo().args(["test", "--workspace"]).args(extra))
+    run(cargo()
+        .args(["test", "--workspace", "--all-features"])
+        .args(extra))
 }
 
 fn demo(extra: &[String]) -> Result<(), String> {
