@@ -60,6 +60,7 @@
 //! This crate is a driver: it reads the clock (for the session's `now` through cg-net, and
 //! for the statistics). The protocol logic below it stays sans-IO.
 
+pub mod cli;
 mod config;
 mod error;
 pub mod output;

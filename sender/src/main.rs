@@ -110,12 +110,7 @@ fn parse_rate(s: &str) -> Result<Bitrate, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    cg_sender::cli::init_tracing();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -127,14 +122,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), Error> {
     let config = config(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Io {
-            what: "tokio runtime".into(),
-            source: e,
-        })?;
+    let runtime = cg_sender::cli::runtime()?;
     runtime.block_on(async move {
         let mut out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
         let mut sender = Sender::new(config)?;
@@ -147,7 +135,7 @@ fn run(args: Args) -> Result<(), Error> {
             out.finish();
             Ok::<(), Error>(())
         });
-        let last = sender.run(cg_sender_shutdown(args.duration)).await;
+        let last = sender.run(cg_sender::cli::shutdown(args.duration)).await;
         let written = writer.await.unwrap_or(Ok(()));
         let last = last?;
         written?;
@@ -157,29 +145,6 @@ fn run(args: Args) -> Result<(), Error> {
         );
         Ok(())
     })
-}
-
-/// Completes on SIGINT, SIGTERM or after `duration`.
-async fn cg_sender_shutdown(duration: Option<Duration>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        tracing::error!("cannot install signal handlers");
-        return std::future::pending().await;
-    };
-    let timer = async {
-        match duration {
-            Some(d) => tokio::time::sleep(d).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = int.recv() => tracing::info!("SIGINT"),
-        _ = term.recv() => tracing::info!("SIGTERM"),
-        () = timer => {}
-    }
 }
 
 fn resolve(what: &str, s: &str) -> Result<SocketAddr, Error> {

@@ -1,0 +1,51 @@
+//! Process plumbing shared by the `cg-send` and `cg-recv` binaries: logging, the runtime and
+//! the shutdown signal.
+
+use std::time::Duration;
+
+use crate::Error;
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `warn`).
+pub fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The two-worker tokio runtime the binaries run on.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Io {
+            what: "tokio runtime".into(),
+            source: e,
+        })
+}
+
+/// Completes on SIGINT, SIGTERM or after `duration`.
+pub async fn shutdown(duration: Option<Duration>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return std::future::pending().await;
+    };
+    let timer = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = int.recv() => tracing::info!("SIGINT"),
+        _ = term.recv() => tracing::info!("SIGTERM"),
+        () = timer => {}
+    }
+}
