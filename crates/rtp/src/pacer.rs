@@ -12,8 +12,11 @@
 //!   is empty, at the probe's rate.
 //!
 //! Leaky bucket: after a packet of size `s` the next may leave `s / rate` later. A late
-//! wake-up may catch up by at most [`PacerConfig::max_lag`], so idle time never turns into a
-//! burst.
+//! wake-up may catch up by at most [`PacerConfig::max_lag`], and never to before the packet
+//! was queued, so idle time never turns into a burst: the first packets of a frame that
+//! arrives at an idle pacer, or that the send window held back until feedback reopened it,
+//! leave one gap apart, not `max_lag`'s worth at once (a 1 ms burst at the pacing rate is
+//! enough to cross DualPI2's 1 ms L4S step threshold).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -216,8 +219,11 @@ impl<T> Pacer<T> {
             };
             return match picked {
                 Some((class, q)) => {
+                    // A packet the window held back was not late for the bucket: no
+                    // catch-up when the window reopens.
+                    let ready = if self.window_blocked { now } else { q.enqueued };
                     self.window_blocked = false;
-                    self.charge(q.size, now);
+                    self.charge(q.size, ready, now);
                     Some(Release::Packet(class, q))
                 }
                 None => {
@@ -250,11 +256,17 @@ impl<T> Pacer<T> {
         Some(Release::Padding(self.padding_size))
     }
 
-    fn charge(&mut self, size: DataSize, now: Instant) {
+    /// Books `size` bytes sent at `now` for a packet queued at `enqueued`.
+    fn charge(&mut self, size: DataSize, enqueued: Instant, now: Instant) {
         let rate = self.rate.max(self.config.min_rate);
         let gap = rate.time_to_send(size).unwrap_or(Duration::ZERO);
+        // Catch up at most `max_lag`, and not to before the packet existed.
+        let earliest = now
+            .checked_sub(self.config.max_lag)
+            .unwrap_or(now)
+            .max(enqueued.min(now));
         let base = match self.next_send {
-            Some(t) => t.max(now.checked_sub(self.config.max_lag).unwrap_or(now)),
+            Some(t) => t.max(earliest),
             None => now,
         };
         self.next_send = Some(base + gap);
@@ -364,6 +376,56 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_reaching_an_idle_pacer_is_not_sent_as_a_burst() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(10),
+            DataSize::bytes(255),
+        );
+        p.enqueue(PacketClass::Media, q(0, t0));
+        assert_eq!(
+            drain_times(&mut p, t0, t0 + Duration::from_secs(1)).len(),
+            1
+        );
+        // Idle for 100 ms, then a 4-packet frame: 1250 B at 10 Mbit/s = 1 ms apart, even
+        // though the bucket has been idle far longer than `max_lag`.
+        let t1 = t0 + Duration::from_millis(100);
+        for _ in 0..4 {
+            p.enqueue(PacketClass::Media, q(1, t1));
+        }
+        let times = drain_times(&mut p, t1, t1 + Duration::from_secs(1));
+        assert_eq!(times.len(), 4);
+        assert_eq!(times[0], t1);
+        for w in times.windows(2) {
+            assert_eq!(w[1] - w[0], Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_late_wake_up_catches_up_at_most_max_lag() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(10),
+            DataSize::bytes(255),
+        );
+        for _ in 0..10 {
+            p.enqueue(PacketClass::Media, q(0, t0));
+        }
+        assert!(matches!(p.poll(t0, None), Some(Release::Packet(..))));
+        // The next was due at t0 + 1 ms; waking 5 ms late releases 2 packets (the one due,
+        // plus 1 ms of catch-up), then the bucket paces again.
+        let late = t0 + Duration::from_millis(6);
+        let mut n = 0;
+        while let Some(Release::Packet(..)) = p.poll(late, None) {
+            n += 1;
+        }
+        assert_eq!(n, 2);
+        assert_eq!(p.poll_timeout(), Some(late + Duration::from_millis(1)));
+    }
+
+    #[test]
     fn retransmissions_go_first() {
         let t0 = Instant::now();
         let mut p = Pacer::new(
@@ -390,6 +452,29 @@ mod tests {
         p.enqueue(PacketClass::Media, q(1, t0));
         assert!(p.poll(t0, Some(DataSize::bytes(1000))).is_none());
         assert!(p.poll(t0, Some(DataSize::bytes(1250))).is_some());
+    }
+
+    #[test]
+    fn a_reopened_window_does_not_release_a_burst() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(10),
+            DataSize::bytes(255),
+        );
+        for _ in 0..4 {
+            p.enqueue(PacketClass::Media, q(1, t0));
+        }
+        let open = Some(DataSize::bytes(100_000));
+        assert!(p.poll(t0, open).is_some());
+        let due = t0 + Duration::from_millis(1);
+        assert!(p.poll(due, Some(DataSize::ZERO)).is_none());
+        assert_eq!(p.poll_timeout(), None);
+        // Feedback reopens the window 20 ms later: packets leave 1 ms apart from then on.
+        let t1 = t0 + Duration::from_millis(20);
+        assert!(p.poll(t1, open).is_some());
+        assert!(p.poll(t1, open).is_none());
+        assert_eq!(p.poll_timeout(), Some(t1 + Duration::from_millis(1)));
     }
 
     #[test]
