@@ -46,6 +46,10 @@
 //!   `http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01`) and
 //!   abs-capture-time (id 3, `http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time`,
 //!   the 64-bit NTP capture timestamp of the frame, on the first packet of every frame).
+//! - Sequence numbers, RTP and transport-wide, are assigned as packets leave the pacer, so
+//!   frames the pacer drops (queue bound, SCReAM's `DiscardQueue`) leave no gap the receiver
+//!   would count as loss and NACK; after such a drop the sender refuses delta frames until a
+//!   key frame (module `session_sender`).
 //! - Retransmissions and padding on a separate RTX stream (RFC 4588: own SSRC and payload type,
 //!   original sequence number in the first two payload bytes), so that RFC 8888 reports,
 //!   which are keyed by RTP sequence number, never see a sequence number twice.
@@ -79,7 +83,8 @@
 //!   [`SenderSession::with_controller_config`]); [`SenderSession::push_frame`] takes an
 //!   [`EncodedFrame`]; [`SenderSession::target_bitrate`] is the encoder's rate;
 //!   [`SenderEvent`]s ask for key frames ([`KeyFrameReason`]: PLI, FIR, queue overflow,
-//!   controller discard, circuit-breaker recovery), report dropped frames and circuit-breaker
+//!   controller discard, circuit-breaker recovery), report dropped frames (media the pacer
+//!   dropped, and delta frames refused until the key frame that follows) and circuit-breaker
 //!   changes ([`BreakerState`]).
 //! - [`ReceiverSession::new`]`(ReceiverConfig, Option<Box<dyn ReceiveSideEstimator>>, now)`;
 //!   [`ReceiverEvent::Frame`] hands out decodable [`ReceivedFrame`]s in order;
@@ -93,7 +98,8 @@
 //!
 //! Unit tests sit at the bottom of each file. `tests/session.rs` runs both sessions over a
 //! fixed-delay wire with a trivial controller (bit-exact frames for all codecs, each feedback
-//! kind, NACK repair, PLI, pacer bound, circuit breaker, hostile input); `tests/e2e_sim.rs`
+//! kind, NACK repair, PLI, pacer bound and discards leaving no sequence gap, circuit breaker,
+//! hostile input); `tests/e2e_sim.rs`
 //! runs them with cg-cc's GCC and SCReAM over cg-link's simulated bottlenecks;
 //! `tests/tshark.rs` has Wireshark decode a capture of our traffic. `fuzz/` (its own
 //! workspace, `cargo +nightly fuzz run <target>`) has a target per parser, ours and

@@ -4,10 +4,15 @@
 //!   GCC sets it to 1.5 × its target, draft-ietf-rmcat-gcc-02 §4), and, for window-based
 //!   controllers (SCReAM), only while [`cg_cc::Controller::send_allowance`] covers the packet.
 //! - Retransmissions go before media, media before padding.
-//! - Bounded: when the oldest media packet has waited longer than
-//!   [`PacerConfig::max_queue_delay`], every queued media frame is dropped whole (the frame
-//!   in progress included, since the decoder needs the next key frame anyway) and the caller
-//!   asks the encoder for a key frame. Retransmissions older than the same limit are dropped.
+//! - Bounded: when the first frame that has not started leaving has waited longer than
+//!   [`PacerConfig::max_queue_delay`], it and every frame queued behind it are dropped whole,
+//!   and the caller asks the encoder for a key frame (the frames after a dropped one cannot
+//!   be decoded without it). Retransmissions older than the same limit are dropped.
+//! - Frames are never split. A frame whose first packet has left is always finished, by
+//!   every drop ([`Pacer::enforce_limit`], [`Pacer::discard_media`]): the caller numbers
+//!   packets as they leave ([`crate::SenderSession`] assigns RTP sequence numbers in
+//!   `poll_transmit`), so dropped frames leave no sequence gap, and a frame cut short would
+//!   reach the receiver as a complete-looking frame without its end.
 //! - Padding while a probe ([`cg_cc::ControllerEvent::Probe`]) is active and the media queue
 //!   is empty, at the probe's rate.
 //!
@@ -27,7 +32,8 @@ use cg_types::{Bitrate, DataSize};
 /// Pacer settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PacerConfig {
-    /// Media older than this in the queue is dropped (whole frames) and a key frame requested.
+    /// Media frames that have waited longer than this without starting to leave are dropped
+    /// (whole frames, with every frame behind them) and a key frame requested.
     /// Default 250 ms: above SCReAM's own 100 ms discard threshold (RFC 8298 §4.1.2.2 /
     /// the v2 draft), so SCReAM's `DiscardQueue` acts first, and far below what makes an
     /// interactive session useless.
@@ -85,7 +91,7 @@ pub enum Release<T> {
     Padding(DataSize),
 }
 
-/// Frames dropped by the queue bound.
+/// Frames dropped by the queue bound or a discard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Dropped {
     /// Whole frames dropped.
@@ -113,6 +119,9 @@ pub struct Pacer<T> {
     probe: Option<Probe>,
     padding_size: DataSize,
     window_blocked: bool,
+    /// The frame of the last media packet released: while its packets head the media queue
+    /// it is being sent and is never dropped.
+    leaving: Option<u64>,
 }
 
 impl<T> Pacer<T> {
@@ -128,6 +137,7 @@ impl<T> Pacer<T> {
             probe: None,
             padding_size,
             window_blocked: false,
+            leaving: None,
         }
     }
 
@@ -172,29 +182,41 @@ impl<T> Pacer<T> {
         }) {
             self.rtx.pop_front();
         }
-        if self.media_delay(now) > self.config.max_queue_delay {
-            self.window_blocked = false;
+        let over = self.media.get(self.first_droppable()).is_some_and(|q| {
+            now.saturating_duration_since(q.enqueued) > self.config.max_queue_delay
+        });
+        if over {
             self.discard_media()
         } else {
             Dropped::default()
         }
     }
 
-    /// Drops every queued media packet (SCReAM's `DiscardQueue`, or the queue bound).
+    /// Drops every queued media frame that has not started leaving (SCReAM's `DiscardQueue`,
+    /// the queue bound, a full queue). The rest of a frame already partly sent stays queued.
     pub fn discard_media(&mut self) -> Dropped {
         self.window_blocked = false;
-        let mut frames = 0;
+        let keep = self.first_droppable();
+        let mut dropped = Dropped::default();
         let mut last = None;
-        for q in &self.media {
+        for q in self.media.drain(keep..) {
             if last != Some(q.frame) {
-                frames += 1;
+                dropped.frames += 1;
                 last = Some(q.frame);
             }
+            dropped.packets += 1;
+            self.media_bytes -= q.size;
         }
-        let packets = self.media.len() as u64;
-        self.media.clear();
-        self.media_bytes = DataSize::ZERO;
-        Dropped { frames, packets }
+        dropped
+    }
+
+    /// The index in the media queue of the first packet of a frame that has not started
+    /// leaving: packets before it finish a frame already partly sent.
+    fn first_droppable(&self) -> usize {
+        match self.leaving {
+            Some(f) => self.media.iter().take_while(|q| q.frame == f).count(),
+            None => 0,
+        }
     }
 
     /// The next packet to send now, if the bucket and the window allow. `allowance` is the
@@ -212,6 +234,7 @@ impl<T> Pacer<T> {
             } else if self.rtx.is_empty() && self.media.front().is_some_and(|q| fits(q.size)) {
                 self.media.pop_front().map(|q| {
                     self.media_bytes -= q.size;
+                    self.leaving = Some(q.frame);
                     (PacketClass::Media, q)
                 })
             } else {
@@ -286,9 +309,10 @@ impl<T> Pacer<T> {
         self.probe.map(|p| p.next.min(p.until))
     }
 
-    /// When the queue-delay bound will next need enforcing.
+    /// When the queue-delay bound will next need enforcing (the rest of a frame already
+    /// leaving is not bound by it).
     pub fn limit_deadline(&self) -> Option<Instant> {
-        let oldest = match (self.media.front(), self.rtx.front()) {
+        let oldest = match (self.media.get(self.first_droppable()), self.rtx.front()) {
             (Some(a), Some(b)) => a.enqueued.min(b.enqueued),
             (Some(a), None) | (None, Some(a)) => a.enqueued,
             (None, None) => return None,
@@ -504,6 +528,102 @@ mod tests {
         );
         assert!(p.is_empty());
         assert_eq!(p.media_queue(t0).size, DataSize::ZERO);
+    }
+
+    #[test]
+    fn a_discard_finishes_the_frame_already_leaving() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(1),
+            DataSize::bytes(255),
+        );
+        for f in 1..=3 {
+            for _ in 0..4 {
+                p.enqueue(PacketClass::Media, q(f, t0));
+            }
+        }
+        assert!(matches!(p.poll(t0, None), Some(Release::Packet(..))));
+        assert_eq!(
+            p.discard_media(),
+            Dropped {
+                frames: 2,
+                packets: 8
+            }
+        );
+        assert_eq!(p.media_queue(t0).size, DataSize::bytes(3 * 1250));
+        let left: Vec<u32> =
+            std::iter::from_fn(|| match p.poll(t0 + Duration::from_secs(1), None) {
+                Some(Release::Packet(_, q)) => Some(q.item),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(left, vec![1]);
+        let mut rest = vec![];
+        let mut now = t0 + Duration::from_secs(1);
+        while let Some(t) = p.poll_timeout() {
+            now = now.max(t);
+            if let Some(Release::Packet(_, q)) = p.poll(now, None) {
+                rest.push(q.item);
+            }
+        }
+        assert_eq!(
+            rest,
+            vec![1, 1],
+            "the rest of frame 1, nothing of frames 2 and 3"
+        );
+        // With the frame finished, the next discard takes everything.
+        p.enqueue(PacketClass::Media, q(4, now));
+        assert_eq!(
+            p.discard_media(),
+            Dropped {
+                frames: 1,
+                packets: 1
+            }
+        );
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn the_queue_bound_spares_the_frame_leaving_and_sets_no_past_deadline() {
+        let t0 = Instant::now();
+        // 1250 B at 100 kbit/s: 100 ms apart, so frame 1 takes 400 ms to leave.
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::kbps(100),
+            DataSize::bytes(255),
+        );
+        for _ in 0..4 {
+            p.enqueue(PacketClass::Media, q(1, t0));
+        }
+        assert!(p.poll(t0, None).is_some());
+        let t1 = t0 + Duration::from_millis(50);
+        p.enqueue(PacketClass::Media, q(2, t1));
+        // Frame 2's age sets the deadline, not frame 1's.
+        let bound = PacerConfig::default().max_queue_delay;
+        assert_eq!(
+            p.limit_deadline(),
+            Some(t1 + bound + Duration::from_micros(1))
+        );
+        assert_eq!(
+            p.enforce_limit(t0 + Duration::from_millis(299)),
+            Dropped::default()
+        );
+        assert_eq!(
+            p.enforce_limit(t1 + bound + Duration::from_micros(1)),
+            Dropped {
+                frames: 1,
+                packets: 1
+            }
+        );
+        // Frame 1's remaining packets are over the bound but stay, and raise no deadline
+        // (a deadline in the past would spin the driver).
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.limit_deadline(), None);
+        assert_eq!(
+            p.enforce_limit(t0 + Duration::from_secs(5)),
+            Dropped::default()
+        );
     }
 
     #[test]

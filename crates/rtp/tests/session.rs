@@ -1,6 +1,7 @@
 //! Sender and receiver sessions end to end over a fixed-delay wire with a trivial controller:
 //! frames bit-exact for every codec, feedback of every kind reaching the controller, NACK
-//! repair, PLI, the pacer's queue bound, the circuit breaker, and hostile input.
+//! repair, PLI, the pacer's queue bound and discards (no sequence gap), the circuit breaker,
+//! and hostile input.
 
 mod common;
 
@@ -11,7 +12,7 @@ use cg_rtp::{
     BreakerState, Codec, FeedbackConfig, KeyFrameReason, ReceiverConfig, ReceiverSession,
     SenderConfig, SenderEvent, SenderSession, TransmitKind,
 };
-use cg_types::{Bitrate, Ecn};
+use cg_types::{Bitrate, DataSize, Ecn};
 use common::{ConstEstimator, Fixed, Wire, cbr_source, frame};
 
 const DELAY: Duration = Duration::from_millis(20);
@@ -21,17 +22,24 @@ fn wire(
     rate: Bitrate,
     ecn: Ecn,
 ) -> (Wire, std::sync::Arc<std::sync::Mutex<common::Seen>>) {
-    let t0 = Instant::now();
-    let (cc, seen) = Fixed::new(rate, kind);
-    let tx = SenderSession::new(
+    wire_with(
+        kind,
+        rate,
         SenderConfig {
             ecn,
             ..SenderConfig::default()
         },
-        cc,
-        t0,
     )
-    .unwrap();
+}
+
+fn wire_with(
+    kind: FeedbackKind,
+    rate: Bitrate,
+    config: SenderConfig,
+) -> (Wire, std::sync::Arc<std::sync::Mutex<common::Seen>>) {
+    let t0 = Instant::now();
+    let (cc, seen) = Fixed::new(rate, kind);
+    let tx = SenderSession::new(config, cc, t0).unwrap();
     let est: Option<Box<dyn cg_cc::ReceiveSideEstimator>> =
         (kind == FeedbackKind::Remb).then(|| {
             Box::new(ConstEstimator {
@@ -241,7 +249,7 @@ fn unrepairable_loss_sends_pli_and_the_sender_asks_for_a_key_frame() {
 
 #[test]
 fn pacer_queue_bound_drops_whole_frames_and_requests_a_key_frame() {
-    // Pacing at 1.5 × 200 kbit/s while the encoder produces 2.4 Mbit/s.
+    // Pacing at 1.5 × 200 kbit/s while the encoder produces 720 kbit/s.
     let (mut w, seen) = wire(
         FeedbackKind::TransportWideCc,
         Bitrate::kbps(200),
@@ -250,14 +258,19 @@ fn pacer_queue_bound_drops_whole_frames_and_requests_a_key_frame() {
     let t0 = w.now;
     w.run(
         t0 + Duration::from_secs(3),
-        &mut cbr_source(Codec::Vp8, 30, 10_000, 30),
+        &mut cbr_source(Codec::Vp8, 30, 3_000, 30),
     );
     let limit = SenderConfig::default().pacer.max_queue_delay;
+    // A frame starts leaving within the bound and is then finished: its last packet waits at
+    // most one frame's transmission time longer (3 packets of at most 1240 bytes).
+    let frame_time = Bitrate::kbps(300)
+        .time_to_send(DataSize::bytes(3 * 1240))
+        .unwrap();
     let s = seen.lock().unwrap();
     let worst = s.queues.iter().map(|q| q.delay).max().unwrap();
     assert!(
-        worst <= limit + Duration::from_millis(1),
-        "queue delay {worst:?} over {limit:?}"
+        worst <= limit + frame_time + Duration::from_millis(1),
+        "queue delay {worst:?} over {limit:?} + {frame_time:?}"
     );
     assert!(w.sender_events.iter().any(|(_, e)| matches!(
         e,
@@ -272,6 +285,220 @@ fn pacer_queue_bound_drops_whole_frames_and_requests_a_key_frame() {
             .any(|(_, e)| *e == SenderEvent::KeyFrameRequested(KeyFrameReason::QueueOverflow))
     );
     assert!(w.sender.stats().frames_dropped > 0);
+    // The drops are invisible on the wire: no loss, and no delta frame whose reference was
+    // dropped reaches the receiver.
+    let r = w.receiver.stats();
+    assert_eq!(r.cumulative_lost, 0);
+    assert_eq!(r.nacks_sent, 0);
+    assert_eq!(r.frames_lost + r.frames_undecodable, 0, "{r:?}");
+    assert!(r.frames >= 3, "{r:?}");
+}
+
+/// The RTP header of every media packet the sender put on the wire: (sequence number, marker).
+fn media_on_wire(w: &Wire) -> Vec<(u16, bool)> {
+    let ssrc = w.sender.config().ssrc.to_be_bytes();
+    w.captured
+        .iter()
+        .filter(|(_, fwd, b, _)| {
+            *fwd && b.len() >= 12 && !(192..=223).contains(&b[1]) && b[8..12] == ssrc
+        })
+        .map(|(_, _, b, _)| (u16::from_be_bytes([b[2], b[3]]), b[1] & 0x80 != 0))
+        .collect()
+}
+
+fn assert_contiguous(seqs: &[(u16, bool)]) {
+    for w in seqs.windows(2) {
+        assert_eq!(
+            w[1].0,
+            w[0].0.wrapping_add(1),
+            "sequence gap on the wire: {seqs:?}"
+        );
+    }
+}
+
+#[test]
+fn frames_the_queue_bound_drops_leave_no_sequence_gap() {
+    for kind in [FeedbackKind::TransportWideCc, FeedbackKind::Rfc8888] {
+        // Pacing at 150 kbit/s: a full packet (1166-byte payload) every 64 ms; queue bound
+        // 100 ms.
+        let mut config = SenderConfig::default();
+        config.pacer.max_queue_delay = Duration::from_millis(100);
+        let (mut w, seen) = wire_with(kind, Bitrate::kbps(100), config);
+        w.capture = true;
+        let t0 = w.now;
+        let ms = Duration::from_millis;
+        // A 3-packet key frame, two deltas right behind it: the deltas wait past the bound
+        // while the key frame leaves, so they are dropped; the key frame is finished.
+        // Then a delta (refused: its reference was dropped), the key frame asked for, a delta.
+        let script = [
+            (0, 3_400, true),
+            (1, 3_000, false),
+            (2, 3_000, false),
+            (400, 2_000, false),
+            (433, 2_400, true),
+            (700, 1_000, false),
+        ];
+        let mut sent = vec![];
+        let mut i = 0;
+        w.run(t0 + Duration::from_secs(3), &mut |now| {
+            let Some(&(_, len, key)) = script.get(i) else {
+                return (None, t0 + Duration::from_secs(10));
+            };
+            i += 1;
+            let f = frame(Codec::Vp8, len, key, now, i as u8);
+            sent.push(f.clone());
+            let next = script
+                .get(i)
+                .map_or(t0 + Duration::from_secs(10), |s| t0 + ms(s.0));
+            (Some(f), next)
+        });
+        let wire_media = media_on_wire(&w);
+        assert_contiguous(&wire_media);
+        // One marker per frame sent: key frame, key frame, delta.
+        assert_eq!(
+            wire_media.iter().filter(|(_, m)| *m).count(),
+            3,
+            "{wire_media:?} {:?}",
+            w.sender_events
+        );
+        let delivered: Vec<_> = [&sent[0], &sent[4], &sent[5]]
+            .map(|f| f.data.clone())
+            .to_vec();
+        let got: Vec<_> = w.frames.iter().map(|f| f.data.clone()).collect();
+        assert!(
+            got == delivered,
+            "{kind:?}: frames of {:?} bytes delivered",
+            got.iter().map(|d| d.len()).collect::<Vec<_>>()
+        );
+        assert!(w.frames.iter().all(|f| f.capture_time.is_some()));
+
+        let r = w.receiver.stats();
+        assert_eq!(r.cumulative_lost, 0, "{kind:?}: {r:?}");
+        assert_eq!(r.nacks_sent, 0, "{kind:?}");
+        assert_eq!(r.plis_sent, 0, "{kind:?}");
+        assert_eq!(r.frames_lost + r.frames_undecodable, 0, "{kind:?}: {r:?}");
+
+        let tx = w.sender.stats();
+        assert_eq!(tx.frames_pushed, 5, "{kind:?}: all but the refused delta");
+        assert_eq!(tx.frames_dropped, 3, "{kind:?}: two dropped, one refused");
+        assert_eq!(tx.media_packets, wire_media.len() as u64);
+        assert_eq!(tx.retransmissions, 0);
+        assert_eq!(
+            tx.feedback_ignored, 0,
+            "{kind:?}: feedback names only sent packets"
+        );
+        let events: Vec<_> = w.sender_events.iter().map(|(_, e)| e.clone()).collect();
+        assert!(
+            events.contains(&SenderEvent::FramesDropped {
+                frames: 2,
+                packets: 6,
+                reason: KeyFrameReason::QueueOverflow
+            }),
+            "{events:?}"
+        );
+        assert!(events.contains(&SenderEvent::KeyFrameRequested(
+            KeyFrameReason::QueueOverflow
+        )));
+        assert!(events.contains(&SenderEvent::FramesDropped {
+            frames: 1,
+            packets: 0,
+            reason: KeyFrameReason::QueueOverflow
+        }));
+
+        // The controller saw every packet sent, in order, and feedback reports none lost.
+        let s = seen.lock().unwrap();
+        let tx_seqs: Vec<u64> = s.sent.iter().map(|p| p.seq).collect();
+        assert_eq!(tx_seqs, (0..tx_seqs.len() as u64).collect::<Vec<_>>());
+        assert_eq!(s.results.len(), s.sent.len(), "{kind:?}");
+        assert!(s.results.iter().all(|r| r.arrival.is_some()), "{kind:?}");
+        assert!(
+            !s.loss.is_empty() && s.loss.iter().all(|l| *l == 0.0),
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn a_controller_discard_leaves_no_sequence_gap_and_nack_repair_uses_wire_numbers() {
+    let (mut w, seen) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(1), Ecn::NotEct);
+    w.capture = true;
+    let t0 = w.now;
+    // Three frames pushed at once; SCReAM's DiscardQueue arrives with the third, while the
+    // first is leaving. Then a key frame whose second packet the wire drops, and deltas.
+    let mut n = 0u64;
+    let raise = seen.clone();
+    w.drop_fwd = Box::new(move |t, _| {
+        if t.kind == TransmitKind::Media {
+            n += 1;
+            // 6 packets of the first frame, then the second key frame's first packet.
+            return n == 7;
+        }
+        false
+    });
+    let mut i = 0u64;
+    let mut sent = vec![];
+    w.run(t0 + Duration::from_secs(2), &mut |now| {
+        i += 1;
+        let (len, key, next) = match i {
+            1 => (6_000, true, now + Duration::from_micros(10)),
+            2 => (3_000, false, now + Duration::from_micros(10)),
+            3 => {
+                raise
+                    .lock()
+                    .unwrap()
+                    .raise
+                    .push_back(ControllerEvent::DiscardQueue);
+                (3_000, false, now + Duration::from_millis(50))
+            }
+            4 => (2_000, false, now + Duration::from_millis(33)),
+            5 => (4_000, true, now + Duration::from_millis(33)),
+            6..=30 => (1_000, false, now + Duration::from_millis(33)),
+            _ => return (None, t0 + Duration::from_secs(10)),
+        };
+        let f = frame(Codec::Vp8, len, key, now, i as u8);
+        sent.push(f.clone());
+        (Some(f), next)
+    });
+    assert_contiguous(&media_on_wire(&w));
+    let tx = w.sender.stats();
+    assert_eq!(tx.frames_dropped, 3, "two discarded, one delta refused");
+    assert_eq!(
+        tx.retransmissions, 1,
+        "the dropped packet, found by its wire number"
+    );
+    assert!(
+        w.sender_events
+            .iter()
+            .any(|(_, e)| *e == SenderEvent::KeyFrameRequested(KeyFrameReason::Controller))
+    );
+    assert!(w.sender_events.iter().any(|(_, e)| *e
+        == SenderEvent::FramesDropped {
+            frames: 2,
+            packets: 6,
+            reason: KeyFrameReason::Controller
+        }));
+    let r = w.receiver.stats();
+    assert_eq!(r.cumulative_lost, 0, "{r:?}");
+    assert_eq!(r.frames_lost + r.frames_undecodable, 0, "{r:?}");
+    let want: Vec<_> = sent
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| !(1..=3).contains(j))
+        .map(|(_, f)| f.data.clone())
+        .collect();
+    let got: Vec<_> = w.frames.iter().map(|f| f.data.clone()).collect();
+    assert!(
+        got == want,
+        "frames of {:?} bytes delivered",
+        got.iter().map(|d| d.len()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        w.frames
+            .iter()
+            .filter(|f| f.retransmitted_packets == 1)
+            .count(),
+        1
+    );
 }
 
 #[test]

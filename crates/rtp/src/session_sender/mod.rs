@@ -1,5 +1,19 @@
 //! The sending side of a media session: frames in, paced RTP and SR out, feedback to the
 //! congestion controller.
+//!
+//! Sequence numbers are given on the way out. [`SenderSession::push_frame`] packetizes a frame
+//! into the pacer without numbering it; [`SenderSession::poll_transmit`] assigns the RTP
+//! sequence number (and the transport-wide one) to each packet as it leaves, then records it in
+//! the retransmission history and the feedback log and reports it to the controller. Media the
+//! pacer drops (its queue bound, SCReAM's `DiscardQueue`, a full queue) was never numbered, so
+//! the receiver sees no gap: it does not count loss, NACK packets never sent, or feed a
+//! loss-based controller losses the network did not cause. The drop still counts in
+//! [`SenderStats::frames_dropped`] and asks the encoder for a key frame.
+//!
+//! Without a gap the receiver cannot tell that frames are missing, so after media was dropped
+//! the session itself refuses delta frames until the encoder's key frame arrives (those deltas
+//! reference dropped frames; the receiver would have had to discard them anyway). Frames are
+//! never cut short: the pacer finishes a frame whose first packet has left.
 
 mod breaker;
 mod config;
@@ -50,7 +64,9 @@ pub enum KeyFrameReason {
 pub enum SenderEvent {
     /// Encode the next frame as a key frame.
     KeyFrameRequested(KeyFrameReason),
-    /// Queued media was dropped.
+    /// Media was dropped: queued frames (the pacer's queue bound, a discard, a full queue), or
+    /// a delta frame refused while the key frame that follows a drop is awaited (`packets`
+    /// 0: it was never packetized).
     FramesDropped {
         /// Whole frames.
         frames: u64,
@@ -68,7 +84,8 @@ pub enum SenderEvent {
 pub struct SenderStats {
     /// Frames accepted by `push_frame`.
     pub frames_pushed: u64,
-    /// Frames refused or dropped (queue bound, discard, circuit breaker).
+    /// Frames refused or dropped (queue bound, discard, circuit breaker, and delta frames
+    /// refused while waiting for the key frame that follows a drop).
     pub frames_dropped: u64,
     /// Media packets sent (first transmissions).
     pub media_packets: u64,
@@ -100,10 +117,25 @@ pub struct SenderStats {
     pub remb: Option<Bitrate>,
 }
 
+/// What waits in the pacer.
 #[derive(Debug, Clone)]
 enum Pending {
-    Media(Stored),
+    /// A first transmission, numbered when it leaves.
+    Media(Unsent),
+    /// A retransmission of a sent packet (keeps its sequence number).
     Rtx(Stored),
+}
+
+/// A media packet before it is sent: everything but its sequence numbers.
+#[derive(Debug, Clone)]
+struct Unsent {
+    timestamp: u32,
+    /// Last packet of its frame.
+    marker: bool,
+    payload_type: u8,
+    /// abs-capture-time, on the first packet of a frame.
+    capture_ntp: Option<u64>,
+    payload: Bytes,
 }
 
 /// The sender session (sans-IO). See the crate docs for the driving loop.
@@ -113,12 +145,15 @@ pub struct SenderSession {
     controller: Box<dyn Controller>,
     ntp: NtpClock,
     start: Instant,
+    /// The unwrapped RTP sequence number of the next media packet to leave.
     seq: u64,
     rtx_seq: u16,
     ts_offset: u32,
     next_tx: u64,
     frame_id: u64,
     picture_id: u16,
+    /// Media was dropped: delta frames are refused until a key frame (why it was dropped).
+    awaiting_key: Option<KeyFrameReason>,
     pacer: Pacer<Pending>,
     history: History,
     sent_log: SentLog,
@@ -173,6 +208,7 @@ impl SenderSession {
             next_tx: 0,
             frame_id: 0,
             picture_id: (rng.next_u64() & 0x7FFF) as u16,
+            awaiting_key: None,
             pacer,
             history: History::new(config.history_packets, config.history_age),
             sent_log: SentLog::new(config.history_packets.max(4096) * 2),
@@ -193,14 +229,24 @@ impl SenderSession {
         })
     }
 
-    /// Queues an encoded frame for packetization and pacing.
+    /// Queues an encoded frame for packetization and pacing. Its packets get their sequence
+    /// numbers when they leave ([`poll_transmit`](Self::poll_transmit)).
     ///
     /// While the circuit breaker is open the frame is dropped (counted) and `Ok` is returned:
-    /// that is policy, not an error of the caller.
+    /// that is policy, not an error of the caller. So is a delta frame after queued media was
+    /// dropped, until the key frame asked for then arrives ([`SenderEvent::FramesDropped`]).
     pub fn push_frame(&mut self, frame: EncodedFrame, now: Instant) -> Result<(), Error> {
         if self.breaker.tripped() {
             self.stats.frames_dropped += 1;
+            self.awaiting_key = Some(KeyFrameReason::CircuitBreakerRecovered);
             return Ok(());
+        }
+        if let Some(reason) = self.awaiting_key {
+            if !frame.key_frame {
+                self.frames_dropped(1, 0, reason);
+                return Ok(());
+            }
+            self.awaiting_key = None;
         }
         let pt = self.config.payload_types.of(frame.codec);
         let payloads = codec::packetize(
@@ -218,6 +264,7 @@ impl SenderSession {
                 dropped.packets,
                 KeyFrameReason::QueueOverflow,
             );
+            self.awaiting_key = Some(KeyFrameReason::QueueOverflow);
             self.request_key_frame(KeyFrameReason::QueueOverflow);
             return Ok(());
         }
@@ -229,21 +276,17 @@ impl SenderSession {
             // Header + extensions (at most: abs-capture-time rides on first packets only).
             let ext = self.config.extensions.max_overhead();
             let size = DataSize::bytes((12 + ext + payload.len()) as u64);
-            let stored = Stored {
-                seq: self.seq,
+            let unsent = Unsent {
                 timestamp: ts,
                 marker: i + 1 == n,
                 payload_type: pt,
                 capture_ntp: if i == 0 { capture_ntp } else { None },
                 payload,
-                sent: now,
-                last_retransmit: None,
             };
-            self.seq += 1;
             self.pacer.enqueue(
                 PacketClass::Media,
                 Queued {
-                    item: Pending::Media(stored),
+                    item: Pending::Media(unsent),
                     size,
                     frame: self.frame_id,
                     enqueued: now,
@@ -294,6 +337,8 @@ impl SenderSession {
             let dropped = self.pacer.discard_media();
             if dropped.frames > 0 {
                 self.stats.frames_dropped += dropped.frames;
+                // The key frame is asked for when the breaker recovers.
+                self.awaiting_key = Some(KeyFrameReason::CircuitBreakerRecovered);
             }
             self.events.push_back(SenderEvent::CircuitBreaker(state));
         }
@@ -323,11 +368,9 @@ impl SenderSession {
         let allowance = self.controller.send_allowance();
         let release = self.pacer.poll(now, allowance)?;
         let t = match release {
-            Release::Packet(PacketClass::Media, q) => match q.item {
-                Pending::Media(s) | Pending::Rtx(s) => self.send_media(s, now),
-            },
-            Release::Packet(PacketClass::Retransmission, q) => match q.item {
-                Pending::Media(s) | Pending::Rtx(s) => self.send_rtx(Some(s), now),
+            Release::Packet(_, q) => match q.item {
+                Pending::Media(m) => self.send_media(m, now),
+                Pending::Rtx(s) => self.send_rtx(Some(s), now),
             },
             Release::Padding(_) => self.send_rtx(None, now),
         };
@@ -419,10 +462,13 @@ impl SenderSession {
         let d = self.pacer.enforce_limit(now);
         if d.frames > 0 {
             self.frames_dropped(d.frames, d.packets, KeyFrameReason::QueueOverflow);
+            self.awaiting_key = Some(KeyFrameReason::QueueOverflow);
             self.request_key_frame(KeyFrameReason::QueueOverflow);
         }
     }
 
+    /// Counts dropped frames and tells the driver. The frames after a dropped one do not
+    /// decode without a key frame; the caller sets `awaiting_key` and asks for one.
     fn frames_dropped(&mut self, frames: u64, packets: u64, reason: KeyFrameReason) {
         if frames == 0 {
             return;
@@ -447,6 +493,9 @@ impl SenderSession {
                 ControllerEvent::DiscardQueue => {
                     let d = self.pacer.discard_media();
                     self.frames_dropped(d.frames, d.packets, KeyFrameReason::Controller);
+                    if d.frames > 0 {
+                        self.awaiting_key = Some(KeyFrameReason::Controller);
+                    }
                     self.request_key_frame(KeyFrameReason::Controller);
                     self.controller
                         .on_media_queue(self.pacer.media_queue(now), now);
@@ -499,31 +548,44 @@ impl SenderSession {
         }
     }
 
-    fn send_media(&mut self, mut s: Stored, now: Instant) -> Result<Transmit, Error> {
+    /// A first transmission: the packet gets its RTP and transport-wide sequence numbers
+    /// now, as it leaves the pacer.
+    fn send_media(&mut self, m: Unsent, now: Instant) -> Result<Transmit, Error> {
+        // Numbered before serializing: a packet that fails to serialize (a bug) leaves a gap,
+        // which tells the receiver its frame is incomplete.
+        let seq = self.seq;
+        self.seq += 1;
         let tx = self.next_transport_seq();
         let bytes = write_rtp(
             &OutgoingRtp {
                 ssrc: self.config.ssrc,
-                payload_type: s.payload_type,
-                seq: s.seq as u16,
-                timestamp: s.timestamp,
-                marker: s.marker,
-                payload: &s.payload,
+                payload_type: m.payload_type,
+                seq: seq as u16,
+                timestamp: m.timestamp,
+                marker: m.marker,
+                payload: &m.payload,
                 abs_send_time: Some(self.ntp.abs_send_time(now)),
                 transport_seq: Some(tx as u16),
-                capture_ntp: s.capture_ntp,
+                capture_ntp: m.capture_ntp,
                 padding: 0,
             },
             &self.config.extensions,
         )?;
         self.stats.media_packets += 1;
         self.sr_packets = self.sr_packets.wrapping_add(1);
-        self.sr_octets = self.sr_octets.wrapping_add(s.payload.len() as u32);
-        self.last_rtp_ts = Some((s.timestamp, now));
-        let rtp_seq = s.seq as u16;
-        s.sent = now;
-        let end_of_frame = s.marker;
-        self.history.insert(s);
+        self.sr_octets = self.sr_octets.wrapping_add(m.payload.len() as u32);
+        self.last_rtp_ts = Some((m.timestamp, now));
+        let end_of_frame = m.marker;
+        self.history.insert(Stored {
+            seq,
+            timestamp: m.timestamp,
+            marker: m.marker,
+            capture_ntp: m.capture_ntp,
+            payload: m.payload,
+            sent: now,
+            last_retransmit: None,
+        });
+        let rtp_seq = seq as u16;
         let t = self.finish_send(bytes, tx, self.config.ssrc, rtp_seq, PacketKind::Media, now);
         if end_of_frame {
             // Lets send-side GCC group packets by frame (MMSys16 eq. 4).
@@ -807,6 +869,7 @@ impl SenderSession {
 
     fn handle_nack(&mut self, seqs: &[u16], now: Instant) {
         self.stats.nacked += seqs.len() as u64;
+        // The highest sequence number sent (numbers are assigned as packets leave).
         let highest = self.seq.saturating_sub(1);
         let min_interval = self
             .stats

@@ -27,6 +27,8 @@ pub struct Seen {
     pub loss: Vec<f64>,
     pub rtt: Vec<Duration>,
     pub queues: Vec<cg_cc::MediaQueue>,
+    /// Events for the controller to raise (after its own `events`), pushed by a test.
+    pub raise: VecDeque<ControllerEvent>,
 }
 
 /// A controller with a fixed rate that records everything it is told.
@@ -70,7 +72,9 @@ impl Controller for Fixed {
         self.seen.lock().unwrap().queues.push(q);
     }
     fn poll_event(&mut self) -> Option<ControllerEvent> {
-        self.events.pop_front()
+        self.events
+            .pop_front()
+            .or_else(|| self.seen.lock().unwrap().raise.pop_front())
     }
     fn target_bitrate(&self) -> Bitrate {
         self.rate
