@@ -29,6 +29,7 @@ pub fn run(rates_mbps: &[u64], seconds: u64, out: &Path) -> Result<()> {
             // loaded machine should still report its figures.
             skip_rtt_check: true,
             quiet: true,
+            forwarder_rt: Some(crate::rt::DEFAULT_PRIORITY),
         };
         let s = run_and_report(&sc, &req)?;
         let fw = s

@@ -41,6 +41,7 @@ pub mod metrics;
 pub mod packet;
 pub mod plot;
 pub mod report;
+pub mod rt;
 pub mod runner;
 pub mod scenario;
 pub mod sys;

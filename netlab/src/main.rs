@@ -36,6 +36,11 @@ enum Cmd {
         /// No progress output (the summary table is still printed).
         #[arg(long)]
         quiet: bool,
+        /// SCHED_FIFO priority of the emulated bottleneck's forwarder when netlab runs as root
+        /// (a kernel qdisc runs ahead of every process; 0 leaves the forwarder at normal
+        /// priority, competing with the endpoints' encoders).
+        #[arg(long, default_value_t = cg_netlab::rt::DEFAULT_PRIORITY)]
+        forwarder_priority: u8,
     },
     /// Check a scenario without running it.
     Check {
@@ -55,6 +60,11 @@ enum Cmd {
         /// Seconds per capacity step (default 20).
         #[arg(long, default_value_t = 20)]
         step_s: u64,
+        /// SCHED_FIFO priority of the emulated bottleneck's forwarder when netlab runs as root
+        /// (a kernel qdisc runs ahead of every process; 0 leaves the forwarder at normal
+        /// priority, competing with the endpoints' encoders).
+        #[arg(long, default_value_t = cg_netlab::rt::DEFAULT_PRIORITY)]
+        forwarder_priority: u8,
     },
     /// Whole-process benchmark of the emulator: UDP through the forwarder at several rates.
     Bench {
@@ -204,6 +214,7 @@ fn real_main(args: Args) -> Result<(), Error> {
             coalesce_us,
             skip_rtt_check,
             quiet,
+            forwarder_priority,
         } => {
             let (sc, base) = load(&scenario)?;
             let opts = report::RunRequest {
@@ -212,6 +223,7 @@ fn real_main(args: Args) -> Result<(), Error> {
                 coalesce: Duration::from_micros(coalesce_us),
                 skip_rtt_check,
                 quiet,
+                forwarder_rt: (forwarder_priority > 0).then_some(forwarder_priority),
             };
             let summary = report::run_and_report(&sc, &opts)?;
             print!("{}", report::table(&summary));
@@ -244,7 +256,11 @@ fn real_main(args: Args) -> Result<(), Error> {
             }
             Ok(())
         }
-        Cmd::Demo { out, step_s } => {
+        Cmd::Demo {
+            out,
+            step_s,
+            forwarder_priority,
+        } => {
             let sc = report::demo_scenario(step_s)?;
             let opts = report::RunRequest {
                 out,
@@ -252,6 +268,7 @@ fn real_main(args: Args) -> Result<(), Error> {
                 coalesce: Duration::from_micros(100),
                 skip_rtt_check: false,
                 quiet: false,
+                forwarder_rt: (forwarder_priority > 0).then_some(forwarder_priority),
             };
             let summary = report::run_and_report(&sc, &opts)?;
             print!("{}", report::table(&summary));

@@ -26,6 +26,9 @@ pub struct RunRequest {
     pub skip_rtt_check: bool,
     /// No progress.
     pub quiet: bool,
+    /// `SCHED_FIFO` priority for the emulated bottleneck's forwarder (`None`: leave it at
+    /// normal priority). Needs root; see [`crate::rt`].
+    pub forwarder_rt: Option<u8>,
 }
 
 /// `summary.json`.
@@ -89,7 +92,24 @@ pub fn run_and_report(sc: &Scenario, req: &RunRequest) -> Result<Summary> {
         args.push("--quiet".into());
     }
     let mut child = crate::isolate::spawn(&args)?;
+    let promoter = req.forwarder_rt.map(|prio| {
+        let root = child.id();
+        let raw = out.join("raw");
+        let quiet = req.quiet;
+        std::thread::spawn(move || {
+            let alive = || std::path::Path::new(&format!("/proc/{root}")).exists();
+            if let Err(why) =
+                crate::rt::promote_forwarder(root, &raw, prio, Duration::from_secs(60), alive)
+                && !quiet
+            {
+                eprintln!("netlab: forwarder left at normal priority: {why}");
+            }
+        })
+    });
     let st = child.wait().map_err(|e| Error::io("wait runner", e))?;
+    if let Some(p) = promoter {
+        let _ = p.join();
+    }
     if !st.success() {
         return Err(Error::Process(format!(
             "the isolated runner failed ({st}); see the message above"
@@ -242,7 +262,8 @@ pub fn table(s: &Summary) -> String {
     if let Some(fw) = &s.forwarder {
         let _ = writeln!(
             t,
-            "forwarder: {} wake-ups, CPU {:.1} % of a core, timer lateness p50 {:.0} µs p99 {:.0} µs max {:.0} µs",
+            "forwarder ({}): {} wake-ups, CPU {:.1} % of a core, timer lateness p50 {:.0} µs p99 {:.0} µs max {:.0} µs",
+            fw.scheduling,
             fw.wakeups,
             (fw.cpu_user_s + fw.cpu_sys_s) / fw.wall_s.max(1e-9) * 100.0,
             fw.lateness_us[0],

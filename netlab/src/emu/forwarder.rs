@@ -88,6 +88,10 @@ pub struct ForwarderStats {
     pub cpu_sys_s: f64,
     /// Wall-clock seconds the forwarder ran.
     pub wall_s: f64,
+    /// Its scheduling class at the end of the run (`SCHED_FIFO 10` when `netlab` could
+    /// promote it, see [`crate::rt`]).
+    #[serde(default)]
+    pub scheduling: String,
 }
 
 /// Histogram of lateness in microseconds (1 µs buckets up to 100 ms, then one overflow).
@@ -334,6 +338,7 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
     stats.cpu_user_s = u;
     stats.cpu_sys_s = s;
     stats.wall_s = started.elapsed().as_secs_f64();
+    stats.scheduling = crate::rt::own_policy();
     stats.lateness_us = [
         late.quantile(0.5),
         late.quantile(0.99),

@@ -1,0 +1,185 @@
+//! Real-time priority for the emulated bottleneck.
+//!
+//! A kernel qdisc runs in softirq context, ahead of every user process; the user-space
+//! forwarder is an ordinary process competing with the endpoints' encoders and decoders on the
+//! same cores. A late forwarder wake-up stamps the packets that queued up in the TUN meanwhile
+//! with one arrival time, so a smoothly paced flow reaches the emulated queue as a burst — and
+//! an L4S step AQM (DualPI2 marks above 1 ms) marks the burst the sender never sent.
+//!
+//! Inside the run's user namespace the forwarder cannot raise its own scheduling class
+//! (`SCHED_FIFO` needs `CAP_SYS_NICE` in the initial namespace). `netlab` outside does, when it
+//! runs as root: [`promote_forwarder`] finds the forwarder among the runner's descendants and
+//! moves all its threads to `SCHED_FIFO`. The endpoints stay at normal priority. Without the
+//! privilege this does nothing and the run goes on (the forwarder reports its scheduling
+//! class in `forwarder.json`).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Default `SCHED_FIFO` priority of the forwarder (1–99). Low: above every normal process,
+/// below the kernel's own real-time threads.
+pub const DEFAULT_PRIORITY: u8 = 10;
+
+/// The parent pid of `pid`, from `/proc/PID/stat` (`None` if it is gone).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid …"; comm may contain spaces and parentheses: cut at the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Every live descendant of `root` (children, grandchildren, …).
+pub fn descendants(root: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let pairs: Vec<(u32, u32)> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, parent_of(pid)?)))
+        .collect();
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(pid, ppid) in &pairs {
+            if ppid == p && !out.contains(&pid) {
+                out.push(pid);
+                frontier.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// The command line of `pid` as arguments.
+fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Moves every thread of `pid` to `SCHED_FIFO` at `priority`; the number of threads moved.
+pub fn make_fifo(pid: u32, priority: u8) -> std::io::Result<usize> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(priority.clamp(1, 99)),
+    };
+    let mut n = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))?.flatten() {
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: `param` is a valid sched_param; a stale tid only makes the call fail.
+        if unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &param) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Waits (up to `within`) for the forwarder writing to `raw` to appear below `root`, then
+/// makes it `SCHED_FIFO` at `priority`. Returns why not, if it could not; the caller only
+/// reports it. Meant for its own thread: it polls every 20 ms while `alive()` holds.
+pub fn promote_forwarder(
+    root: u32,
+    raw: &Path,
+    priority: u8,
+    within: Duration,
+    alive: impl Fn() -> bool,
+) -> Result<u32, String> {
+    let raw = raw.display().to_string();
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline && alive() {
+        let found = descendants(root).into_iter().find(|&pid| {
+            let args = cmdline(pid);
+            args.iter().any(|a| a == "__forward")
+                && args.windows(2).any(|w| w[0] == "--out" && w[1] == raw)
+        });
+        if let Some(pid) = found {
+            return match make_fifo(pid, priority) {
+                Ok(_) => Ok(pid),
+                Err(e) => Err(format!("SCHED_FIFO for the forwarder refused: {e}")),
+            };
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err("the forwarder did not appear".into())
+}
+
+/// This process's scheduling class as text (`SCHED_FIFO 10`, `SCHED_OTHER`), for the report.
+pub fn own_policy() -> String {
+    // SAFETY: querying our own thread's policy and parameter; both pointers are valid.
+    let (policy, prio) = unsafe {
+        let mut p = libc::sched_param { sched_priority: 0 };
+        let policy = libc::sched_getscheduler(0);
+        libc::sched_getparam(0, &mut p);
+        (policy, p.sched_priority)
+    };
+    match policy {
+        libc::SCHED_FIFO => format!("SCHED_FIFO {prio}"),
+        libc::SCHED_RR => format!("SCHED_RR {prio}"),
+        libc::SCHED_OTHER => "SCHED_OTHER".into(),
+        other => format!("policy {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn descendants_include_grandchildren() {
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 5 & wait"])
+            .spawn()
+            .expect("sh runs");
+        let root = child.id();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut found = false;
+        while Instant::now() < deadline && !found {
+            found = descendants(root)
+                .iter()
+                .any(|&p| cmdline(p).first().is_some_and(|a| a == "sleep"));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found, "sleep (a grandchild of this test) was not found");
+    }
+
+    #[test]
+    fn parent_parsing_survives_parentheses_in_the_name() {
+        // Our own parent is whatever ran the test; it must parse to a number.
+        assert!(parent_of(std::process::id()).is_some());
+        assert_eq!(parent_of(u32::MAX), None);
+    }
+
+    #[test]
+    fn a_missing_forwarder_is_reported_not_waited_for_forever() {
+        let t = Instant::now();
+        let r = promote_forwarder(
+            std::process::id(),
+            Path::new("/nonexistent/raw"),
+            DEFAULT_PRIORITY,
+            Duration::from_millis(100),
+            || true,
+        );
+        assert!(r.is_err());
+        assert!(t.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn own_policy_is_readable() {
+        assert!(!own_policy().is_empty());
+    }
+}
