@@ -190,12 +190,14 @@ pub struct ScreamConfig {
     pub relaxed_pacing: Option<RelaxedPacing>,
     /// L4S pacing cap (our addition, in both sets; `None` gives the plain pacing rule):
     /// while L4S CE marks have arrived within [`l4s_pacing_hold`](Self::l4s_pacing_hold), pace
-    /// no faster than this × the highest packet-train receive rate of the last 0.5 s — the
-    /// bottleneck rate, measured from the receiver's arrival times (never below the
-    /// target). Reason: with 60 fps frames paced at 1.5 × target, every frame overruns the
-    /// bottleneck once the target exceeds 2/3 of it and DualPI2's 1 ms step marks the frame's
-    /// tail — the reference then settles near 68 % of a 50 Mbit/s link
-    /// (shared/notes/scream-v2.md). Default `Some(1.0)`: pace at the bottleneck's own rate.
+    /// no faster than this × the bottleneck rate (never below the target). The rate is
+    /// measured from the receiver's arrival times, only on packet trains that were sent faster
+    /// than they arrived (see `scream/bottleneck.rs`). Reason: with 60 fps frames paced at
+    /// 1.5 × target, every frame overruns the bottleneck once the target exceeds 2/3 of it and
+    /// DualPI2's 1 ms step marks the frame's tail — the reference then settles near 68 % of a
+    /// 50 Mbit/s link (shared/notes/scream-v2.md). Default `Some(1.0)`: pace at the
+    /// bottleneck's own rate. Below 1 loses throughput in simulation (TMA24 scenario, seed
+    /// 21: U 0.866 at 1.0, 0.817 at 0.95, 0.779 at 0.9) without lowering the median delay.
     pub l4s_pacing_cap: Option<f64>,
     /// How long after the last L4S CE mark the pacing cap stays on. Default 5 s.
     pub l4s_pacing_hold: Duration,

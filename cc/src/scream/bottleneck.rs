@@ -1,0 +1,180 @@
+//! Bottleneck-rate estimate for the L4S pacing cap (our addition, see
+//! [`ScreamConfig::l4s_pacing_cap`](super::ScreamConfig::l4s_pacing_cap)).
+//!
+//! The receive rate of a packet train equals the bottleneck's rate only when the train was
+//! sent faster than the bottleneck: then the bottleneck, not the sender, spaced the packets.
+//! A train sent slower arrives at its own sending rate, and taking that as the bottleneck's
+//! rate would let a cap below 1 ratchet the pacing rate down train by train. So a train counts
+//! only if it took measurably longer to arrive than to send.
+//!
+//! Two more details keep the estimate honest with RFC 8888 feedback, whose arrival times have
+//! a resolution of 1/1024 s:
+//! - trains are followed across feedback reports (a packet joins the train when it arrives
+//!   within two ticks of the previous one) and must span at least [`MIN_SPAN`], so one tick of
+//!   quantisation is at most 10 % of the span;
+//! - samples are averaged (EWMA ½), not maximised: the quantisation error is symmetric, a
+//!   maximum would keep only the overestimates.
+//!
+//! The estimate does not expire: while the cap holds the pacing rate below it, no train
+//! outruns the bottleneck and nothing new is learnt, but nothing needs to be. If the capacity
+//! rises, the target may still grow past the cap (the pacing rate never goes below the
+//! target) and the cap stops mattering; if it falls, trains paced at the old rate outrun the
+//! new bottleneck and their samples pull the estimate down within a few frames.
+
+use std::time::Duration;
+
+/// One tick of RFC 8888 arrival time (1/1024 s), µs.
+const TICK_US: i64 = 977;
+/// A packet arriving more than this after the previous one starts a new train, µs.
+const GAP_US: i64 = 2 * TICK_US;
+/// Shortest train (first to last arrival) that yields a sample.
+pub const MIN_SPAN: Duration = Duration::from_millis(10);
+/// Fewest packets in a train that yields a sample.
+const MIN_PACKETS: u32 = 4;
+
+#[derive(Debug, Clone, Copy)]
+struct Train {
+    first_at: i64,
+    last_at: i64,
+    first_sent: i64,
+    last_sent: i64,
+    /// Bytes after the first packet (the first one's bytes arrived before `first_at`).
+    bytes: u64,
+    packets: u32,
+}
+
+/// The estimator.
+#[derive(Debug, Clone, Default)]
+pub struct BottleneckRate {
+    train: Option<Train>,
+    estimate_bps: f64,
+    sampled: bool,
+}
+
+impl BottleneckRate {
+    /// A newly acknowledged packet: its arrival time at the receiver and send time (µs, each
+    /// on its own clock), and its size.
+    pub fn on_acked(&mut self, arrival_us: i64, sent_us: i64, size: u64) {
+        if let Some(t) = self.train.as_mut()
+            && arrival_us >= t.last_at
+            && arrival_us - t.last_at <= GAP_US
+            && sent_us >= t.last_sent
+        {
+            t.last_at = arrival_us;
+            t.last_sent = sent_us;
+            t.bytes += size;
+            t.packets += 1;
+            return;
+        }
+        self.close();
+        self.train = Some(Train {
+            first_at: arrival_us,
+            last_at: arrival_us,
+            first_sent: sent_us,
+            last_sent: sent_us,
+            bytes: 0,
+            packets: 1,
+        });
+    }
+
+    fn close(&mut self) {
+        let Some(t) = self.train.take() else { return };
+        let span_r = t.last_at - t.first_at;
+        let span_s = t.last_sent - t.first_sent;
+        if t.packets < MIN_PACKETS || span_r < MIN_SPAN.as_micros() as i64 {
+            return;
+        }
+        // Outran the bottleneck: arrival took longer than sending, by more than one tick.
+        if span_r <= span_s + TICK_US {
+            return;
+        }
+        let r = t.bytes as f64 * 8e6 / span_r as f64;
+        self.estimate_bps = match self.estimate() {
+            Some(old) => 0.5 * old + 0.5 * r,
+            None => r,
+        };
+        self.sampled = true;
+    }
+
+    /// The bottleneck rate, bit/s, once a train has measured it.
+    pub fn estimate(&self) -> Option<f64> {
+        self.sampled.then_some(self.estimate_bps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds a train of `n` packets of `size` bytes sent at `send_bps` through a bottleneck of
+    /// `cap_bps`, with arrival times quantised to RFC 8888 ticks; returns the next send time.
+    fn train(
+        b: &mut BottleneckRate,
+        start_us: i64,
+        n: u32,
+        size: u64,
+        send_bps: f64,
+        cap_bps: f64,
+    ) -> i64 {
+        let send_gap = size as f64 * 8e6 / send_bps;
+        let service = size as f64 * 8e6 / cap_bps;
+        let mut free = start_us as f64;
+        let mut sent = start_us as f64;
+        for _ in 0..n {
+            let done = free.max(sent) + service;
+            free = done;
+            let arrival = ((done + 50_000.0) / 1e6 * 1024.0).floor() / 1024.0 * 1e6;
+            b.on_acked(arrival as i64, sent as i64, size);
+            sent += send_gap;
+        }
+        sent as i64
+    }
+
+    #[test]
+    fn a_train_faster_than_the_bottleneck_measures_it() {
+        let mut b = BottleneckRate::default();
+        let mut t = 0;
+        for _ in 0..5 {
+            t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;
+        }
+        let e = b.estimate().expect("sampled");
+        assert!((e - 20e6).abs() < 0.5e6, "estimate {e}");
+    }
+
+    #[test]
+    fn a_train_slower_than_the_bottleneck_is_not_a_sample() {
+        let mut b = BottleneckRate::default();
+        let mut t = 0;
+        for _ in 0..5 {
+            t = train(&mut b, t, 40, 1200, 18e6, 20e6) + 20_000;
+        }
+        assert_eq!(b.estimate(), None);
+        // With an estimate in hand, trains sent below it do not pull it down (no ratchet).
+        for _ in 0..3 {
+            t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;
+        }
+        // (The first slow train's first packet closes the last fast train.)
+        t = train(&mut b, t, 40, 1200, 18e6, 20e6) + 20_000;
+        let before = b.estimate().expect("sampled");
+        assert!((before - 20e6).abs() < 0.5e6, "estimate {before}");
+        for _ in 0..20 {
+            t = train(&mut b, t, 40, 1200, 0.95 * before, 20e6) + 20_000;
+        }
+        assert_eq!(b.estimate(), Some(before));
+    }
+
+    #[test]
+    fn short_trains_do_not_count() {
+        let mut b = BottleneckRate::default();
+        // 5 packets at 20 Mbit/s span 2 ms: too short for 1/1024 s timestamps.
+        let mut t = 0;
+        for _ in 0..10 {
+            t = train(&mut b, t, 5, 1200, 40e6, 20e6) + 20_000;
+        }
+        assert_eq!(b.estimate(), None);
+        for _ in 0..3 {
+            t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;
+        }
+        assert!(b.estimate().is_some());
+    }
+}
