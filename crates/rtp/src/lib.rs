@@ -54,12 +54,14 @@
 //!   original sequence number in the first two payload bytes), so that RFC 8888 reports,
 //!   which are keyed by RTP sequence number, never see a sequence number twice.
 //! - RTCP: SR, RR + SDES (compound, RFC 3550 §6.1), and reduced-size feedback (RFC 5506):
-//!   REMB, transport-wide CC, RFC 8888 CCFB, generic NACK, PLI; FIR is parsed.
+//!   REMB, transport-wide CC, RFC 8888 CCFB, generic NACK, PLI; FIR is parsed; BYE
+//!   (RFC 3550 §6.6) when the sender closes, which the receiver reports.
 //!
 //! Wire types come from webrtc-rs's `rtc-rtp` / `rtc-rtcp` 0.21. Our own code exists where they
 //! lack something: the RFC 8888 codec ([`rtcp::ccfb`], because `rtc-rtcp`'s `CcFeedbackReport`
 //! hard-codes `num_reports = count` and SCReAM's reference uses `count − 1`, see
-//! [`NumReportsConvention`]); building and unwrapping transport-wide CC reports
+//! [`NumReportsConvention`]); the BYE parser ([`rtcp::bye`], so every length in it is
+//! checked against its sub-packet here); building and unwrapping transport-wide CC reports
 //! ([`rtcp::twcc`], `rtc-rtcp` only has the chunk structs); and the codec payloaders
 //! ([`codec`]): `rtc-rtp`'s H.265 depacketizer does not produce a byte stream, and its H.264
 //! STAP-A depacketizer indexes past the end of a truncated aggregate and panics (test
@@ -88,11 +90,13 @@
 //!   changes ([`BreakerState`]).
 //! - [`ReceiverSession::new`]`(ReceiverConfig, Option<Box<dyn ReceiveSideEstimator>>, now)`;
 //!   [`ReceiverEvent::Frame`] hands out decodable [`ReceivedFrame`]s in order;
+//!   [`ReceiverEvent::Bye`] (and [`ReceiverStats::bye_received`]) tells a clean end of the
+//!   stream from a sender that fell silent;
 //!   [`ReceiverSession::request_key_frame`] sends a PLI on the decoder's behalf.
 //! - Both: `handle_input`, `handle_timeout`, `poll_transmit` → [`Transmit`], `poll_timeout`,
 //!   `poll_event`, `stats`.
 //! - Pieces usable alone: [`pacer::Pacer`], [`codec`] (payloaders), [`rtcp`] (parse/build,
-//!   [`rtcp::ccfb`], [`rtcp::twcc`]).
+//!   [`rtcp::ccfb`], [`rtcp::twcc`], [`rtcp::bye`]).
 //!
 //! # Verification
 //!

@@ -502,6 +502,24 @@ fn a_controller_discard_leaves_no_sequence_gap_and_nack_repair_uses_wire_numbers
 }
 
 #[test]
+fn the_receiver_learns_of_the_senders_bye() {
+    let (mut w, _) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(1), Ecn::NotEct);
+    let t0 = w.now;
+    w.run(
+        t0 + Duration::from_millis(500),
+        &mut cbr_source(Codec::Vp8, 30, 2000, 30),
+    );
+    assert!(!w.receiver.stats().bye_received);
+    assert!(w.frames.len() >= 10);
+    w.sender.close();
+    w.run(t0 + Duration::from_secs(1), &mut |_| {
+        (None, t0 + Duration::from_secs(10))
+    });
+    assert!(w.receiver.stats().bye_received);
+    assert_eq!(w.receiver.stats().malformed, 0);
+}
+
+#[test]
 fn circuit_breaker_trips_when_feedback_is_black_holed_and_recovers() {
     let (mut w, _) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(1), Ecn::NotEct);
     let t0 = w.now;

@@ -1,6 +1,7 @@
-//! Our RTCP entry point: compound splitting, every rtc-rtcp message parser (SR, RR, SDES, BYE,
-//! XR, generic NACK, RRR, transport-wide CC, PLI, SLI, REMB, FIR, raw) and our RFC 8888 parser,
-//! under both num_reports conventions; parsed transport-wide CC is decoded to arrivals.
+//! Our RTCP entry point: compound splitting, every rtc-rtcp message parser we use (SR, RR,
+//! SDES, XR, generic NACK, RRR, transport-wide CC, PLI, SLI, REMB, FIR, raw) and our RFC 8888
+//! and BYE parsers, under both num_reports conventions; parsed transport-wide CC is decoded to
+//! arrivals.
 #![no_main]
 
 use cg_rtp::rtcp::{self, NumReportsConvention, RtcpMessage, twcc};

@@ -1,11 +1,12 @@
 //! RTCP: splitting compound packets (RFC 3550 §6.1), our view of the messages we act on, and
-//! builders for what we send. Parsing of every message except CCFB is `rtc-rtcp`'s; CCFB is
-//! [`ccfb`], transport-wide CC building/decoding is [`twcc`].
+//! builders for what we send. Parsing of every message except CCFB and BYE is `rtc-rtcp`'s;
+//! CCFB is [`ccfb`], BYE is [`bye`], transport-wide CC building/decoding is [`twcc`].
 //!
 //! Every sub-packet is delimited by its own length field before any parser sees it, so a
 //! compound packet whose lengths overrun the datagram is rejected as a whole, and parsers are
 //! handed exactly one packet.
 
+pub mod bye;
 pub mod ccfb;
 pub mod twcc;
 
@@ -66,7 +67,9 @@ pub enum RtcpMessage {
         /// SSRCs asked for a key frame.
         ssrcs: Vec<u32>,
     },
-    /// Anything else that parsed (SDES, BYE, XR, …): counted and ignored.
+    /// BYE (RFC 3550 §6.6): sources leaving, with an optional reason.
+    Bye(bye::Bye),
+    /// Anything else that parsed (SDES, XR, …): counted and ignored.
     Other,
 }
 
@@ -104,6 +107,10 @@ pub fn parse(data: &[u8], conv: NumReportsConvention) -> Result<Vec<RtcpMessage>
         let fmt = p[0] & 0x1F;
         if pt == ccfb::PT_RTPFB && fmt == ccfb::FMT_CCFB {
             out.push(RtcpMessage::Ccfb(ccfb::Report::parse(p, conv)?));
+            continue;
+        }
+        if pt == bye::PT_BYE {
+            out.push(RtcpMessage::Bye(bye::Bye::parse(p)?));
             continue;
         }
         let mut rd = p;
@@ -351,7 +358,34 @@ mod tests {
             one(&build_fir(1, 7, 3).unwrap()),
             vec![RtcpMessage::Fir { ssrcs: vec![7] }]
         );
-        assert_eq!(one(&build_bye(1).unwrap()), vec![RtcpMessage::Other]);
+        assert_eq!(
+            one(&build_bye(1).unwrap()),
+            vec![RtcpMessage::Bye(bye::Bye {
+                sources: vec![1],
+                reason: None
+            })]
+        );
+    }
+
+    #[test]
+    fn bye_in_a_compound_after_a_receiver_report() {
+        let mut b = build_rr(1, vec![], "cg", None).unwrap().to_vec();
+        b.extend_from_slice(&[
+            0x81, 203, 0, 3, 0, 0, 0, 7, 4, b'd', b'o', b'n', b'e', 0, 0, 0,
+        ]);
+        let m = one(&Bytes::from(b.clone()));
+        assert_eq!(m.len(), 3);
+        assert_eq!(
+            m[2],
+            RtcpMessage::Bye(bye::Bye {
+                sources: vec![7],
+                reason: Some("done".into())
+            })
+        );
+        // A reason running past its sub-packet rejects the compound.
+        let n = b.len();
+        b[n - 8] = 8;
+        assert!(parse(&b, CONV).is_err());
     }
 
     #[test]

@@ -1,4 +1,8 @@
 //! The receiving side of a media session: RTP in, frames and RTCP feedback out.
+//!
+//! An RTCP BYE from the sender (RFC 3550 §6.6, naming its media or RTX SSRC) raises
+//! [`ReceiverEvent::Bye`] once and sets [`ReceiverStats::bye_received`], so an application can
+//! tell a stream that ended cleanly from a sender that went silent.
 
 mod assembler;
 mod config;
@@ -31,6 +35,12 @@ use reception::{Reception, ticks_90k};
 pub enum ReceiverEvent {
     /// A complete, decodable frame.
     Frame(ReceivedFrame),
+    /// The sender left the session: an RTCP BYE naming its media or RTX SSRC (RFC 3550
+    /// §6.6). Raised for the first BYE only.
+    Bye {
+        /// The reason the sender gave, if any.
+        reason: Option<String>,
+    },
 }
 
 /// Counters for logs and plots.
@@ -79,6 +89,8 @@ pub struct ReceiverStats {
     pub plis_sent: u64,
     /// RTCP datagrams received.
     pub rtcp_received: u64,
+    /// The sender said BYE (RFC 3550 §6.6): the stream ended cleanly.
+    pub bye_received: bool,
 }
 
 /// The receiver session (sans-IO). See the crate docs for the driving loop.
@@ -266,15 +278,35 @@ impl ReceiverSession {
         let msgs = rtcp::parse(data, self.config.feedback.ccfb_convention)?;
         self.stats.rtcp_received += 1;
         for m in msgs {
-            if let RtcpMessage::SenderReport(sr) = m {
-                if sr.ssrc == self.config.media_ssrc {
-                    self.media.on_sender_report(sr.ntp_time, now);
-                } else {
-                    self.stats.unknown_source += 1;
+            match m {
+                RtcpMessage::SenderReport(sr) => {
+                    if sr.ssrc == self.config.media_ssrc {
+                        self.media.on_sender_report(sr.ntp_time, now);
+                    } else {
+                        self.stats.unknown_source += 1;
+                    }
                 }
+                RtcpMessage::Bye(bye) => self.on_bye(bye),
+                _ => {}
             }
         }
         Ok(())
+    }
+
+    fn on_bye(&mut self, bye: rtcp::bye::Bye) {
+        let ours = bye
+            .sources
+            .iter()
+            .any(|s| *s == self.config.media_ssrc || *s == self.config.rtx_ssrc);
+        if !ours {
+            self.stats.unknown_source += 1;
+            return;
+        }
+        if !self.stats.bye_received {
+            self.stats.bye_received = true;
+            self.events
+                .push_back(ReceiverEvent::Bye { reason: bye.reason });
+        }
     }
 
     fn handle_rtp(&mut self, data: &[u8], ecn: Ecn, now: Instant) -> Result<(), Error> {
@@ -615,5 +647,52 @@ mod tests {
         );
         assert_eq!(s.frames_lost, 0);
         assert_eq!(rx.nack.poll_timeout(), None, "nothing left missing");
+    }
+
+    #[test]
+    fn a_bye_from_the_sender_is_reported_once_with_its_reason() {
+        use rtc_rtcp::goodbye::Goodbye;
+        use rtc_shared::marshal::Marshal;
+        let t0 = Instant::now();
+        let config = ReceiverConfig::default();
+        let media_ssrc = config.media_ssrc;
+        let mut rx = ReceiverSession::new(config, None, t0).unwrap();
+        for b in datagrams(100, 2, 2) {
+            rx.handle_input(&b, Ecn::NotEct, t0).unwrap();
+        }
+        while rx.poll_event().is_some() {}
+        assert!(!rx.stats().bye_received);
+
+        // A BYE for someone else is not ours.
+        rx.handle_input(&rtcp::build_bye(0xDEAD).unwrap(), Ecn::NotEct, t0)
+            .unwrap();
+        assert_eq!(rx.poll_event(), None);
+        assert_eq!(rx.stats().unknown_source, 1);
+        // Malformed: a reason longer than the packet. An error, counted, no event.
+        let bad = [0x81, 203, 0, 2, 0x63, 0x67, 0, 1, 9, b'b', b'y', b'e'];
+        assert!(rx.handle_input(&bad, Ecn::NotEct, t0).is_err());
+        assert_eq!(rx.stats().malformed, 1);
+        assert_eq!(rx.poll_event(), None);
+        assert!(!rx.stats().bye_received);
+
+        let bye = Goodbye {
+            sources: vec![media_ssrc],
+            reason: Bytes::from_static(b"end of stream"),
+        }
+        .marshal()
+        .unwrap();
+        rx.handle_input(&bye, Ecn::NotEct, t0).unwrap();
+        assert_eq!(
+            rx.poll_event(),
+            Some(ReceiverEvent::Bye {
+                reason: Some("end of stream".into())
+            })
+        );
+        assert!(rx.stats().bye_received);
+        // Senders may repeat their BYE: one event.
+        rx.handle_input(&rtcp::build_bye(media_ssrc).unwrap(), Ecn::NotEct, t0)
+            .unwrap();
+        assert_eq!(rx.poll_event(), None);
+        assert!(rx.stats().bye_received);
     }
 }

@@ -725,7 +725,7 @@ impl SenderSession {
                 self.feedback_seen(now);
                 self.request_key_frame(KeyFrameReason::Fir);
             }
-            RtcpMessage::Other => {}
+            RtcpMessage::Bye(_) | RtcpMessage::Other => {}
         }
     }
 
