@@ -98,8 +98,13 @@ fn run(args: Args) -> Result<(), Error> {
         let written = writer.await.unwrap_or(Ok(()));
         let last = last?;
         written?;
+        let ending = match (last.bye_received, &last.peer) {
+            (true, _) => "; the sender ended the stream (BYE)",
+            (false, Some(_)) => "; no BYE from the sender",
+            (false, None) => "",
+        };
         eprintln!(
-            "cg-recv: done after {:.1} s: {} frames decoded, {} lost, {} freezes (longest {:.0} ms)",
+            "cg-recv: done after {:.1} s: {} frames decoded, {} lost, {} freezes (longest {:.0} ms){ending}",
             last.t, last.frames_decoded, last.frames_lost, last.freezes, last.longest_freeze_ms
         );
         Ok(())

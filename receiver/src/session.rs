@@ -214,6 +214,8 @@ async fn run_peer(
                     if decoder.take_key_frame_request() {
                         let _ = handle.call(|s: &mut ReceiverSession, now| s.request_key_frame(now)).await;
                     }
+                } else if let Some(ReceiverEvent::Bye { reason }) = event {
+                    tracing::info!(%peer, ?reason, "the sender said BYE");
                 }
             }
             _ = tick.tick() => {
@@ -420,6 +422,7 @@ impl State {
             self.last_expected = (r.media_packets, r.cumulative_lost);
             s.loss = (got + lost > 0).then(|| lost as f64 / (got + lost) as f64);
             s.jitter_ms = r.jitter.as_secs_f64() * 1e3;
+            s.bye_received = r.bye_received;
             if let Some((estimate, extra)) = est {
                 s.remb_bps = Some(estimate.as_bps());
                 s.extra = extra.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();

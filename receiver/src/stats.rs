@@ -70,6 +70,10 @@ pub struct Stats {
     pub remb_bps: Option<u64>,
     /// Datagrams from other addresses than the sender, dropped.
     pub foreign_datagrams: u64,
+    /// The current sender ended its stream with an RTCP BYE (RFC 3550 §6.6): a clean end, not
+    /// a sender that fell silent.
+    #[serde(default)]
+    pub bye_received: bool,
     /// Estimator quantities by name (GCC-REMB: `m`, `gamma`, `state`, `a_r`, `n_dd`…).
     pub extra: BTreeMap<String, f64>,
 }
