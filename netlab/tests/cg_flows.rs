@@ -4,7 +4,10 @@
 //! (media side).
 //!
 //! Heavy (GStreamer encodes in every run), so they run one at a time, at 640×360 where the
-//! issue does not ask for 720p. `cg-send` / `cg-recv` must sit next to the netlab binary; they
+//! issue does not ask for 720p. They judge rates, delays and frame deliveries of real processes,
+//! so they are ignored in debug builds (an unoptimised pacer and RTP stack on a 2-core machine
+//! send late and in bursts, which is not what users run) and `cargo xtask test` runs them with
+//! `cargo test --release -p cg-netlab --test cg_flows`. `cg-send` / `cg-recv` must sit next to the netlab binary; they
 //! are built into the same target directory if missing.
 
 use std::path::{Path, PathBuf};
@@ -258,17 +261,28 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
 fn gcc_remb_one_flow_1mbps_rtt50_dt300() {
     gcc_one_mbps("gcc-remb");
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
 fn gcc_send_side_one_flow_1mbps_rtt50_dt300() {
     gcc_one_mbps("gcc");
 }
 
 #[test]
-#[ignore = "fails today: U 0.47-0.49 (median queuing delay 0 ms) in a debug build on the shared VM; run with --ignored"]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
 fn scream_l4s_through_dualpi2_20mbps_rtt30() {
     let fwd = r#"capacity = "20Mbit"
 delay = "15ms"
@@ -385,6 +399,10 @@ fn pid_of(needle: &str, program: &str) -> Option<i32> {
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
 fn killed_receiver_trips_the_breaker_and_a_restarted_one_gets_the_stream_back() {
     let (_, recv_bin) = cg_binaries();
     let fwd = r#"capacity = "2Mbit"

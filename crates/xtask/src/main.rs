@@ -3,7 +3,10 @@
 //! - `setup`: installs the Debian packages the workspace needs (apt-get, when root and something
 //!   is missing). Idempotent; with nothing missing it makes one `dpkg-query` call.
 //! - `test`: setup, then fmt check, clippy with `-D warnings`, and `cargo test --workspace`,
-//!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too.
+//!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too;
+//!   then the end-to-end media tests (`netlab/tests/cg_flows.rs`: real cg-send/cg-recv through
+//!   namespaces, judged on rate, delay and frames) in a release build, as users run them — in
+//!   a debug build they are ignored.
 //! - `demo`: setup, then the project's main job.
 //! - `bench`: the criterion benchmarks.
 
@@ -203,6 +206,9 @@ fn test(extra: &[String]) -> Result<(), String> {
     ]))?;
     run(cargo()
         .args(["test", "--workspace", "--all-features"])
+        .args(extra))?;
+    run(cargo()
+        .args(["test", "--release", "-p", "cg-netlab", "--test", "cg_flows"])
         .args(extra))
 }
 
