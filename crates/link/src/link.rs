@@ -120,6 +120,8 @@ pub struct Link<P = ()> {
     throttled: bool,
     rec: Recorder,
     now: Option<Instant>,
+    /// The rate last told to the qdisc ([`Qdisc::set_rate`]).
+    told_rate: Bitrate,
 }
 
 impl<P: Clone + Send + 'static> Link<P> {
@@ -138,6 +140,7 @@ impl<P: Clone + Send + 'static> Link<P> {
             log: EventLog::new(config.event_limit),
             stats: LinkStats::default(),
         };
+        let told_rate = config.link_info().rate;
         Ok(Link {
             config,
             capacity,
@@ -147,6 +150,7 @@ impl<P: Clone + Send + 'static> Link<P> {
             serving: None,
             next_dequeue: None,
             throttled: false,
+            told_rate,
             rec,
             now: None,
         })
@@ -171,6 +175,11 @@ impl<P: Clone + Send + 'static> Link<P> {
                 EventKind::Dropped(DropReason::RandomLoss),
             ));
             return;
+        }
+        let rate = self.capacity.rate_at(now);
+        if rate != self.told_rate {
+            self.told_rate = rate;
+            self.qdisc.set_rate(rate);
         }
         self.qdisc.enqueue(packet, now, &mut self.rec);
         if self.serving.is_none() && !self.qdisc.is_empty() {
@@ -542,6 +551,61 @@ pub(crate) mod tests {
         assert!((rate.as_bps_f64() / 1e6 - 1.0).abs() < 0.01, "{rate}");
         let loss = link.stats().total().loss_ratio();
         assert!((loss - 0.5).abs() < 0.02, "loss {loss}");
+    }
+
+    #[test]
+    fn dt300_follows_a_capacity_schedule_step_down() {
+        // 2.5 Mb/s for 10 s, then 0.5 Mb/s; a 3 Mb/s input keeps the queue full. The DT/300
+        // limit is re-sized at the step (qM = Tq · C): once the 2.5 Mb/s backlog has drained,
+        // the queuing delay is back at 300 ms, not the 1.5 s a limit sized at 2.5 Mb/s would
+        // hold at 0.5 Mb/s (or the 0.9 s of one sized at the schedule's mean rate).
+        let t0 = Instant::now();
+        let steps = [(10, 2.5), (20, 0.5)]
+            .iter()
+            .map(|&(s, m)| RateStep {
+                duration: Duration::from_secs(s),
+                rate: Bitrate::from_mbps_f64(m),
+            })
+            .collect();
+        let cfg = LinkConfig {
+            capacity: CapacityConfig::Schedule {
+                steps,
+                repeat: false,
+            },
+            qdisc: QdiscConfig::DropTail(DropTailConfig::time(Duration::from_millis(300))),
+            ..LinkConfig::default()
+        };
+        let mut link = Link::new(cfg).unwrap();
+        link.start(t0);
+        let mut src = [Cbr::new(0, Bitrate::mbps(3), 1200, t0)];
+        let out = drive(&mut link, &mut src, t0 + Duration::from_secs(30));
+        let latency = |from: u64, to: u64| {
+            out.iter()
+                .filter(|(_, p)| {
+                    p.arrival >= t0 + Duration::from_secs(from)
+                        && p.arrival < t0 + Duration::from_secs(to)
+                })
+                .map(|(t, p)| *t - p.arrival)
+                .max()
+                .unwrap()
+        };
+        let packet = Duration::from_micros(19_200); // 1200 B at 0.5 Mb/s
+        // (Packets that arrive in the last 0.3 s before the step leave after it.)
+        assert!(latency(5, 9) <= Duration::from_millis(300) + packet);
+        // The 2.5 Mb/s backlog (≈ 94 kB) takes 1.5 s to leave at 0.5 Mb/s; meanwhile
+        // arrivals are dropped.
+        let backlog = out
+            .iter()
+            .filter(|(_, p)| p.arrival < t0 + Duration::from_secs(10))
+            .map(|(t, p)| *t - p.arrival)
+            .max()
+            .unwrap();
+        assert!(backlog > Duration::from_millis(1000), "{backlog:?}");
+        let after = latency(13, 30);
+        assert!(
+            after <= Duration::from_millis(300) + packet && after >= Duration::from_millis(280),
+            "{after:?}"
+        );
     }
 
     #[test]

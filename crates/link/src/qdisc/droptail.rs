@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use cg_types::DataSize;
+use cg_types::{Bitrate, DataSize};
 use serde::{Deserialize, Serialize};
 
 use super::{LinkInfo, Qdisc, report_drop, report_enqueue};
@@ -21,9 +21,11 @@ pub enum QueueLimit {
     /// At most this many bytes (Linux `bfifo limit B`): a packet that would take the backlog
     /// over the limit is dropped.
     Bytes(DataSize),
-    /// At most this much time at the link's nominal rate: a byte limit of `time × rate`
-    /// (CCR16 / RFC 8867's DT/300 = 300 ms). With a schedule or trace the nominal rate is the
-    /// mean rate (see [`crate::CapacityConfig`]).
+    /// At most this much time at the link's rate: a byte limit of `time × rate` (CCR16 /
+    /// RFC 8867's DT/300 = 300 ms; MMSys16 §5.1 sets qM = Tq · C). With a capacity schedule
+    /// the limit is re-sized at every step to the rate in force, as a testbed that sets the
+    /// queue with each capacity change (packets already queued stay; arrivals are dropped
+    /// until the backlog fits). With a trace it is sized at the trace's mean rate.
     #[serde(with = "humantime_serde")]
     Time(Duration),
 }
@@ -80,6 +82,8 @@ pub struct DropTail<P> {
     queue: VecDeque<Packet<P>>,
     bytes: u64,
     limit: Limit,
+    /// The time limit, when the byte limit was derived from one (re-sized by `set_rate`).
+    time_limit: Option<Duration>,
 }
 
 impl<P> DropTail<P> {
@@ -117,6 +121,10 @@ impl<P> DropTail<P> {
             queue: VecDeque::with_capacity(cap + 1),
             bytes: 0,
             limit,
+            time_limit: match config.limit {
+                QueueLimit::Time(d) => Some(d),
+                _ => None,
+            },
         })
     }
 
@@ -130,6 +138,15 @@ impl<P> DropTail<P> {
 }
 
 impl<P: Send> Qdisc<P> for DropTail<P> {
+    fn set_rate(&mut self, rate: Bitrate) {
+        // A zero rate (an outage step) keeps the last limit rather than dropping everything.
+        if let Some(d) = self.time_limit
+            && rate > Bitrate::ZERO
+        {
+            self.limit = Limit::Bytes((rate * d).as_bytes().max(1));
+        }
+    }
+
     fn enqueue(&mut self, mut packet: Packet<P>, now: Instant, events: &mut dyn EventSink) {
         let size = packet.size.as_bytes();
         let full = match self.limit {

@@ -72,6 +72,9 @@ pub trait Qdisc<P>: Send {
     fn drop_probability(&self) -> Option<f64> {
         None
     }
+    /// The link's rate changed (a capacity schedule stepped): limits given in time at the
+    /// link rate are re-sized. Default: nothing.
+    fn set_rate(&mut self, _rate: Bitrate) {}
 }
 
 impl<P, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
@@ -101,6 +104,9 @@ impl<P, Q: Qdisc<P> + ?Sized> Qdisc<P> for Box<Q> {
     }
     fn drop_probability(&self) -> Option<f64> {
         (**self).drop_probability()
+    }
+    fn set_rate(&mut self, rate: Bitrate) {
+        (**self).set_rate(rate)
     }
 }
 
