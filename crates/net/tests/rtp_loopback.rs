@@ -147,8 +147,10 @@ async fn five_seconds_of_vp8_at_5_mbps_ect1_over_loopback_with_the_rtp_sessions(
     let received = recv_task.await.unwrap().unwrap();
 
     let mut frames = Vec::new();
-    while let Some(ReceiverEvent::Frame(f)) = recv_handle.try_next_event() {
-        frames.push(f);
+    while let Some(ev) = recv_handle.try_next_event() {
+        if let ReceiverEvent::Frame(f) = ev {
+            frames.push(f);
+        }
     }
     let s = sent.session.stats().clone();
     let r = received.session.stats().clone();

@@ -100,8 +100,10 @@ struct Rx {
 
 impl Rx {
     fn drain(&mut self) {
-        while let Some(ReceiverEvent::Frame(f)) = self.session.poll_event() {
-            if let Some(c) = f.capture_time {
+        while let Some(ev) = self.session.poll_event() {
+            if let ReceiverEvent::Frame(f) = ev
+                && let Some(c) = f.capture_time
+            {
                 self.latencies
                     .push((f.completed, f.completed.saturating_duration_since(c)));
             }
