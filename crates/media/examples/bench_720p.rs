@@ -3,7 +3,8 @@
 //! ```text
 //! cargo run --release -p cg-media --example bench_720p -- [seconds] [encoder] [pattern]
 //! ```
-//! (defaults: 20 s, `vp8`, `zone` — also `smpte`). Prints per-frame encode latency (encoder
+//! (defaults: 20 s, `vp8`, `zone-plate` — or any other `TestPattern::name`, such as `smpte`
+//! or `faint-zone-plate`). Prints per-frame encode latency (encoder
 //! input → appsink), decode latency (push → decoded picture), glass-to-glass latency
 //! (capture → decoded picture over this in-process loopback), and the CPU time of each
 //! GStreamer streaming thread (source, encoder, decoder) read from /proc/self/task, as a
@@ -63,10 +64,10 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let seconds: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20);
     let encoder = args.get(2).cloned().unwrap_or_else(|| "vp8".to_owned());
-    let pattern = match args.get(3).map(String::as_str) {
-        Some("smpte") => TestPattern::ScrollingSmpte,
-        _ => TestPattern::MovingZonePlate,
-    };
+    let pattern = args
+        .get(3)
+        .and_then(|p| TestPattern::from_name(p))
+        .unwrap_or(TestPattern::MovingZonePlate);
     let config = EncoderConfig {
         encoder: encoder.clone(),
         source: SourceConfig::TestPattern { pattern },

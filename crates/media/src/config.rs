@@ -60,27 +60,109 @@ impl Default for SourceConfig {
     }
 }
 
-/// `videotestsrc` pictures. The moving ones make the produced bit rate depend on content
-/// and let a CBR encoder reach several Mbit/s; measured with vp8enc at 4 Mbit/s target:
-/// zone plate 3.6 Mbit/s, scrolling SMPTE 3.4–3.7 Mbit/s, ball 0.1–0.15 Mbit/s (at both
-/// 640×360 and 1280×720).
+/// `videotestsrc` pictures.
+///
+/// For anything that judges rate control use [`TestPattern::FaintZonePlate`]: it is the
+/// one whose produced bit rate follows a 1280×720 VP8 target from 0.3 to 4 Mbit/s (table on
+/// the variant). The others are either too hard for low targets (the zone plate and SMPTE
+/// bars put full-contrast detail or noise everywhere, so even vp8enc's coarsest quantizer
+/// produces more than the target) or too easy for high ones (the ball).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum TestPattern {
     /// A zone plate whose rings move every frame (`pattern=zone-plate kx2=20 ky2=20 kt=1`):
-    /// fine detail everywhere and no motion a predictor can follow. Costs about 10 ms of CPU
-    /// per 720p frame to draw.
+    /// full-contrast fine detail everywhere. Costs about 7.5 ms of CPU per 720p frame to draw.
+    /// At 1280×720 and vp8enc speed 6 it follows 0.5–4 Mbit/s, but not 0.3 Mbit/s (0.43
+    /// Mbit/s: a key frame alone is 43 KB at the coarsest quantizer and the stream after it
+    /// needs 0.37–0.39 Mbit/s); at speed 9 and above (where libvpx's automatic speed,
+    /// `cpu-used` ≥ 0, goes when frames take longer than its budget, as on a loaded host) it
+    /// produces about 1 Mbit/s whatever the target from 0.3 to 1 Mbit/s and 1.9–3.8 Mbit/s
+    /// at 4 Mbit/s.
     #[default]
     MovingZonePlate,
+    /// The same moving zone plate at low contrast, for rate-following tests
+    /// (`pattern=zone-plate kx2=30 ky2=30 kt=6`, rings between RGB greys 116 and 140, a
+    /// tenth of the full swing): the detail is of small amplitude, so the coarsest
+    /// quantizers code it to almost nothing (a 720p key frame at 0.3–0.5 Mbit/s is 5–14 KB,
+    /// against 43–56 KB for the full-contrast plate) while the finest ones spend up to about
+    /// 5 Mbit/s on it; the rings drift 6/256 of a cycle per frame, so every frame costs
+    /// about the same. Costs about 7.3 ms of CPU per 720p frame to draw (the same
+    /// drawing code as [`TestPattern::MovingZonePlate`]).
+    ///
+    /// Measured with `cargo run --release -p cg-media --example rate_sweep -- --pattern
+    /// <name> [--cpu-used -16]` on a 2-core host with a load average below 1: cg-media's
+    /// encoder pipeline, live 1280×720 at 30 fps, VP8 with the default settings (one thread,
+    /// speed 6) or at libvpx's fastest speed 16 (where its automatic speed, the former
+    /// default `cpu-used` 12, goes on a loaded host). The targets follow each other in the
+    /// order of the rows, each held 10 s (the steps 8, 6 and 8 s). A cell is the rate produced
+    /// over the segment after its first 2 s (Mbit/s, on frame timestamps, key frames every
+    /// 10 s included), its ratio to the target, and how long after the change a trailing
+    /// 0.5 s window of output first came within 20 % of the target:
+    ///
+    /// | target (Mbit/s) | faint, speed 6 | faint, speed 16 | zone plate, speed 6 | zone plate, speed 16 |
+    /// |---|---|---|---|---|
+    /// | 0.3 | 0.310 (1.03), 0.5 s | 0.340 (1.13), 1.1 s | 0.436 (1.45), 0.5 s | 1.099 (3.66), never |
+    /// | 0.5 | 0.500 (1.00), 0.5 s | 0.481 (0.96), 3.1 s | 0.459 (0.92), 1.3 s | 1.136 (2.27), never |
+    /// | 1 | 1.003 (1.00), 1.1 s | 1.001 (1.00), 0.9 s | 1.002 (1.00), 2.1 s | 1.137 (1.14), 0.0 s |
+    /// | 2.5 | 2.499 (1.00), 1.3 s | 2.512 (1.00), 1.6 s | 2.510 (1.00), 1.1 s | 1.302 (0.52), 7.0 s |
+    /// | 4 | 3.715 (0.93), 0.8 s | 4.010 (1.00), 0.9 s | 4.008 (1.00), 0.9 s | 3.809 (0.95), 3.0 s |
+    /// | step 2.5 → 0.5 | 0.516 (1.03), 0.5 s | 0.493 (0.99), 0.5 s | 0.500 (1.00), 1.0 s | 1.126 (2.25), never |
+    /// | step 0.5 → 2.5 | 2.502 (1.00), 1.5 s | 2.510 (1.00), 2.0 s | 2.501 (1.00), 1.4 s | 2.147 (0.86), 3.0 s |
+    /// | encoder CPU per frame | 4.7–9.4 ms | 4.0–6.6 ms | 4.8–9.0 ms | 4.8–6.9 ms |
+    ///
+    /// No run dropped a frame in the encoder or left a gap over 33 ms between output frames;
+    /// drawing took 7.1–7.8 ms per frame. At speed 6 the faint plate gives 2.97 Mbit/s for
+    /// 3 Mbit/s and at most about 5 Mbit/s (5.16 Mbit/s for 6 Mbit/s). Runs are repeatable
+    /// (videotestsrc and libvpx are deterministic); 4 Mbit/s after 2.5 Mbit/s gave 0.93 in
+    /// both runs through cg-media's pipeline and 0.98–1.00 in hand-built ones.
+    FaintZonePlate,
     /// SMPTE bars scrolling 3 pixels a frame: cheap to draw (about 2 ms per 720p frame),
-    /// but vp8enc cannot code it below about 0.7 Mbit/s at 640×360 (measured 705 kbit/s at
-    /// a 500 kbit/s and 718 kbit/s at a 300 kbit/s target), so not for rate-following tests.
+    /// but not for rate-following tests: videotestsrc fills the bottom-right sixteenth of
+    /// the picture with fresh random noise every frame, which vp8enc cannot code below
+    /// about 0.7 Mbit/s at 640×360 (705 kbit/s at a 500 kbit/s and 718 kbit/s at a
+    /// 300 kbit/s target) or 1.9 Mbit/s at 1280×720, where it also stays at 1.9 Mbit/s for
+    /// a 4 Mbit/s target.
     ScrollingSmpte,
-    /// A small ball on black: nearly free to encode (a low-complexity control).
+    /// A small ball on black: nearly free to encode (a low-complexity control): 0.1–0.15
+    /// Mbit/s at a 4 Mbit/s target at both 640×360 and 1280×720.
     Ball,
     /// White noise: incompressible.
     Snow,
+}
+
+impl TestPattern {
+    /// Every pattern, in the order they are listed to users.
+    pub const ALL: [TestPattern; 5] = [
+        TestPattern::MovingZonePlate,
+        TestPattern::FaintZonePlate,
+        TestPattern::ScrollingSmpte,
+        TestPattern::Ball,
+        TestPattern::Snow,
+    ];
+
+    /// Command-line name: `zone-plate`, `faint-zone-plate`, `smpte`, `ball`, `snow`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TestPattern::MovingZonePlate => "zone-plate",
+            TestPattern::FaintZonePlate => "faint-zone-plate",
+            TestPattern::ScrollingSmpte => "smpte",
+            TestPattern::Ball => "ball",
+            TestPattern::Snow => "snow",
+        }
+    }
+
+    /// Parses a command-line name ([`TestPattern::name`], or the serde name with `_`),
+    /// case-insensitive; `None` for an unknown one.
+    pub fn from_name(name: &str) -> Option<Self> {
+        let wanted = name.trim().to_ascii_lowercase().replace('_', "-");
+        let wanted = match wanted.as_str() {
+            "zoneplate" | "moving-zone-plate" => "zone-plate",
+            "scrolling-smpte" => "smpte",
+            other => other,
+        };
+        Self::ALL.into_iter().find(|p| p.name() == wanted)
+    }
 }
 
 /// Layout of a video file source.
@@ -127,8 +209,17 @@ pub struct EncoderConfig {
     /// encode to 5 fps with 290 ms latency, while `threads = 1` kept 30 fps at 3–13 ms. Raise
     /// it on a dedicated machine for 1080p60.
     pub threads: u32,
-    /// vp8enc `cpu-used` (speed, −16…16; higher is faster and worse). Default 12: about
-    /// 15 ms per 720p frame on one core of the reference VM.
+    /// vp8enc `cpu-used`, −16…16. Negative: libvpx codes at the fixed speed `−cpu-used`
+    /// (higher is faster and worse). Zero or positive: libvpx picks the speed itself,
+    /// raising it while the *wall-clock* encode time of a frame exceeds `(16 − cpu-used)/16`
+    /// of the frame interval — which makes the produced stream depend on how loaded the
+    /// host is. Default −6, libwebrtc's fixed speed for VP8 on x86: about 5–10 ms of CPU per
+    /// 720p frame (more at higher rates). Faster speeds lose rate range on hard pictures:
+    /// on the moving zone plate at 720p, speed 8 once gave 0.8 Mbit/s for every target from
+    /// 0.3 to 1 Mbit/s, and from speed 9 on 0.9–1.2 Mbit/s for those targets and
+    /// 1.9–3.8 Mbit/s for 4 Mbit/s — where the former default 12 went on a loaded host (its
+    /// budget is 8.3 ms of wall time per 30 fps frame). [`TestPattern::FaintZonePlate`]
+    /// keeps its range at every speed.
     pub vp8_cpu_used: i32,
     /// x264enc `speed-preset` name; default `veryfast`.
     pub x264_preset: String,
@@ -154,7 +245,7 @@ impl Default for EncoderConfig {
             start_bitrate: Bitrate::kbps(2_500),
             key_frame_interval: Some(300),
             threads: 1,
-            vp8_cpu_used: 12,
+            vp8_cpu_used: -6,
             x264_preset: "veryfast".to_owned(),
             frame_queue: 16,
             stats_window: Duration::from_secs(1),
@@ -311,6 +402,28 @@ mod tests {
         let back: EncoderConfig =
             serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
+    }
+
+    #[test]
+    fn pattern_names_round_trip_and_accept_aliases() {
+        for p in TestPattern::ALL {
+            assert_eq!(TestPattern::from_name(p.name()), Some(p));
+            // The serde name parses too.
+            let serde_name = serde_json::to_string(&p).unwrap();
+            assert_eq!(
+                TestPattern::from_name(serde_name.trim_matches('"')),
+                Some(p)
+            );
+        }
+        assert_eq!(
+            TestPattern::from_name("ZonePlate"),
+            Some(TestPattern::MovingZonePlate)
+        );
+        assert_eq!(
+            TestPattern::from_name("faint_zone_plate"),
+            Some(TestPattern::FaintZonePlate)
+        );
+        assert_eq!(TestPattern::from_name("plaid"), None);
     }
 
     #[test]

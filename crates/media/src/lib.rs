@@ -93,7 +93,7 @@
 //!
 //! # Figures
 //!
-//! `cargo run --release -p cg-media --example bench_720p -- 20 <vp8|x264> [zone|smpte]` on
+//! `cargo run --release -p cg-media --example bench_720p -- 20 <vp8|x264> [zone-plate|smpte]` on
 //! the 2-vCPU reference VM while other jobs kept its load average at 13–14 (far less than
 //! one free core: the source itself delivered only 15–30 fps). 720p30 at 2.5 Mbit/s, encode
 //! and decode in one process. CPU per frame, from each streaming thread's `/proc/self/task`
@@ -109,7 +109,17 @@
 //! 10.6 / 44.3 ms, glass-to-glass over the in-process loopback 55.9 / 117.8 ms (SMPTE:
 //! 32.7 / 78.3, 6.8 / 42.1, 47.6 / 112.2 ms). With ≈ 10 ms of CPU per frame these are
 //! dominated by waiting for a CPU on that host, not by the codecs; rerun on an idle machine
-//! before quoting them. Per-frame Rust work (criterion, `cargo bench -p cg-media`):
+//! before quoting them. (These were measured with the former VP8 default `cpu-used` 12,
+//! libvpx's automatic speed; the default is now the fixed speed 6, 5–9 ms per 720p frame.)
+//!
+//! Rate following at 720p: `cargo run --release -p cg-media --example rate_sweep` drives a
+//! schedule of targets through an [`Encoder`] and prints, per target, the rate produced,
+//! the time to come within 20 % and the CPU per frame. Only [`TestPattern::FaintZonePlate`]
+//! follows 0.3–4 Mbit/s at 1280×720 (table there); the full-contrast zone plate stays near
+//! 0.4 Mbit/s for lower targets once a key frame was coded at them, and near 1.1 Mbit/s for
+//! any target up to 1 Mbit/s at the encoder speeds a loaded host used to get.
+//!
+//! Per-frame Rust work (criterion, `cargo bench -p cg-media`):
 //! key-frame detection 8 ns (VP8) and 48–84 ns (H.264, stops at the first slice), rate window
 //! 92 ns, freeze detector 72 ns.
 

@@ -12,6 +12,15 @@ use gstreamer_app as gst_app;
 use crate::file_source::FrameReader;
 use crate::{EncoderConfig, MediaError, SourceConfig, TestPattern, props};
 
+/// [`TestPattern::FaintZonePlate`]: second-order phase terms (`kx2`, `ky2`, in 1/256 cycle
+/// per pixel at the picture edge), so the rings reach 0.12 cycle per pixel at the edges.
+const FAINT_RINGS: i32 = 30;
+/// Phase drift per frame in 1/256 cycle (`kt`).
+const FAINT_DRIFT: i32 = 6;
+/// The two colours the rings swing between (ARGB): grey 140 and grey 116.
+const FAINT_LIGHT: u32 = 0xff8c_8c8c;
+const FAINT_DARK: u32 = 0xff74_7474;
+
 /// The source part of a sender pipeline, added to the pipeline and linked up to `tail`.
 pub(crate) struct BuiltSource {
     /// Last element; its src pad carries I420 at the configured size and rate.
@@ -54,6 +63,16 @@ impl BuiltSource {
                         props::set(&src, "kx2", 20i32)?;
                         props::set(&src, "ky2", 20i32)?;
                         props::set(&src, "kt", 1i32)?;
+                    }
+                    TestPattern::FaintZonePlate => {
+                        props::set_str(&src, "pattern", "zone-plate")?;
+                        props::set(&src, "kx2", FAINT_RINGS)?;
+                        props::set(&src, "ky2", FAINT_RINGS)?;
+                        props::set(&src, "kt", FAINT_DRIFT)?;
+                        // videotestsrc blends each pixel between these two colours by the
+                        // zone plate's value: mid-grey ± 12 of 255.
+                        props::set(&src, "foreground-color", FAINT_LIGHT)?;
+                        props::set(&src, "background-color", FAINT_DARK)?;
                     }
                     TestPattern::ScrollingSmpte => {
                         props::set_str(&src, "pattern", "smpte")?;

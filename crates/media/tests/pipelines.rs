@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cg_media::{
     Codec, Decoder, DecoderConfig, EncodedFrame, Encoder, EncoderConfig, FileFormat, MediaError,
-    PushOutcome, SourceConfig,
+    PushOutcome, SourceConfig, TestPattern,
 };
 use cg_types::{Bitrate, DataSize};
 
@@ -221,6 +221,81 @@ fn vp8_follows_a_target_step_from_2_to_0_5_mbps_within_2_s() {
 #[test]
 fn x264_follows_a_target_step_from_2_to_0_5_mbps_within_2_s() {
     follows_target_step("x264");
+}
+
+/// Issue #9: at 1280×720 VP8 follows a 0.5 Mbit/s target, key frame included, on
+/// [`TestPattern::FaintZonePlate`], with vp8enc `cpu-used` = `cpu_used`. The encoder starts
+/// at 2.5 Mbit/s and steps to 0.5 Mbit/s after 1 s; 2 s after the step a key frame is
+/// requested (as a receiver does after a loss) and the rate produced over the next 5 s, key
+/// frame included, must be within ±10 % of 500 kbit/s.
+///
+/// Why ±10 %: libvpx's CBR pays for a key frame and the refinement after it (the 0.5 s
+/// holding them carries about 1 Mbit/s here) over the following seconds, so a 5 s window
+/// with one key frame ends a few per cent above the target: measured 529 kbit/s at speed 6
+/// and 510 kbit/s at speed 16 (videotestsrc and libvpx are deterministic: repeated runs
+/// give the same numbers). The full-contrast [`TestPattern::MovingZonePlate`] gives 531
+/// kbit/s at speed 6 (its key frame is 56 KB, against 5 KB) but 1148 kbit/s at speed 16,
+/// which is where libvpx's automatic speed (the former default `cpu-used` 12) goes on a
+/// loaded host.
+///
+/// Judged only on attempts where the encoder saw every raw frame (see
+/// [`follows_target_step`]).
+fn faint_zone_plate_at_720p_follows_0_5_mbps(cpu_used: i32) {
+    let _g = serial();
+    for attempt in 1..=3 {
+        let cfg = EncoderConfig {
+            source: SourceConfig::TestPattern {
+                pattern: TestPattern::FaintZonePlate,
+            },
+            key_frame_interval: None,
+            vp8_cpu_used: cpu_used,
+            ..config("vp8", 1280, 720, Bitrate::kbps(2_500))
+        };
+        let (enc, rx) = Encoder::start(cfg).unwrap();
+        let first = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        collect_until(&rx, first.pts + Duration::from_secs(1));
+        let (mut low, step) = step_to(&enc, &rx, Bitrate::kbps(500));
+        let from = step + Duration::from_secs(2);
+        enc.request_key_frame().unwrap();
+        let to = from + Duration::from_secs(5);
+        low.extend(collect_until(&rx, to));
+        let produced = rate_between(&low, from, to);
+        let keys: Vec<usize> = low
+            .iter()
+            .filter(|f| f.key_frame && f.pts > from)
+            .map(|f| f.data.len())
+            .collect();
+        let stats = enc.stats();
+        let drops = overload_drops(&enc);
+        let report = format!(
+            "cpu-used {cpu_used}, attempt {attempt}: 2.5 Mbit/s → 500 kbit/s: {produced} from \
+             2 s to 7 s after the step, key frames of {keys:?} bytes, {drops} raw frames \
+             dropped by overload"
+        );
+        eprintln!("{report}");
+        assert!(stats.error.is_none(), "{report}: {:?}", stats.error);
+        assert_eq!(keys.len(), 1, "{report}: the requested key frame");
+        if (450.0..=550.0).contains(&produced.as_kbps_f64()) {
+            return;
+        }
+        assert!(
+            drops > 0,
+            "rate control missed on an unloaded run: {report}"
+        );
+    }
+    panic!("cpu-used {cpu_used}: the host dropped frames in all three attempts");
+}
+
+#[test]
+fn vp8_at_720p_follows_0_5_mbps_on_the_faint_zone_plate() {
+    faint_zone_plate_at_720p_follows_0_5_mbps(EncoderConfig::default().vp8_cpu_used);
+}
+
+/// Speed 16 is libvpx's fastest: where its automatic speed selection ends up on a loaded
+/// host.
+#[test]
+fn vp8_at_720p_follows_0_5_mbps_on_the_faint_zone_plate_even_at_the_fastest_speed() {
+    faint_zone_plate_at_720p_follows_0_5_mbps(-16);
 }
 
 /// Issue #8: a key-frame request yields a key frame within 2 frame intervals.
