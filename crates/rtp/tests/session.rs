@@ -641,3 +641,52 @@ fn hostile_input_is_counted_and_dropped() {
     );
     assert!(w.frames.len() >= 28);
 }
+
+#[test]
+fn a_key_frame_on_its_way_answers_the_receivers_repeated_requests() {
+    let t0 = Instant::now();
+    let (cc, _) = Fixed::new(Bitrate::kbps(200), FeedbackKind::TransportWideCc);
+    let config = SenderConfig::default();
+    let pli = cg_rtp::rtcp::build_pli(7, config.ssrc).unwrap();
+    let mut tx = SenderSession::new(config, cc, t0).unwrap();
+    let requests = |tx: &mut SenderSession| {
+        std::iter::from_fn(|| tx.poll_event())
+            .filter(|e| matches!(e, SenderEvent::KeyFrameRequested(KeyFrameReason::Pli)))
+            .count()
+    };
+    // A 30 kB key frame at 200 kbit/s (pacing 1.5×): about 0.8 s in the pacer.
+    tx.push_frame(frame(Codec::Vp8, 30_000, true, t0, 1), t0)
+        .unwrap();
+    let mut now = t0;
+    let mut last_sent = t0;
+    let mut pli_while_queued = false;
+    while tx.poll_transmit(now).is_some() {}
+    while let Some(at) = tx.poll_timeout() {
+        if at > t0 + Duration::from_secs(5) {
+            break;
+        }
+        now = now.max(at);
+        if !pli_while_queued && now >= t0 + Duration::from_millis(300) {
+            // The receiver lost the previous frames and asks: the key frame is still queued.
+            tx.handle_input(&pli, Ecn::NotEct, now).unwrap();
+            pli_while_queued = true;
+        }
+        tx.handle_timeout(now);
+        while let Some(t) = tx.poll_transmit(now) {
+            if t.kind == TransmitKind::Media {
+                last_sent = now;
+            }
+        }
+    }
+    assert!(pli_while_queued && last_sent > t0 + Duration::from_millis(500));
+    assert_eq!(requests(&mut tx), 0, "the queued key frame answers the PLI");
+    // Just after its last packet left, the receiver cannot have seen it yet.
+    tx.handle_input(&pli, Ecn::NotEct, last_sent + Duration::from_millis(50))
+        .unwrap();
+    assert_eq!(requests(&mut tx), 0);
+    assert_eq!(tx.stats().key_frame_requests_in_flight, 2);
+    // An RTT (100 ms before any RR) + 100 ms later, a PLI means the key frame did not help.
+    tx.handle_input(&pli, Ecn::NotEct, last_sent + Duration::from_millis(250))
+        .unwrap();
+    assert_eq!(requests(&mut tx), 1);
+}

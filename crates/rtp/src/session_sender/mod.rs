@@ -14,6 +14,14 @@
 //! the session itself refuses delta frames until the encoder's key frame arrives (those deltas
 //! reference dropped frames; the receiver would have had to discard them anyway). Frames are
 //! never cut short: the pacer finishes a frame whose first packet has left.
+//!
+//! A receiver that cannot decode repeats its PLI until a key frame arrives. A key frame that is
+//! still queued, or whose last packet left less than an RTT (+ 100 ms) ago, already answers
+//! those requests: they are counted ([`SenderStats::key_frame_requests_in_flight`]) and not
+//! passed on. Otherwise, at a few hundred kbit/s, where a 720p key frame takes longer to send
+//! than the receiver waits between PLIs, every repeat forced another key frame into the
+//! queue, each delaying the one the receiver was waiting for (measured in netlab's demo: six
+//! key frames and a 3 s freeze after a 2.5 → 0.5 Mbit/s step).
 
 mod breaker;
 mod config;
@@ -107,6 +115,10 @@ pub struct SenderStats {
     pub nacked: u64,
     /// Key-frame requests raised.
     pub key_frame_requests: u64,
+    /// Receiver key-frame requests (PLI/FIR) not raised because a key frame was already on
+    /// its way: still queued, or sent less than an RTT (+ 100 ms) ago, so the receiver
+    /// asked before it could have seen it.
+    pub key_frame_requests_in_flight: u64,
     /// Times the circuit breaker tripped.
     pub breaker_trips: u64,
     /// Last RTT from RR LSR/DLSR (RFC 3550 §6.4.1).
@@ -154,6 +166,9 @@ pub struct SenderSession {
     picture_id: u16,
     /// Media was dropped: delta frames are refused until a key frame (why it was dropped).
     awaiting_key: Option<KeyFrameReason>,
+    /// The newest key frame: its RTP timestamp, and when its last packet left (`None` while
+    /// it is queued). Answers PLIs/FIRs sent before the receiver could have seen it.
+    key_in_flight: Option<(u32, Option<Instant>)>,
     pacer: Pacer<Pending>,
     history: History,
     sent_log: SentLog,
@@ -209,6 +224,7 @@ impl SenderSession {
             frame_id: 0,
             picture_id: (rng.next_u64() & 0x7FFF) as u16,
             awaiting_key: None,
+            key_in_flight: None,
             pacer,
             history: History::new(config.history_packets, config.history_age),
             sent_log: SentLog::new(config.history_packets.max(4096) * 2),
@@ -269,6 +285,9 @@ impl SenderSession {
             return Ok(());
         }
         let ts = self.rtp_timestamp(frame.capture_time);
+        if frame.key_frame {
+            self.key_in_flight = Some((ts, None));
+        }
         let capture_ntp = Some(self.ntp.ntp(frame.capture_time));
         let n = payloads.len();
         self.frame_id += 1;
@@ -473,12 +492,28 @@ impl SenderSession {
         if frames == 0 {
             return;
         }
+        if packets > 0 && self.key_in_flight.is_some_and(|(_, sent)| sent.is_none()) {
+            // Queued frames were dropped, perhaps the key frame: it answers nothing now.
+            self.key_in_flight = None;
+        }
         self.stats.frames_dropped += frames;
         self.events.push_back(SenderEvent::FramesDropped {
             frames,
             packets,
             reason,
         });
+    }
+
+    /// Whether a key frame already on its way answers a receiver's request made at `now`.
+    fn key_frame_in_flight(&self, now: Instant) -> bool {
+        match self.key_in_flight {
+            None => false,
+            Some((_, None)) => true,
+            Some((_, Some(sent))) => {
+                let rtt = self.stats.rtt.unwrap_or(Duration::from_millis(100));
+                now < sent + rtt + Duration::from_millis(100)
+            }
+        }
     }
 
     fn request_key_frame(&mut self, reason: KeyFrameReason) {
@@ -576,6 +611,12 @@ impl SenderSession {
         self.sr_octets = self.sr_octets.wrapping_add(m.payload.len() as u32);
         self.last_rtp_ts = Some((m.timestamp, now));
         let end_of_frame = m.marker;
+        if end_of_frame
+            && let Some((ts, sent @ None)) = &mut self.key_in_flight
+            && *ts == m.timestamp
+        {
+            *sent = Some(now);
+        }
         self.history.insert(Stored {
             seq,
             timestamp: m.timestamp,
@@ -715,7 +756,11 @@ impl SenderSession {
                     return;
                 }
                 self.feedback_seen(now);
-                self.request_key_frame(KeyFrameReason::Pli);
+                if self.key_frame_in_flight(now) {
+                    self.stats.key_frame_requests_in_flight += 1;
+                } else {
+                    self.request_key_frame(KeyFrameReason::Pli);
+                }
             }
             RtcpMessage::Fir { ssrcs } => {
                 if !ssrcs.contains(&self.config.ssrc) {
@@ -723,7 +768,11 @@ impl SenderSession {
                     return;
                 }
                 self.feedback_seen(now);
-                self.request_key_frame(KeyFrameReason::Fir);
+                if self.key_frame_in_flight(now) {
+                    self.stats.key_frame_requests_in_flight += 1;
+                } else {
+                    self.request_key_frame(KeyFrameReason::Fir);
+                }
             }
             RtcpMessage::Bye(_) | RtcpMessage::Other => {}
         }
