@@ -108,7 +108,11 @@ impl NackTracker {
             }
             m.retries += 1;
             m.first_nack.get_or_insert(now);
-            m.due = now + retry;
+            // Exponential backoff (RFC 6298 §5.5's RTO doubling): when the RTT jumps (a queue
+            // filling after a capacity drop) the retries of a stale interval would all leave
+            // before the first retransmission could arrive, each drawing a duplicate; and
+            // Karn's rule, sampling only packets NACKed once, would never learn the new RTT.
+            m.due = now + retry * (1u32 << (m.retries - 1).min(4));
             out.push(*s);
         }
         for s in exhausted {
@@ -117,8 +121,9 @@ impl NackTracker {
         out
     }
 
-    /// Time between NACKs of one packet: 1.25 × RTT + 5 ms once retransmissions have given an
-    /// RTT sample, the configured interval before.
+    /// Time before the second NACK of a packet: 1.25 × RTT + 5 ms once retransmissions have
+    /// given an RTT sample, the configured interval before. Each further retry waits twice as
+    /// long as the one before (up to 16×).
     pub fn retry_interval(&self) -> Duration {
         match self.srtt {
             Some(r) => r * 5 / 4 + Duration::from_millis(5),
@@ -152,11 +157,37 @@ mod tests {
         assert!(n.due(t0 + Duration::from_millis(10)).is_empty());
         n.on_packet(11, t0 + Duration::from_millis(20));
         assert_eq!(n.due(t0 + Duration::from_millis(30)), vec![12]);
-        // retries exhausted: dropped
+        // The second retry backs off to twice the interval; then retries are exhausted.
         assert!(n.due(t0 + Duration::from_millis(60)).is_empty());
+        assert_eq!(n.len(), 1);
+        assert!(n.due(t0 + Duration::from_millis(90)).is_empty());
         assert_eq!(n.len(), 0);
         // 11 was NACKed once and came back after 20 ms: the retry interval follows the RTT.
         assert_eq!(n.retry_interval(), Duration::from_millis(30));
+    }
+
+    #[test]
+    fn retries_back_off_so_a_jump_in_rtt_is_learnt() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut n = NackTracker::new(ms(20), 10, 100);
+        // Learn a 20 ms RTT: retry interval 30 ms.
+        n.on_packet(1, t0);
+        n.on_packet(3, t0);
+        assert_eq!(n.due(t0), vec![2]);
+        n.on_packet(2, t0 + ms(20));
+        assert_eq!(n.retry_interval(), ms(30));
+        // The RTT jumps to 300 ms: NACKs of 4 go out at 0, 30, 90, 210 ms (not every 30 ms),
+        // and the retransmission answering the first arrives at 300 ms.
+        let t1 = t0 + ms(100);
+        n.on_packet(5, t1);
+        let mut sent = vec![];
+        for k in 0..=300u64 {
+            if n.due(t1 + ms(k)) == vec![4] {
+                sent.push(k);
+            }
+        }
+        assert_eq!(sent, vec![0, 30, 90, 210]);
     }
 
     #[test]
