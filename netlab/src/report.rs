@@ -275,16 +275,16 @@ pub fn table(s: &Summary) -> String {
 }
 
 /// The demo's scenario: MMSys16 §6.1's capacity schedule (1 → 2.5 → 0.5 → 1 Mb/s), RTT
-/// 50 ms, DT/300, with one TCP Cubic flow standing in for the GCC flow until cg flows exist.
-pub const DEMO: &str = r#"# netlab demo: MMSys16 §6.1 shortened: one GCC flow (cg-send → cg-recv, VP8 from
-# videotestsrc's scrolling SMPTE bars at 30 fps, receiver-side GCC with REMB as in the
-# paper), capacity 1 → 2.5 → 0.5 → 1 Mb/s, RTT 50 ms, DropTail 300 ms.
-# 320x180, not 720p: on the reference VM cg-media's VP8 does not go below about 2.2 Mb/s
-# at 1280x720 and 0.6 Mb/s at 640x360 on this content whatever the target (measured with
-# cg-send alone), so a 0.5-2.5 Mb/s bottleneck would only show the encoder overshooting. GCC starts at
-# 800 kb/s (its 300 kb/s default start would spend most of the first step ramping up).
+/// 50 ms, DT/300, one GCC flow of the real cg-send → cg-recv.
+pub const DEMO: &str = r#"# netlab demo: MMSys16 §6.1 shortened: one GCC flow (cg-send → cg-recv, VP8 1280x720 at
+# 30 fps from videotestsrc, receiver-side GCC with REMB as in the paper), capacity
+# 1 → 2.5 → 0.5 → 1 Mb/s, RTT 50 ms, DropTail 300 ms.
+# The picture is cg-media's faint zone plate: moving low-contrast rings whose VP8 rate follows
+# targets from 0.3 to 4 Mb/s at 720p (the full-contrast zone plate cannot go below ~0.45 Mb/s,
+# scrolling SMPTE not below ~2 Mb/s). GCC starts at 800 kb/s: from its 300 kb/s default
+# start, eq. (3)'s 5 %/s increase would spend the whole first step ramping up.
 name = "demo-mmsys16-6.1-gcc"
-description = "MMSys16 §6.1 shortened: one GCC (REMB) flow, VP8 320x180 at 30 fps, capacity 1 → 2.5 → 0.5 → 1 Mb/s, RTT 50 ms, DT/300"
+description = "MMSys16 §6.1 shortened: one GCC (REMB) flow, VP8 1280x720 at 30 fps, capacity 1 → 2.5 → 0.5 → 1 Mb/s, RTT 50 ms, DT/300"
 duration = "@DUR@"
 seed = 1
 
@@ -308,7 +308,7 @@ kind = "cg"
 controller = "gcc-remb"
 from = "s1"
 to = "r1"
-send_args = ["--codec", "vp8", "--source", "videotest", "--pattern", "smpte", "--width", "320", "--height", "180", "--fps", "30", "--start-bitrate", "800k", "--min-bitrate", "100k"]
+send_args = ["--codec", "vp8", "--source", "videotest", "--pattern", "faint-zone-plate", "--width", "1280", "--height", "720", "--fps", "30", "--start-bitrate", "800k", "--min-bitrate", "100k"]
 recv_args = ["--start-bitrate", "800k"]
 "#;
 

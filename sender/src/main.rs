@@ -39,8 +39,9 @@ struct Args {
     /// Picture source: videotest (videotestsrc), file (--file), screen (X11), camera (V4L2).
     #[arg(long, default_value = "videotest")]
     source: String,
-    /// videotestsrc picture: zone-plate (moving, hard to code), smpte (scrolling bars), ball
-    /// (nearly static), snow (incompressible).
+    /// videotestsrc picture: zone-plate (moving, hard to code), faint-zone-plate (low-contrast
+    /// moving rings: VP8 at 720p follows targets from 0.3 to 4 Mbit/s), smpte (scrolling bars),
+    /// ball (nearly static), snow (incompressible).
     #[arg(long, default_value = "zone-plate")]
     pattern: String,
     /// Video file for `--source file`: a .y4m file, or raw I420 (give --file-size and
@@ -74,8 +75,9 @@ struct Args {
     /// Highest bit rate the controller may choose.
     #[arg(long, default_value = "5M", value_parser = parse_rate)]
     max_bitrate: Bitrate,
-    /// Maximum key-frame interval in frames (0: key frames only on request).
-    #[arg(long, default_value_t = 300)]
+    /// Maximum key-frame interval in frames (0: key frames only on request). Default 3000
+    /// (libwebrtc's): receivers ask (PLI) when they need one.
+    #[arg(long, default_value_t = 3000)]
     key_interval: u32,
     /// RTP circuit-breaker RTCP timeout (RFC 8083 §4.1), e.g. 15s.
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
@@ -160,17 +162,14 @@ fn resolve(what: &str, s: &str) -> Result<SocketAddr, Error> {
 }
 
 fn config(a: &Args) -> Result<SenderConfig, Error> {
-    let pattern = match a.pattern.as_str() {
-        "zone-plate" | "zoneplate" => TestPattern::MovingZonePlate,
-        "smpte" => TestPattern::ScrollingSmpte,
-        "ball" => TestPattern::Ball,
-        "snow" => TestPattern::Snow,
-        p => {
-            return Err(Error::Config(format!(
-                "unknown pattern {p:?}; expected zone-plate, smpte, ball, snow"
-            )));
-        }
-    };
+    let pattern = TestPattern::from_name(&a.pattern).ok_or_else(|| {
+        let names: Vec<&str> = TestPattern::ALL.iter().map(|p| p.name()).collect();
+        Error::Config(format!(
+            "unknown pattern {:?}; expected one of {}",
+            a.pattern,
+            names.join(", ")
+        ))
+    })?;
     let source = match a.source.as_str() {
         "videotest" | "videotestsrc" | "test" => SourceConfig::TestPattern { pattern },
         "file" => {
