@@ -690,3 +690,45 @@ fn a_key_frame_on_its_way_answers_the_receivers_repeated_requests() {
         .unwrap();
     assert_eq!(requests(&mut tx), 1);
 }
+
+#[test]
+fn a_key_frame_supersedes_the_queued_frames_ahead_of_it() {
+    let t0 = Instant::now();
+    let (cc, _) = Fixed::new(Bitrate::kbps(200), FeedbackKind::TransportWideCc);
+    let mut tx = SenderSession::new(SenderConfig::default(), cc, t0).unwrap();
+    tx.push_frame(frame(Codec::Vp8, 3_000, false, t0, 1), t0)
+        .unwrap();
+    // The first frame starts leaving; two more queue behind it.
+    let first = tx
+        .poll_transmit(t0)
+        .expect("the first packet leaves at once");
+    assert_eq!(first.kind, TransmitKind::Media);
+    for i in 2..4u8 {
+        tx.push_frame(frame(Codec::Vp8, 3_000, false, t0, i), t0)
+            .unwrap();
+    }
+    tx.push_frame(frame(Codec::Vp8, 3_000, true, t0, 9), t0)
+        .unwrap();
+    assert_eq!(tx.stats().frames_superseded, 2);
+    assert_eq!(tx.stats().frames_dropped, 2);
+    // What leaves: the rest of the started frame, then the key frame (3 packets each).
+    let mut now = t0;
+    let mut packets = 1;
+    while let Some(at) = tx.poll_timeout() {
+        if at > t0 + Duration::from_secs(2) {
+            break;
+        }
+        now = now.max(at);
+        tx.handle_timeout(now);
+        while let Some(t) = tx.poll_transmit(now) {
+            if t.kind == TransmitKind::Media {
+                packets += 1;
+            }
+        }
+    }
+    assert_eq!(tx.stats().media_packets, packets);
+    assert!(
+        (4..=8).contains(&packets),
+        "the started frame and the key frame only: {packets} packets"
+    );
+}

@@ -15,6 +15,11 @@
 //! reference dropped frames; the receiver would have had to discard them anyway). Frames are
 //! never cut short: the pacer finishes a frame whose first packet has left.
 //!
+//! A key frame drops the queued frames ahead of it that have not started leaving
+//! ([`SenderStats::frames_superseded`]): it does not depend on them, and after a loss they
+//! are undecodable (measured in netlab, 2.5 → 0.5 Mbit/s at 720p: the recovery key frame
+//! waited behind ~1 s of such frames, and the freeze lasted over 2 s).
+//!
 //! A receiver that cannot decode repeats its PLI until a key frame arrives. A key frame that is
 //! still queued, or whose last packet left less than an RTT (+ 100 ms) ago, already answers
 //! those requests: they are counted ([`SenderStats::key_frame_requests_in_flight`]) and not
@@ -115,6 +120,9 @@ pub struct SenderStats {
     pub nacked: u64,
     /// Key-frame requests raised.
     pub key_frame_requests: u64,
+    /// Queued frames (not yet started) dropped because a key frame arrived behind them (also
+    /// in `frames_dropped`).
+    pub frames_superseded: u64,
     /// Receiver key-frame requests (PLI/FIR) not raised because a key frame was already on
     /// its way: still queued, or sent less than an RTT (+ 100 ms) ago, so the receiver
     /// asked before it could have seen it.
@@ -286,6 +294,13 @@ impl SenderSession {
         }
         let ts = self.rtp_timestamp(frame.capture_time);
         if frame.key_frame {
+            // A key frame starts a new decoding chain: frames still queued ahead of it (not
+            // started) would only delay it. After a loss they are undecodable anyway — the
+            // receiver asked for this key frame because it lost their references — and
+            // otherwise they are older pictures the key frame supersedes.
+            let d = self.pacer.discard_media();
+            self.stats.frames_dropped += d.frames;
+            self.stats.frames_superseded += d.frames;
             self.key_in_flight = Some((ts, None));
         }
         let capture_ntp = Some(self.ntp.ntp(frame.capture_time));
