@@ -210,6 +210,13 @@ impl<T> Pacer<T> {
         dropped
     }
 
+    /// Drops every queued retransmission; how many.
+    pub fn discard_retransmissions(&mut self) -> usize {
+        let n = self.rtx.len();
+        self.rtx.clear();
+        n
+    }
+
     /// The index in the media queue of the first packet of a frame that has not started
     /// leaving: packets before it finish a frame already partly sent.
     fn first_droppable(&self) -> usize {

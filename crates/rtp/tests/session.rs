@@ -731,4 +731,11 @@ fn a_key_frame_supersedes_the_queued_frames_ahead_of_it() {
         (4..=8).contains(&packets),
         "the started frame and the key frame only: {packets} packets"
     );
+    // A NACK for a packet before the key frame is not answered: the key frame replaced it.
+    let seq = u16::from_be_bytes([first.bytes[2], first.bytes[3]]);
+    let nack = cg_rtp::rtcp::build_nack(7, SenderConfig::default().ssrc, &[seq]).unwrap();
+    tx.handle_input(&nack, Ecn::NotEct, now).unwrap();
+    assert!(tx.poll_transmit(now + Duration::from_secs(1)).is_none());
+    assert_eq!(tx.stats().retransmissions, 0);
+    assert_eq!(tx.stats().retransmissions_superseded, 1);
 }
