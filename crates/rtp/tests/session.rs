@@ -685,8 +685,12 @@ fn a_key_frame_on_its_way_answers_the_receivers_repeated_requests() {
         .unwrap();
     assert_eq!(requests(&mut tx), 0);
     assert_eq!(tx.stats().key_frame_requests_in_flight, 2);
-    // An RTT (100 ms before any RR) + 100 ms later, a PLI means the key frame did not help.
     tx.handle_input(&pli, Ecn::NotEct, last_sent + Duration::from_millis(250))
+        .unwrap();
+    assert_eq!(requests(&mut tx), 0);
+    assert_eq!(tx.stats().key_frame_requests_in_flight, 3);
+    // Two RTTs (100 ms before any RR) + 100 ms later, a PLI means the key frame did not help.
+    tx.handle_input(&pli, Ecn::NotEct, last_sent + Duration::from_millis(350))
         .unwrap();
     assert_eq!(requests(&mut tx), 1);
 }

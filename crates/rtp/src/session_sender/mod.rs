@@ -19,12 +19,13 @@
 //! ([`SenderStats::frames_superseded`]): it does not depend on them, and after a loss they
 //! are undecodable (measured in netlab, 2.5 → 0.5 Mbit/s at 720p: the recovery key frame
 //! waited behind ~1 s of such frames, and the freeze lasted over 2 s). It also drops the
-//! queued retransmissions, and NACKs of packets older than the newest key frame sent are not
+//! queued retransmissions, and NACKs of packets sent before the newest key frame are not
 //! answered ([`SenderStats::retransmissions_superseded`]): in the same run, repairs of a
 //! 40 % loss burst had filled the 0.5 Mbit/s link for 1.6 s while the key frame waited.
 //!
 //! A receiver that cannot decode repeats its PLI until a key frame arrives. A key frame that is
-//! still queued, or whose last packet left less than an RTT (+ 100 ms) ago, already answers
+//! still queued, or whose last packet left less than two RTTs (+ 100 ms: one to arrive, one
+//! for a NACK repair) ago, already answers
 //! those requests: they are counted ([`SenderStats::key_frame_requests_in_flight`]) and not
 //! passed on. Otherwise, at a few hundred kbit/s, where a 720p key frame takes longer to send
 //! than the receiver waits between PLIs, every repeat forced another key frame into the
@@ -127,11 +128,11 @@ pub struct SenderStats {
     /// in `frames_dropped`).
     pub frames_superseded: u64,
     /// Queued retransmissions dropped because a key frame arrived behind them, and NACKed
-    /// packets not retransmitted because they are older than the last key frame sent.
+    /// packets not retransmitted because they are older than the newest key frame.
     pub retransmissions_superseded: u64,
     /// Receiver key-frame requests (PLI/FIR) not raised because a key frame was already on
-    /// its way: still queued, or sent less than an RTT (+ 100 ms) ago, so the receiver
-    /// asked before it could have seen it.
+    /// its way: still queued, or sent less than two RTTs (+ 100 ms) ago, so the receiver
+    /// asked before it could have seen it, or before a NACK could have repaired it.
     pub key_frame_requests_in_flight: u64,
     /// Times the circuit breaker tripped.
     pub breaker_trips: u64,
@@ -183,11 +184,9 @@ pub struct SenderSession {
     /// The newest key frame: its RTP timestamp, and when its last packet left (`None` while
     /// it is queued). Answers PLIs/FIRs sent before the receiver could have seen it.
     key_in_flight: Option<(u32, Option<Instant>)>,
-    /// The RTP sequence number of the newest key frame's first packet to leave: NACKs of
-    /// packets before it are not answered (the key frame replaced them).
+    /// The first RTP sequence number not yet assigned when the newest key frame was queued:
+    /// NACKs of packets before it are not answered (the key frame replaces them).
     useful_from: u64,
-    /// The RTP timestamp of the key frame `useful_from` belongs to.
-    last_key_ts: Option<u32>,
     pacer: Pacer<Pending>,
     history: History,
     sent_log: SentLog,
@@ -245,7 +244,6 @@ impl SenderSession {
             awaiting_key: None,
             key_in_flight: None,
             useful_from: 0,
-            last_key_ts: None,
             pacer,
             history: History::new(config.history_packets, config.history_age),
             sent_log: SentLog::new(config.history_packets.max(4096) * 2),
@@ -317,6 +315,7 @@ impl SenderSession {
             // Likewise retransmissions of packets before it: a key frame is what the receiver
             // needs, and after a loss burst the repairs can fill the link for seconds.
             self.stats.retransmissions_superseded += self.pacer.discard_retransmissions() as u64;
+            self.useful_from = self.seq;
             self.key_in_flight = Some((ts, None));
         }
         let capture_ntp = Some(self.ntp.ntp(frame.capture_time));
@@ -541,8 +540,10 @@ impl SenderSession {
             None => false,
             Some((_, None)) => true,
             Some((_, Some(sent))) => {
+                // The receiver sees it an RTT after it left; if a packet of it was lost, a NACK
+                // round trip later it is repaired.
                 let rtt = self.stats.rtt.unwrap_or(Duration::from_millis(100));
-                now < sent + rtt + Duration::from_millis(100)
+                now < sent + 2 * rtt + Duration::from_millis(100)
             }
         }
     }
@@ -642,17 +643,11 @@ impl SenderSession {
         self.sr_octets = self.sr_octets.wrapping_add(m.payload.len() as u32);
         self.last_rtp_ts = Some((m.timestamp, now));
         let end_of_frame = m.marker;
-        if let Some((ts, sent @ None)) = &mut self.key_in_flight
+        if end_of_frame
+            && let Some((ts, sent @ None)) = &mut self.key_in_flight
             && *ts == m.timestamp
         {
-            if self.useful_from < seq && self.last_key_ts != Some(*ts) {
-                // The key frame's first packet.
-                self.useful_from = seq;
-                self.last_key_ts = Some(*ts);
-            }
-            if end_of_frame {
-                *sent = Some(now);
-            }
+            *sent = Some(now);
         }
         self.history.insert(Stored {
             seq,
