@@ -319,8 +319,14 @@ qdisc = { kind = "dualpi2" }"#;
     );
 }
 
+/// 1280×720 at 30 fps of cg-media's faint zone plate, whose VP8 rate follows targets from
+/// 0.3 to 4 Mbit/s (scrolling SMPTE cannot go below ~0.6 Mbit/s at 640×360: after a drop to
+/// 0.5 Mbit/s the encoder would overshoot whatever GCC asked).
+const VIDEO_720P_FAINT: &str =
+    r#""--width", "1280", "--height", "720", "--fps", "30", "--pattern", "faint-zone-plate""#;
+
 #[test]
-#[ignore = "fails today: the rate is below 0.6 Mb/s 2.1-2.2 s after the drop, but a 2.9-3.2 s freeze follows it; run with --ignored"]
+#[ignore = "fails about half the time: the rate is below 0.6 Mb/s 1.7 s after the drop, but the longest freeze is 1.98-2.37 s (limit 2 s); run with --release -- --ignored"]
 fn gcc_capacity_drop_2500_to_500_kbps() {
     let fwd = r#"schedule = [
   { at = "0s", rate = "2.5Mbit" },
@@ -328,7 +334,7 @@ fn gcc_capacity_drop_2500_to_500_kbps() {
 ]
 delay = "25ms"
 qdisc = { kind = "droptail", limit = "300ms" }"#;
-    let args = format!("{VIDEO_360P}, \"--start-bitrate\", \"2M\"");
+    let args = format!("{VIDEO_720P_FAINT}, \"--start-bitrate\", \"2M\"");
     let toml = scenario("cg-gcc-drop", 25, fwd, "gcc", "not_ect", &args)
         .replace("@DELAY@", "25ms")
         .replace("@START@", "2M");
@@ -355,13 +361,19 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
                 let mean = w.iter().map(|x| x.1).sum::<f64>() / 5.0;
                 (mean < 600_000.0).then_some(w[4].0)
             });
-            let long: Vec<(f64, f64)> = freezes(&recv, t0)
+            let all = freezes(&recv, t0);
+            let longest = all
+                .iter()
+                .filter(|&&(t, _)| t >= 5.0)
+                .map(|&(_, d)| d)
+                .fold(0.0, f64::max);
+            let long: Vec<(f64, f64)> = all
                 .into_iter()
                 .filter(|&(t, d)| t >= 5.0 && d > 2000.0)
                 .collect();
             let mean_before = before.iter().sum::<f64>() / before.len().max(1) as f64;
             eprintln!(
-                "GCC 2.5 → 0.5 Mb/s: rate before {:.0} kb/s, below 0.6 Mb/s at {reached:?} s, freezes over 2 s {long:?}",
+                "GCC 2.5 → 0.5 Mb/s: rate before {:.0} kb/s, below 0.6 Mb/s at {reached:?} s, longest freeze after 5 s {longest:.0} ms, freezes over 2 s {long:?}",
                 mean_before / 1e3
             );
             if mean_before < 1_000_000.0 {
