@@ -553,6 +553,23 @@ pub(crate) mod tests {
         assert!((loss - 0.5).abs() < 0.02, "loss {loss}");
     }
 
+    /// A link config with a capacity schedule of (seconds, Mbit/s) steps.
+    fn schedule(steps: &[(u64, f64)]) -> LinkConfig {
+        LinkConfig {
+            capacity: CapacityConfig::Schedule {
+                steps: steps
+                    .iter()
+                    .map(|&(s, m)| RateStep {
+                        duration: Duration::from_secs(s),
+                        rate: Bitrate::from_mbps_f64(m),
+                    })
+                    .collect(),
+                repeat: false,
+            },
+            ..LinkConfig::default()
+        }
+    }
+
     #[test]
     fn dt300_follows_a_capacity_schedule_step_down() {
         // 2.5 Mb/s for 10 s, then 0.5 Mb/s; a 3 Mb/s input keeps the queue full. The DT/300
@@ -560,20 +577,9 @@ pub(crate) mod tests {
         // the queuing delay is back at 300 ms, not the 1.5 s a limit sized at 2.5 Mb/s would
         // hold at 0.5 Mb/s (or the 0.9 s of one sized at the schedule's mean rate).
         let t0 = Instant::now();
-        let steps = [(10, 2.5), (20, 0.5)]
-            .iter()
-            .map(|&(s, m)| RateStep {
-                duration: Duration::from_secs(s),
-                rate: Bitrate::from_mbps_f64(m),
-            })
-            .collect();
         let cfg = LinkConfig {
-            capacity: CapacityConfig::Schedule {
-                steps,
-                repeat: false,
-            },
             qdisc: QdiscConfig::DropTail(DropTailConfig::time(Duration::from_millis(300))),
-            ..LinkConfig::default()
+            ..schedule(&[(10, 2.5), (20, 0.5)])
         };
         let mut link = Link::new(cfg).unwrap();
         link.start(t0);
@@ -611,20 +617,7 @@ pub(crate) mod tests {
     #[test]
     fn delivered_rate_tracks_a_schedule_within_2_percent_per_second() {
         let t0 = Instant::now();
-        let steps = [1.0, 2.5, 0.5, 1.0]
-            .iter()
-            .map(|&m| RateStep {
-                duration: Duration::from_secs(5),
-                rate: Bitrate::from_mbps_f64(m),
-            })
-            .collect();
-        let cfg = LinkConfig {
-            capacity: CapacityConfig::Schedule {
-                steps,
-                repeat: false,
-            },
-            ..LinkConfig::default()
-        };
+        let cfg = schedule(&[(5, 1.0), (5, 2.5), (5, 0.5), (5, 1.0)]);
         let mut link = Link::new(cfg).unwrap();
         link.start(t0);
         let mut src = [Cbr::new(0, Bitrate::mbps(4), 1000, t0)];
