@@ -57,13 +57,13 @@ impl BottleneckRate {
     pub fn on_acked(&mut self, arrival_us: i64, sent_us: i64, size: u64) {
         if let Some(t) = self.train.as_mut()
             && arrival_us >= t.last_at
-            && arrival_us - t.last_at <= GAP_US
+            && arrival_us.saturating_sub(t.last_at) <= GAP_US
             && sent_us >= t.last_sent
         {
             t.last_at = arrival_us;
             t.last_sent = sent_us;
-            t.bytes += size;
-            t.packets += 1;
+            t.bytes = t.bytes.saturating_add(size);
+            t.packets = t.packets.saturating_add(1);
             return;
         }
         self.close();
@@ -79,13 +79,14 @@ impl BottleneckRate {
 
     fn close(&mut self) {
         let Some(t) = self.train.take() else { return };
-        let span_r = t.last_at - t.first_at;
-        let span_s = t.last_sent - t.first_sent;
+        // Times come from the network (arrival) and may be anything: saturate.
+        let span_r = t.last_at.saturating_sub(t.first_at);
+        let span_s = t.last_sent.saturating_sub(t.first_sent);
         if t.packets < MIN_PACKETS || span_r < MIN_SPAN.as_micros() as i64 {
             return;
         }
         // Outran the bottleneck: arrival took longer than sending, by more than one tick.
-        if span_r <= span_s + TICK_US {
+        if span_r <= span_s.saturating_add(TICK_US) {
             return;
         }
         let r = t.bytes as f64 * 8e6 / span_r as f64;
@@ -161,6 +162,24 @@ mod tests {
             t = train(&mut b, t, 40, 1200, 0.95 * before, 20e6) + 20_000;
         }
         assert_eq!(b.estimate(), Some(before));
+    }
+
+    #[test]
+    fn extreme_times_and_sizes_do_not_overflow() {
+        let mut b = BottleneckRate::default();
+        for &(a, s, n) in &[
+            (i64::MIN, i64::MIN, u64::MAX),
+            (i64::MAX, i64::MIN, u64::MAX),
+            (i64::MAX, i64::MAX, u64::MAX),
+            (i64::MIN, i64::MAX, 0),
+            (0, 0, 1200),
+            (i64::MAX, 0, 1200),
+        ] {
+            for k in 0..5 {
+                b.on_acked(a.saturating_add(k), s.saturating_add(k), n);
+            }
+        }
+        assert!(b.estimate().is_none_or(|e| e.is_finite() && e >= 0.0));
     }
 
     #[test]
