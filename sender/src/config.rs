@@ -258,6 +258,13 @@ impl SenderConfig {
                 self.rate_change_threshold
             )));
         }
+        if let Some(d) = self.pacer_max_queue_delay
+            && d < Duration::from_millis(10)
+        {
+            return Err(Error::Config(format!(
+                "pacer queue bound {d:?} is below 10 ms: every frame would be dropped"
+            )));
+        }
         if self.stats_interval.is_zero() || self.rtcp_timeout.is_zero() {
             return Err(Error::Config(
                 "stats interval and RTCP timeout must be positive".into(),
@@ -406,6 +413,10 @@ mod tests {
             },
             SenderConfig {
                 bind: Some("[::]:0".parse().unwrap()),
+                ..SenderConfig::default()
+            },
+            SenderConfig {
+                pacer_max_queue_delay: Some(Duration::ZERO),
                 ..SenderConfig::default()
             },
         ];

@@ -79,6 +79,10 @@ struct Args {
     /// (libwebrtc's): receivers ask (PLI) when they need one.
     #[arg(long, default_value_t = 3000)]
     key_interval: u32,
+    /// Media older than this in the pacer is dropped (whole frames not yet started) and a key
+    /// frame requested, e.g. 500ms. Default: 1 s for GCC, 250 ms for SCReAM.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pacer_queue_bound: Option<Duration>,
     /// RTP circuit-breaker RTCP timeout (RFC 8083 §4.1), e.g. 15s.
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
     rtcp_timeout: Duration,
@@ -236,6 +240,7 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         rtcp_timeout: a.rtcp_timeout,
         stats_interval: a.stats_interval,
         key_frame_interval: (a.key_interval > 0).then_some(a.key_interval),
+        pacer_max_queue_delay: a.pacer_queue_bound,
         ..SenderConfig::default()
     };
     config.validate()?;
