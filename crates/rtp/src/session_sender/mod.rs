@@ -52,7 +52,7 @@ pub use breaker::BreakerState;
 pub use config::{PayloadTypes, SenderConfig};
 
 use crate::history::{History, Stored};
-use crate::pacer::{Pacer, PacketClass, Queued, Release};
+use crate::pacer::{Dropped, Pacer, PacketClass, Queued, Release};
 use crate::rtcp::{self, RtcpMessage, ccfb, twcc};
 use crate::rtp_packet::{OutgoingRtp, is_rtcp, write_rtp};
 use crate::time::{NtpClock, WrapUnwrapper, mid32_to_duration};
@@ -294,13 +294,9 @@ impl SenderSession {
         if !self.pacer.has_room(payloads.len()) {
             self.stats.frames_dropped += 1;
             let dropped = self.pacer.discard_media();
-            self.frames_dropped(
-                dropped.frames,
-                dropped.packets,
-                KeyFrameReason::QueueOverflow,
-            );
+            // This frame is refused too: delta frames wait for the key frame either way.
             self.awaiting_key = Some(KeyFrameReason::QueueOverflow);
-            self.request_key_frame(KeyFrameReason::QueueOverflow);
+            self.queued_media_dropped(dropped, KeyFrameReason::QueueOverflow);
             return Ok(());
         }
         let ts = self.rtp_timestamp(frame.capture_time);
@@ -321,9 +317,9 @@ impl SenderSession {
         let capture_ntp = Some(self.ntp.ntp(frame.capture_time));
         let n = payloads.len();
         self.frame_id += 1;
+        // Header + extensions (at most: abs-capture-time rides on first packets only).
+        let ext = self.config.extensions.max_overhead();
         for (i, payload) in payloads.into_iter().enumerate() {
-            // Header + extensions (at most: abs-capture-time rides on first packets only).
-            let ext = self.config.extensions.max_overhead();
             let size = DataSize::bytes((12 + ext + payload.len()) as u64);
             let unsent = Unsent {
                 timestamp: ts,
@@ -510,14 +506,22 @@ impl SenderSession {
     fn enforce_queue_bound(&mut self, now: Instant) {
         let d = self.pacer.enforce_limit(now);
         if d.frames > 0 {
-            self.frames_dropped(d.frames, d.packets, KeyFrameReason::QueueOverflow);
-            self.awaiting_key = Some(KeyFrameReason::QueueOverflow);
-            self.request_key_frame(KeyFrameReason::QueueOverflow);
+            self.queued_media_dropped(d, KeyFrameReason::QueueOverflow);
         }
     }
 
-    /// Counts dropped frames and tells the driver. The frames after a dropped one do not
-    /// decode without a key frame; the caller sets `awaiting_key` and asks for one.
+    /// Queued media was dropped: counts it, refuses delta frames until a key frame if whole
+    /// frames went (the frames after a dropped one do not decode without it), and asks for
+    /// the key frame.
+    fn queued_media_dropped(&mut self, d: Dropped, reason: KeyFrameReason) {
+        self.frames_dropped(d.frames, d.packets, reason);
+        if d.frames > 0 {
+            self.awaiting_key = Some(reason);
+        }
+        self.request_key_frame(reason);
+    }
+
+    /// Counts dropped frames and tells the driver.
     fn frames_dropped(&mut self, frames: u64, packets: u64, reason: KeyFrameReason) {
         if frames == 0 {
             return;
@@ -532,6 +536,15 @@ impl SenderSession {
             packets,
             reason,
         });
+    }
+
+    /// A PLI or FIR: passed on unless a key frame already on its way answers it.
+    fn receiver_wants_key_frame(&mut self, reason: KeyFrameReason, now: Instant) {
+        if self.key_frame_in_flight(now) {
+            self.stats.key_frame_requests_in_flight += 1;
+        } else {
+            self.request_key_frame(reason);
+        }
     }
 
     /// Whether a key frame already on its way answers a receiver's request made at `now`.
@@ -559,11 +572,7 @@ impl SenderSession {
             match ev {
                 ControllerEvent::DiscardQueue => {
                     let d = self.pacer.discard_media();
-                    self.frames_dropped(d.frames, d.packets, KeyFrameReason::Controller);
-                    if d.frames > 0 {
-                        self.awaiting_key = Some(KeyFrameReason::Controller);
-                    }
-                    self.request_key_frame(KeyFrameReason::Controller);
+                    self.queued_media_dropped(d, KeyFrameReason::Controller);
                     self.controller
                         .on_media_queue(self.pacer.media_queue(now), now);
                 }
@@ -788,11 +797,7 @@ impl SenderSession {
                     return;
                 }
                 self.feedback_seen(now);
-                if self.key_frame_in_flight(now) {
-                    self.stats.key_frame_requests_in_flight += 1;
-                } else {
-                    self.request_key_frame(KeyFrameReason::Pli);
-                }
+                self.receiver_wants_key_frame(KeyFrameReason::Pli, now);
             }
             RtcpMessage::Fir { ssrcs } => {
                 if !ssrcs.contains(&self.config.ssrc) {
@@ -800,11 +805,7 @@ impl SenderSession {
                     return;
                 }
                 self.feedback_seen(now);
-                if self.key_frame_in_flight(now) {
-                    self.stats.key_frame_requests_in_flight += 1;
-                } else {
-                    self.request_key_frame(KeyFrameReason::Fir);
-                }
+                self.receiver_wants_key_frame(KeyFrameReason::Fir, now);
             }
             RtcpMessage::Bye(_) | RtcpMessage::Other => {}
         }
