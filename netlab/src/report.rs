@@ -92,7 +92,9 @@ pub fn run_and_report(sc: &Scenario, req: &RunRequest) -> Result<Summary> {
         args.push("--quiet".into());
     }
     let mut child = crate::isolate::spawn(&args)?;
-    let promoter = req.forwarder_rt.map(|prio| {
+    // Only the emulated backend has a forwarder (a kernel run may fall back to it).
+    let may_forward = sc.backend == Backend::Emulated || sc.fallback == Fallback::Emulated;
+    let promoter = req.forwarder_rt.filter(|_| may_forward).map(|prio| {
         let root = child.id();
         let raw = out.join("raw");
         let quiet = req.quiet;
