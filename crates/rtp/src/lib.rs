@@ -60,8 +60,7 @@
 //! Wire types come from webrtc-rs's `rtc-rtp` / `rtc-rtcp` 0.21. Our own code exists where they
 //! lack something: the RFC 8888 codec ([`rtcp::ccfb`], because `rtc-rtcp`'s `CcFeedbackReport`
 //! hard-codes `num_reports = count` and SCReAM's reference uses `count − 1`, see
-//! [`NumReportsConvention`]); the BYE parser ([`rtcp::bye`], so every length in it is
-//! checked against its sub-packet here); building and unwrapping transport-wide CC reports
+//! [`NumReportsConvention`]); building and unwrapping transport-wide CC reports
 //! ([`rtcp::twcc`], `rtc-rtcp` only has the chunk structs); and the codec payloaders
 //! ([`codec`]): `rtc-rtp`'s H.265 depacketizer does not produce a byte stream, and its H.264
 //! STAP-A depacketizer indexes past the end of a truncated aggregate and panics (test
@@ -96,7 +95,7 @@
 //! - Both: `handle_input`, `handle_timeout`, `poll_transmit` → [`Transmit`], `poll_timeout`,
 //!   `poll_event`, `stats`.
 //! - Pieces usable alone: [`pacer::Pacer`], [`codec`] (payloaders), [`rtcp`] (parse/build,
-//!   [`rtcp::ccfb`], [`rtcp::twcc`], [`rtcp::bye`]).
+//!   [`rtcp::ccfb`], [`rtcp::twcc`]).
 //!
 //! # Verification
 //!

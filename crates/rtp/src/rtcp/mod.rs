@@ -1,12 +1,11 @@
 //! RTCP: splitting compound packets (RFC 3550 §6.1), our view of the messages we act on, and
-//! builders for what we send. Parsing of every message except CCFB and BYE is `rtc-rtcp`'s;
-//! CCFB is [`ccfb`], BYE is [`bye`], transport-wide CC building/decoding is [`twcc`].
+//! builders for what we send. Parsing of every message except CCFB is `rtc-rtcp`'s; CCFB is
+//! [`ccfb`], transport-wide CC building/decoding is [`twcc`].
 //!
 //! Every sub-packet is delimited by its own length field before any parser sees it, so a
 //! compound packet whose lengths overrun the datagram is rejected as a whole, and parsers are
 //! handed exactly one packet.
 
-pub mod bye;
 pub mod ccfb;
 pub mod twcc;
 
@@ -68,7 +67,7 @@ pub enum RtcpMessage {
         ssrcs: Vec<u32>,
     },
     /// BYE (RFC 3550 §6.6): sources leaving, with an optional reason.
-    Bye(bye::Bye),
+    Bye(Bye),
     /// Anything else that parsed (SDES, XR, …): counted and ignored.
     Other,
 }
@@ -109,10 +108,6 @@ pub fn parse(data: &[u8], conv: NumReportsConvention) -> Result<Vec<RtcpMessage>
             out.push(RtcpMessage::Ccfb(ccfb::Report::parse(p, conv)?));
             continue;
         }
-        if pt == bye::PT_BYE {
-            out.push(RtcpMessage::Bye(bye::Bye::parse(p)?));
-            continue;
-        }
         let mut rd = p;
         let parsed = rtc_rtcp::packet::unmarshal(&mut rd)
             .map_err(|e| Error::MalformedRtcp(e.to_string()))?;
@@ -121,6 +116,17 @@ pub fn parse(data: &[u8], conv: NumReportsConvention) -> Result<Vec<RtcpMessage>
         }
     }
     Ok(out)
+}
+
+/// A parsed BYE (`rtc-rtcp`'s `Goodbye`, which checks the source count and the reason length
+/// against the packet).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Bye {
+    /// The SSRC/CSRC identifiers leaving.
+    pub sources: Vec<u32>,
+    /// The reason for leaving, if given and non-empty (UTF-8 per RFC 3550 §6.6; invalid
+    /// sequences are replaced, not rejected: it is for people to read).
+    pub reason: Option<String>,
 }
 
 fn convert(p: &dyn rtc_rtcp::packet::Packet) -> RtcpMessage {
@@ -150,6 +156,11 @@ fn convert(p: &dyn rtc_rtcp::packet::Packet) -> RtcpMessage {
         RtcpMessage::Pli {
             media_ssrc: p.media_ssrc,
         }
+    } else if let Some(g) = any.downcast_ref::<Goodbye>() {
+        RtcpMessage::Bye(Bye {
+            sources: g.sources.clone(),
+            reason: (!g.reason.is_empty()).then(|| String::from_utf8_lossy(&g.reason).into_owned()),
+        })
     } else if let Some(f) = any.downcast_ref::<FullIntraRequest>() {
         RtcpMessage::Fir {
             ssrcs: f.fir.iter().map(|e| e.ssrc).collect(),
@@ -360,11 +371,47 @@ mod tests {
         );
         assert_eq!(
             one(&build_bye(1).unwrap()),
-            vec![RtcpMessage::Bye(bye::Bye {
+            vec![RtcpMessage::Bye(Bye {
                 sources: vec![1],
                 reason: None
             })]
         );
+    }
+
+    #[test]
+    fn malformed_byes_are_errors_and_reasons_are_lossy_utf8() {
+        // SC = 31 or 2 with one SSRC present.
+        assert!(parse(&[0x9F, 203, 0, 1, 0, 0, 0, 1], CONV).is_err());
+        assert!(parse(&[0x82, 203, 0, 1, 0, 0, 0, 1], CONV).is_err());
+        // Reason lengths 255 and 4 with 3 octets after them; 3 fits exactly.
+        assert!(parse(&[0x81, 203, 0, 2, 0, 0, 0, 1, 255, b'a', b'b', b'c'], CONV).is_err());
+        assert!(parse(&[0x81, 203, 0, 2, 0, 0, 0, 1, 4, b'a', b'b', b'c'], CONV).is_err());
+        let ok = parse(&[0x81, 203, 0, 2, 0, 0, 0, 1, 3, b'a', b'b', b'c'], CONV).unwrap();
+        assert_eq!(
+            ok,
+            vec![RtcpMessage::Bye(Bye {
+                sources: vec![1],
+                reason: Some("abc".into())
+            })]
+        );
+        let lossy = parse(&[0x80, 203, 0, 1, 2, 0xFF, b'a', 0], CONV).unwrap();
+        assert_eq!(
+            lossy,
+            vec![RtcpMessage::Bye(Bye {
+                sources: vec![],
+                reason: Some("\u{FFFD}a".into())
+            })]
+        );
+        // Nothing short or odd panics.
+        for b0 in 0..=255u8 {
+            for len in 0..16 {
+                let mut p = vec![b0, 203];
+                p.extend((0..len).map(|i| (i as u8).wrapping_mul(37) ^ b0));
+                let _ = parse(&p, CONV);
+            }
+            let _ = parse(&[0x81, 203, 0, 2, 0, 0, 0, 1, b0, 1, 2, 3], CONV);
+            let _ = parse(&[0xA1, 203, 0, 2, 0, 0, 0, 1, 1, 1, 2, b0], CONV);
+        }
     }
 
     #[test]
@@ -377,7 +424,7 @@ mod tests {
         assert_eq!(m.len(), 3);
         assert_eq!(
             m[2],
-            RtcpMessage::Bye(bye::Bye {
+            RtcpMessage::Bye(Bye {
                 sources: vec![7],
                 reason: Some("done".into())
             })

@@ -293,7 +293,7 @@ impl ReceiverSession {
         Ok(())
     }
 
-    fn on_bye(&mut self, bye: rtcp::bye::Bye) {
+    fn on_bye(&mut self, bye: rtcp::Bye) {
         let ours = bye
             .sources
             .iter()
