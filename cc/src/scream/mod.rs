@@ -500,9 +500,10 @@ impl Scream {
             cfg.min_pacing_rate,
             cfg.relaxed_pacing.as_ref(),
         );
-        if let Some(cap) = cfg.l4s_pacing_cap.filter(|_| self.l4s_congested) {
-            let delivered = self.bottleneck.estimate().unwrap_or(0.0);
-            self.pacing = send::l4s_cap(self.pacing, self.target, delivered, cap);
+        if let Some(cap) = cfg.l4s_pacing_cap.filter(|_| self.l4s_congested)
+            && let Some(bottleneck) = self.bottleneck.estimate()
+        {
+            self.pacing = send::l4s_cap(self.pacing, self.target, bottleneck, cap);
         }
     }
 

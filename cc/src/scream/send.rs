@@ -59,15 +59,15 @@ pub fn pacing_rate(
 }
 
 /// L4S pacing cap (our addition, see [`ScreamConfig::l4s_pacing_cap`]): while L4S marks are
-/// arriving, pace no faster than `cap ×` the highest recently delivered rate (the bottleneck's
-/// rate while it marks), but never below the target.
+/// arriving, pace no faster than `cap ×` the bottleneck's rate (`bottleneck.rs`'s estimate),
+/// but never below the target. A rate of 0 (no estimate) leaves the pacing rate alone.
 ///
 /// [`ScreamConfig::l4s_pacing_cap`]: super::ScreamConfig::l4s_pacing_cap
-pub fn l4s_cap(pacing: Bitrate, target: Bitrate, delivered_bps: f64, cap: f64) -> Bitrate {
-    if delivered_bps <= 0.0 {
+pub fn l4s_cap(pacing: Bitrate, target: Bitrate, bottleneck_bps: f64, cap: f64) -> Bitrate {
+    if bottleneck_bps <= 0.0 {
         return pacing;
     }
-    pacing.min(Bitrate::from_bps_f64(cap * delivered_bps).max(target))
+    pacing.min(Bitrate::from_bps_f64(cap * bottleneck_bps).max(target))
 }
 
 #[cfg(test)]
