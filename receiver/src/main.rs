@@ -1,6 +1,5 @@
 //! `cg-recv`: receive and decode a cg video stream. See `cg-recv --help`.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -32,7 +31,7 @@ struct Args {
     fps: u32,
     /// GCC-REMB: the receive-side estimator's start rate (give the sender's
     /// --start-bitrate: the first REMB carries it).
-    #[arg(long, default_value = "300k", value_parser = parse_rate)]
+    #[arg(long, default_value = "300k")]
     start_bitrate: cg_types::Bitrate,
     /// Show the decoded video in a window (needs a display) instead of decoding only.
     #[arg(long)]
@@ -62,10 +61,6 @@ const EXAMPLES: &str = "Examples:
   cg-recv --listen [::]:5004 --cc gcc --json | jq .frames_decoded
 
 Log detail: RUST_LOG=debug.";
-
-fn parse_rate(s: &str) -> Result<cg_types::Bitrate, String> {
-    s.parse::<cg_types::Bitrate>().map_err(|e| e.to_string())
-}
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -112,18 +107,7 @@ fn run(args: Args) -> Result<(), Error> {
 }
 
 fn config(a: &Args) -> Result<ReceiverConfig, Error> {
-    use std::net::ToSocketAddrs;
-    let listen: SocketAddr = a
-        .listen
-        .to_socket_addrs()
-        .map_err(|e| {
-            Error::Config(format!(
-                "bad --listen address {:?}: {e} (expected HOST:PORT)",
-                a.listen
-            ))
-        })?
-        .next()
-        .ok_or_else(|| Error::Config(format!("--listen {:?} resolves to nothing", a.listen)))?;
+    let listen = cg_sender::cli::resolve("--listen", &a.listen)?;
     let config = ReceiverConfig {
         listen,
         controller: ControllerKind::from_name(&a.cc)?,

@@ -1,9 +1,22 @@
-//! Process plumbing shared by the `cg-send` and `cg-recv` binaries: logging, the runtime and
-//! the shutdown signal.
+//! Process plumbing shared by the `cg-send` and `cg-recv` binaries: logging, the runtime, the
+//! shutdown signal and address arguments.
 
 use std::time::Duration;
 
 use crate::Error;
+
+/// Resolves a `HOST:PORT` command-line argument (`what` names it in errors, e.g. `--to`).
+pub fn resolve(what: &str, s: &str) -> Result<std::net::SocketAddr, Error> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| {
+            Error::Config(format!(
+                "bad {what} address {s:?}: {e} (expected HOST:PORT)"
+            ))
+        })?
+        .next()
+        .ok_or_else(|| Error::Config(format!("{what} address {s:?} resolves to nothing")))
+}
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `warn`).
 pub fn init_tracing() {

@@ -1,6 +1,5 @@
 //! `cg-send`: send a live video stream with congestion control. See `cg-send --help`.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -67,13 +66,13 @@ struct Args {
     #[arg(long, default_value_t = 30)]
     fps: u32,
     /// Start bit rate (e.g. 300k, 2.5M, 1Mbit).
-    #[arg(long, default_value = "300k", value_parser = parse_rate)]
+    #[arg(long, default_value = "300k")]
     start_bitrate: Bitrate,
     /// Lowest bit rate the controller may choose.
-    #[arg(long, default_value = "50k", value_parser = parse_rate)]
+    #[arg(long, default_value = "50k")]
     min_bitrate: Bitrate,
     /// Highest bit rate the controller may choose.
-    #[arg(long, default_value = "5M", value_parser = parse_rate)]
+    #[arg(long, default_value = "5M")]
     max_bitrate: Bitrate,
     /// Maximum key-frame interval in frames (0: key frames only on request). Default 3000
     /// (libwebrtc's): receivers ask (PLI) when they need one.
@@ -109,10 +108,6 @@ const EXAMPLES: &str = "Examples:
   cg-send --to 127.0.0.1:5004 --cc gcc --width 640 --height 360 --duration 30s --stats-file s.jsonl
 
 Log detail: RUST_LOG=debug.";
-
-fn parse_rate(s: &str) -> Result<Bitrate, String> {
-    s.parse::<Bitrate>().map_err(|e| e.to_string())
-}
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -151,18 +146,6 @@ fn run(args: Args) -> Result<(), Error> {
         );
         Ok(())
     })
-}
-
-fn resolve(what: &str, s: &str) -> Result<SocketAddr, Error> {
-    use std::net::ToSocketAddrs;
-    s.to_socket_addrs()
-        .map_err(|e| {
-            Error::Config(format!(
-                "bad {what} address {s:?}: {e} (expected HOST:PORT)"
-            ))
-        })?
-        .next()
-        .ok_or_else(|| Error::Config(format!("{what} address {s:?} resolves to nothing")))
 }
 
 fn config(a: &Args) -> Result<SenderConfig, Error> {
@@ -218,11 +201,11 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
             )));
         }
     };
-    let peer = resolve("--to", &a.to)?;
+    let peer = cg_sender::cli::resolve("--to", &a.to)?;
     let bind = a
         .bind
         .as_deref()
-        .map(|b| resolve("--bind", b))
+        .map(|b| cg_sender::cli::resolve("--bind", b))
         .transpose()?;
     let config = SenderConfig {
         peer,
