@@ -66,6 +66,25 @@ pub(crate) struct AssemblerStats {
 
 const RECENT: usize = 4096;
 
+/// What the frame at the head of the buffer waits for.
+#[derive(Debug, Clone, Copy)]
+enum Head {
+    Empty,
+    /// A complete frame, `start..=end`, to release.
+    Ready(u64, u64),
+    /// A complete delta frame with no released predecessor: an earlier key frame may still
+    /// be in flight, so it is released only at the deadline.
+    FirstDelta {
+        start: u64,
+        end: u64,
+        deadline: Instant,
+    },
+    /// A packet is missing or the start is unknown: given up at the deadline, if any.
+    Blocked {
+        deadline: Option<Instant>,
+    },
+}
+
 #[derive(Debug)]
 pub(crate) struct Assembler {
     buf: BTreeMap<u64, Pkt>,
@@ -114,63 +133,133 @@ impl Assembler {
         self.next_start
     }
 
-    /// When an incomplete frame will be given up.
+    /// When the frame at the head will be given up (or, with no predecessor known, released
+    /// without waiting any longer for an earlier key frame).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.buf.values().next().map(|p| p.arrival + self.timeout)
+        match self.head() {
+            Head::Blocked { deadline } => deadline,
+            Head::FirstDelta { deadline, .. } => Some(deadline),
+            Head::Empty | Head::Ready(..) => None,
+        }
     }
 
     /// Releases every frame that is complete, giving up on frames that waited too long.
     pub fn poll(&mut self, now: Instant, out: &mut Vec<Assembled>) {
         // Each pass either releases/drops something or stops; bounded by the buffer size.
         for _ in 0..=self.buf.len() + 1 {
-            if self.buf.is_empty() {
-                return;
-            }
-            let start = match self.next_start {
-                Some(s) => Some(s),
-                None => self.find_start(self.buf.keys().next().copied().unwrap_or(0)),
-            };
-            let Some(start) = start.filter(|s| self.buf.contains_key(s)) else {
-                // The start is missing or unknown.
-                if self.expired(now) {
-                    self.give_up();
-                    continue;
-                }
-                return;
-            };
-            match self.walk(start) {
-                // With no released predecessor, a delta frame may be overtaken by an earlier
-                // key frame still in flight: wait for one until the timeout.
-                Some(end)
-                    if self.next_start.is_none()
-                        && !self.carries_key(start, end)
-                        && !self.expired(now) =>
-                {
-                    return;
-                }
-                Some(end) => self.release(start, end, out),
-                None => {
-                    if self.expired(now) {
-                        self.give_up();
+            match self.head() {
+                Head::Empty => return,
+                Head::Ready(start, end) => self.release(start, end, out),
+                Head::FirstDelta {
+                    start,
+                    end,
+                    deadline,
+                } => {
+                    if self.skip_to_key_frame() {
                         continue;
                     }
-                    return;
+                    if now < deadline && self.buf.len() <= self.max_packets {
+                        return;
+                    }
+                    self.release(start, end, out);
+                }
+                Head::Blocked { deadline } => {
+                    if self.skip_to_key_frame() {
+                        continue;
+                    }
+                    if self.buf.len() <= self.max_packets && deadline.is_none_or(|d| now < d) {
+                        return;
+                    }
+                    self.give_up();
                 }
             }
         }
     }
 
-    fn carries_key(&self, start: u64, end: u64) -> bool {
-        self.buf.range(start..=end).any(|(_, p)| p.info.key_frame)
+    /// The state of the frame at the head of the buffer.
+    fn head(&self) -> Head {
+        let Some((&first, head)) = self.buf.first_key_value() else {
+            return Head::Empty;
+        };
+        let since_head = head.arrival + self.timeout;
+        let start = match self.next_start {
+            Some(s) => s,
+            None => match self.find_start(first) {
+                Some(s) => s,
+                // Fragments of a frame whose first packet is missing, no predecessor known.
+                None => {
+                    return Head::Blocked {
+                        deadline: Some(since_head),
+                    };
+                }
+            },
+        };
+        if !self.buf.contains_key(&start) {
+            return Head::Blocked {
+                deadline: self.gap_deadline(start),
+            };
+        }
+        match self.walk(start) {
+            Some(end) if self.next_start.is_none() && !self.carries_key(start, end) => {
+                // With no released predecessor, a delta frame may be overtaken by an earlier
+                // key frame still in flight: wait for one until the timeout.
+                Head::FirstDelta {
+                    start,
+                    end,
+                    deadline: since_head,
+                }
+            }
+            Some(end) => Head::Ready(start, end),
+            None => Head::Blocked {
+                deadline: self.gap_deadline(start),
+            },
+        }
     }
 
-    fn expired(&self, now: Instant) -> bool {
-        self.buf.len() > self.max_packets
-            || self
-                .buf
-                .values()
-                .next()
-                .is_some_and(|p| now.saturating_duration_since(p.arrival) >= self.timeout)
+    /// The deadline of the first packet missing from `from` on: `timeout` after the packet
+    /// following it arrived, which is when the gap showed (a retransmission filling part of a
+    /// longer gap can push it later, by at most a round trip). `None` while nothing follows
+    /// the gap: the frame is still arriving, however long it takes (a large key frame at a
+    /// low rate can take over a second), and nothing is known lost.
+    fn gap_deadline(&self, from: u64) -> Option<Instant> {
+        let mut missing = from;
+        for (&s, _) in self.buf.range(from..) {
+            if s != missing {
+                break;
+            }
+            missing += 1;
+        }
+        self.buf
+            .range(missing..)
+            .next()
+            .map(|(_, p)| p.arrival + self.timeout)
+    }
+
+    /// With the frame at the head incomplete: jumps to a complete key frame further on, if
+    /// one has arrived (libwebrtc's frame buffer does the same). The frames before it are
+    /// given up at once instead of at the timeout: the key frame does not depend on them,
+    /// and showing them late would only delay it.
+    fn skip_to_key_frame(&mut self) -> bool {
+        let head = self.buf.keys().next().copied();
+        let Some(key) = self
+            .buf
+            .iter()
+            .filter(|(s, p)| p.info.key_frame && Some(**s) != head)
+            .map(|(s, _)| *s)
+            .find(|&s| self.is_start(s) && self.walk(s).is_some_and(|e| self.carries_key(s, e)))
+        else {
+            return false;
+        };
+        let dropped = self.remove_below(key);
+        self.stats.frames_lost += dropped.max(1);
+        self.next_start = Some(key);
+        self.fresh = false;
+        tracing::debug!(first = ?head, frames = dropped, key, "incomplete frames skipped for a key frame");
+        true
+    }
+
+    fn carries_key(&self, start: u64, end: u64) -> bool {
+        self.buf.range(start..=end).any(|(_, p)| p.info.key_frame)
     }
 
     /// The frame from `start`: its last sequence number, or `None` while a packet is missing.
@@ -288,11 +377,24 @@ impl Assembler {
             }
         };
         self.stats.frames_lost += dropped.max(1);
+        tracing::debug!(first, frames = dropped, next = ?self.next_start, "incomplete frames given up");
         self.need_key = true;
         self.fresh = false;
     }
 
     fn release(&mut self, start: u64, end: u64, out: &mut Vec<Assembled>) {
+        // Packets below the frame (fragments of frames passed over while no predecessor was
+        // known) can no longer be released: left at the head, they would time out later and
+        // be taken for a loss after this frame.
+        let stale = self.remove_below(start);
+        if stale > 0 {
+            self.stats.frames_lost += stale;
+            tracing::debug!(
+                frames = stale,
+                start,
+                "fragments before a released frame dropped"
+            );
+        }
         let mut data = Vec::new();
         let mut key = false;
         let mut rtx = 0;
@@ -329,9 +431,11 @@ impl Assembler {
         }
         if self.need_key && !key {
             self.stats.frames_undecodable += 1;
+            tracing::debug!(start, ts, "delta frame without its references dropped");
             return;
         }
         if key {
+            tracing::debug!(start, end, ts, retransmitted = rtx, "key frame complete");
             self.need_key = false;
         }
         self.stats.frames += 1;
@@ -424,6 +528,129 @@ mod tests {
         a.poll(t0 + Duration::from_millis(310), &mut out);
         assert_eq!(out.len(), 2);
         assert!(!a.needs_key_frame());
+    }
+
+    #[test]
+    fn a_complete_key_frame_is_not_held_behind_an_incomplete_frame() {
+        let t0 = Instant::now();
+        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let mut out = vec![];
+        let k = vp8_frame(true, 1000, 0);
+        feed(&mut a, 0, 0, &k, t0, &[]);
+        let n = k.len() as u64;
+        // d1 loses a packet; d2 is complete but depends on d1; then a key frame arrives.
+        let d1 = vp8_frame(false, 900, 1);
+        feed(&mut a, n, 3000, &d1, t0, &[n + 1]);
+        let d2 = vp8_frame(false, 900, 2);
+        let n2 = n + d1.len() as u64;
+        feed(&mut a, n2, 6000, &d2, t0, &[]);
+        let k2 = vp8_frame(true, 1500, 3);
+        let n3 = n2 + d2.len() as u64;
+        let t1 = t0 + Duration::from_millis(50);
+        feed(&mut a, n3, 9000, &k2, t1, &[]);
+        a.poll(t1, &mut out);
+        assert_eq!(
+            out.len(),
+            2,
+            "the second key frame at once, not after the timeout"
+        );
+        assert!(out[1].key_frame && out[1].ts == 9000);
+        assert_eq!(a.stats.frames_lost, 2, "d1 and d2 passed over");
+        assert!(!a.needs_key_frame());
+        assert_eq!(a.poll_timeout(), None, "nothing left to time out");
+        // The repair of d1 arriving now is late, and the chain goes on.
+        let info = codec::inspect(Codec::Vp8, &d1[1]).unwrap();
+        let late = Pkt {
+            codec: Codec::Vp8,
+            ts: 3000,
+            marker: false,
+            payload: d1[1].clone(),
+            arrival: t1,
+            capture_ntp: None,
+            rtx: true,
+            info,
+        };
+        assert_eq!(a.insert(n + 1, late), Inserted::Late);
+        let d3 = vp8_frame(false, 600, 4);
+        feed(&mut a, n3 + k2.len() as u64, 12000, &d3, t1, &[]);
+        a.poll(t1, &mut out);
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn fragments_passed_over_do_not_time_out_after_the_key_frame() {
+        // A fresh receiver (no predecessor known) gets the tail of a frame whose first
+        // packet was lost, then a key frame: the key frame is released, and the tail must
+        // not be given up later as if a frame after the key frame were lost.
+        let t0 = Instant::now();
+        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let mut out = vec![];
+        let d = vp8_frame(false, 900, 7);
+        feed(&mut a, 10, 0, &d, t0, &[10]);
+        let k = vp8_frame(true, 1000, 8);
+        let s = 10 + d.len() as u64;
+        feed(&mut a, s, 3000, &k, t0, &[]);
+        a.poll(t0, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].key_frame);
+        let d2 = vp8_frame(false, 700, 9);
+        let s2 = s + k.len() as u64;
+        let t1 = t0 + Duration::from_millis(400);
+        feed(&mut a, s2, 6000, &d2, t1, &[s2 + 1]);
+        a.poll(t1, &mut out);
+        assert_eq!(out.len(), 1, "d2 waits for its missing packet");
+        assert!(
+            !a.needs_key_frame(),
+            "no loss declared for the stale fragment"
+        );
+        assert_eq!(a.stats.frames_lost, 1, "the fragment's frame counted once");
+    }
+
+    #[test]
+    fn a_frame_still_arriving_is_not_timed_out_but_a_gap_is() {
+        // A 100-packet frame trickling in over 1.5 s (a large frame at a low pacing rate)
+        // is waited for; once a packet of it is missing and a later one has arrived, the
+        // timeout runs from that arrival.
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let mut out = vec![];
+        let k = vp8_frame(true, 500, 0);
+        feed(&mut a, 0, 0, &k, t0, &[]);
+        a.poll(t0, &mut out);
+        let s = k.len() as u64;
+        let big = vp8_frame(false, 296 * 100, 1);
+        assert_eq!(big.len(), 100);
+        for (i, p) in big.iter().enumerate().take(99) {
+            let at = ms(15 * i as u64);
+            let info = codec::inspect(Codec::Vp8, p).unwrap();
+            let pkt = Pkt {
+                codec: Codec::Vp8,
+                ts: 3000,
+                marker: false,
+                payload: p.clone(),
+                arrival: at,
+                capture_ntp: None,
+                rtx: false,
+                info,
+            };
+            assert_eq!(a.insert(s + i as u64, pkt), Inserted::Buffered);
+            a.poll(at, &mut out);
+            assert_eq!(a.poll_timeout(), None, "no gap, no deadline");
+        }
+        a.poll(ms(2000), &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(!a.needs_key_frame(), "not given up while arriving");
+        // The marker packet is lost: the next frame shows the gap at 2.1 s.
+        let next = vp8_frame(false, 300, 2);
+        feed(&mut a, s + 100, 6000, &next, ms(2100), &[]);
+        a.poll(ms(2100), &mut out);
+        assert_eq!(a.poll_timeout(), Some(ms(2400)));
+        a.poll(ms(2399), &mut out);
+        assert!(!a.needs_key_frame());
+        a.poll(ms(2400), &mut out);
+        assert!(a.needs_key_frame(), "given up 300 ms after the gap showed");
+        assert_eq!(out.len(), 1);
     }
 
     #[test]

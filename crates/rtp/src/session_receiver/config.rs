@@ -81,8 +81,9 @@ pub struct ReceiverConfig {
     /// Most sequence numbers tracked as missing; a larger gap is given up on at once (and a
     /// key frame requested). Default 1000.
     pub nack_max_missing: usize,
-    /// How long an incomplete frame waits for its missing packets before it is given up and a
-    /// key frame requested. Default 300 ms.
+    /// How long an incomplete frame waits for a missing packet, counted from when the gap
+    /// showed (a later packet arrived), before it is given up and a key frame requested. A
+    /// frame still arriving with nothing missing is not timed out. Default 300 ms.
     pub frame_timeout: Duration,
     /// Least time between two PLIs (RFC 4585 §3.5.3 asks not to repeat a request before the
     /// previous had a chance to be answered). Default 200 ms.

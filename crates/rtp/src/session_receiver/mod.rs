@@ -518,6 +518,7 @@ impl ReceiverSession {
                 self.rtcp_out.push_back(b);
                 self.stats.plis_sent += 1;
                 self.last_pli = Some(now);
+                tracing::debug!("PLI sent");
             }
             Err(e) => tracing::error!("cannot build PLI: {e}"),
         }
