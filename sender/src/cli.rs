@@ -18,14 +18,33 @@ pub fn resolve(what: &str, s: &str) -> Result<std::net::SocketAddr, Error> {
         .ok_or_else(|| Error::Config(format!("{what} address {s:?} resolves to nothing")))
 }
 
-/// Logs to stderr, filtered by `RUST_LOG` (default `warn`).
+/// Logs to stderr, filtered by `RUST_LOG` (default `warn`). Each line is stamped with
+/// `CLOCK_MONOTONIC` in seconds, the clock of the statistics' `mono_ns`, so log lines of
+/// cg-send, cg-recv and netlab's records line up (e.g. `RUST_LOG=cg_rtp=debug` traces key
+/// frames, PLIs and frame losses).
 pub fn init_tracing() {
     tracing_subscriber::fmt()
+        .with_timer(MonotonicTimer)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
+}
+
+/// Log timestamps: `CLOCK_MONOTONIC` seconds.
+struct MonotonicTimer;
+
+impl tracing_subscriber::fmt::time::FormatTime for MonotonicTimer {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        let ns = cg_media::HostTime::now().as_nanos();
+        write!(
+            w,
+            "{}.{:06}",
+            ns / 1_000_000_000,
+            ns % 1_000_000_000 / 1_000
+        )
+    }
 }
 
 /// The two-worker tokio runtime the binaries run on.

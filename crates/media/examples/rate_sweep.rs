@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p cg-media --example rate_sweep -- [--pattern faint-zone-plate]
 //!     [--cpu-used -6] [--schedule 2500:3,300:10,500:10,1000:10,2500:10,4000:10,2500:8,500:6,2500:8]
-//!     [--size 1280x720] [--trace]
+//!     [--size 1280x720] [--trace] [--key-after MS]
 //! cargo run --release -p cg-media --example rate_sweep -- \
 //!     --src 'videotestsrc pattern=zone-plate kx2=20 ky2=20 kt=1' [--enc 'cpu-used=-8'] ...
 //! ```
@@ -22,7 +22,10 @@
 //! the CPU time per frame of the encoder thread (vp8enc + appsink) and of the source thread
 //! (drawing the picture), frames the encoder swallowed, the longest gap between output
 //! frames, the median and largest frame and the key frames. `--trace` adds the produced
-//! rate of every 0.5 s (`K`: a key frame in it).
+//! rate of every 0.5 s (`K`: a key frame in it). `--key-after MS` asks for a key frame MS
+//! milliseconds after each change, as a receiver's PLI does after a loss, and prints the
+//! sizes of the frames around it (the frames after a key frame asked for at a lower target
+//! are where a rate controller may overshoot).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,6 +61,7 @@ struct Mark {
 /// A running encode, either cg-media's or a hand-built pipeline.
 trait Run {
     fn set_target(&self, kbps: u64);
+    fn key_frame(&self);
     fn frames_in(&self) -> u64;
     /// Output so far (drained).
     fn drain(&self, into: &mut Vec<Out>);
@@ -72,6 +76,11 @@ struct CgRun {
 impl Run for CgRun {
     fn set_target(&self, kbps: u64) {
         self.encoder.set_target_bitrate(Bitrate::kbps(kbps));
+    }
+    fn key_frame(&self) {
+        if let Err(e) = self.encoder.request_key_frame() {
+            eprintln!("key frame request failed: {e}");
+        }
     }
     fn frames_in(&self) -> u64 {
         self.encoder.stats().frames_in
@@ -159,6 +168,14 @@ impl Run for RawRun {
             "target-bitrate",
             i32::try_from(kbps * 1000).unwrap_or(i32::MAX),
         );
+    }
+    fn key_frame(&self) {
+        let event = gstreamer_video::UpstreamForceKeyUnitEvent::builder()
+            .all_headers(true)
+            .build();
+        if !self.enc.send_event(event) {
+            eprintln!("vp8enc refused the force-key-unit event");
+        }
     }
     fn frames_in(&self) -> u64 {
         self.frames_in.load(Ordering::Relaxed)
@@ -273,6 +290,9 @@ fn main() {
             src_cpu: thread_cpu("videotestsrc"),
         }
     };
+    let key_after = get("--key-after")
+        .and_then(|m| m.parse::<u64>().ok())
+        .map(Duration::from_millis);
     let started = Instant::now();
     let mut until = 0.0;
     for (i, &(kbps, secs)) in schedule.iter().enumerate() {
@@ -280,9 +300,15 @@ fn main() {
             run.set_target(kbps);
         }
         marks.push(mark(run.as_ref(), &mut out, kbps));
+        let changed = Instant::now();
+        let mut key_due = key_after.filter(|_| i > 0);
         until += secs;
         while started.elapsed().as_secs_f64() < until {
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(10));
+            if key_due.is_some_and(|d| changed.elapsed() >= d) {
+                key_due = None;
+                run.key_frame();
+            }
             run.drain(&mut out);
         }
     }
@@ -350,6 +376,23 @@ fn main() {
             sizes.last().copied().unwrap_or(0),
             seg.iter().filter(|o| o.2).count(),
         );
+    }
+    if key_after.is_some() {
+        for m in marks.iter().skip(1) {
+            let after: Vec<&Out> = out.iter().filter(|o| o.0 > m.pts).collect();
+            let key = after.iter().position(|o| o.2).unwrap_or(0);
+            let sizes: Vec<String> = after
+                .iter()
+                .skip(key.saturating_sub(3))
+                .take(12)
+                .map(|o| format!("{}{}", o.1, if o.2 { "K" } else { "" }))
+                .collect();
+            println!(
+                "frames around the key frame after the change to {} kbit/s: {}",
+                m.kbps,
+                sizes.join(" ")
+            );
+        }
     }
     if args.iter().any(|a| a == "--trace") {
         let step = Duration::from_millis(500);
