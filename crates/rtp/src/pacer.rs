@@ -210,6 +210,15 @@ impl<T> Pacer<T> {
         dropped
     }
 
+    /// Drops every queued media packet, the rest of a frame already partly sent included
+    /// (for a key frame, which makes that frame useless). Returns what was dropped and
+    /// whether a frame was cut short.
+    pub fn discard_all_media(&mut self) -> (Dropped, bool) {
+        let cut = self.first_droppable() > 0;
+        self.leaving = None;
+        (self.discard_media(), cut)
+    }
+
     /// Drops every queued retransmission; how many.
     pub fn discard_retransmissions(&mut self) -> usize {
         let n = self.rtx.len();
@@ -532,6 +541,48 @@ mod tests {
                 frames: 3,
                 packets: 12
             }
+        );
+        assert!(p.is_empty());
+        assert_eq!(p.media_queue(t0).size, DataSize::ZERO);
+    }
+
+    #[test]
+    fn a_key_frame_discard_cuts_the_frame_leaving_short() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(1),
+            DataSize::bytes(255),
+        );
+        for f in 1..=2 {
+            for _ in 0..4 {
+                p.enqueue(PacketClass::Media, q(f, t0));
+            }
+        }
+        assert_eq!(
+            p.discard_all_media(),
+            (
+                Dropped {
+                    frames: 2,
+                    packets: 8
+                },
+                false
+            )
+        );
+        for _ in 0..4 {
+            p.enqueue(PacketClass::Media, q(3, t0));
+        }
+        assert!(matches!(p.poll(t0, None), Some(Release::Packet(..))));
+        assert_eq!(
+            p.discard_all_media(),
+            (
+                Dropped {
+                    frames: 1,
+                    packets: 3
+                },
+                true
+            ),
+            "the rest of frame 3 goes too"
         );
         assert!(p.is_empty());
         assert_eq!(p.media_queue(t0).size, DataSize::ZERO);

@@ -713,9 +713,9 @@ fn a_key_frame_supersedes_the_queued_frames_ahead_of_it() {
     }
     tx.push_frame(frame(Codec::Vp8, 3_000, true, t0, 9), t0)
         .unwrap();
-    assert_eq!(tx.stats().frames_superseded, 2);
-    assert_eq!(tx.stats().frames_dropped, 2);
-    // What leaves: the rest of the started frame, then the key frame (3 packets each).
+    assert_eq!(tx.stats().frames_superseded, 3, "the started frame too");
+    assert_eq!(tx.stats().frames_dropped, 3);
+    // What leaves: the first packet of the started frame, then the key frame (3 packets).
     let mut now = t0;
     let mut packets = 1;
     while let Some(at) = tx.poll_timeout() {
@@ -731,9 +731,9 @@ fn a_key_frame_supersedes_the_queued_frames_ahead_of_it() {
         }
     }
     assert_eq!(tx.stats().media_packets, packets);
-    assert!(
-        (4..=8).contains(&packets),
-        "the started frame and the key frame only: {packets} packets"
+    assert_eq!(
+        packets, 4,
+        "the cut frame's first packet and the key frame only"
     );
     // A NACK for a packet before the key frame is not answered: the key frame replaced it.
     let seq = u16::from_be_bytes([first.bytes[2], first.bytes[3]]);
@@ -742,4 +742,72 @@ fn a_key_frame_supersedes_the_queued_frames_ahead_of_it() {
     assert!(tx.poll_transmit(now + Duration::from_secs(1)).is_none());
     assert_eq!(tx.stats().retransmissions, 0);
     assert_eq!(tx.stats().retransmissions_superseded, 1);
+}
+
+#[test]
+fn a_key_frame_cuts_the_frame_leaving_short_and_the_receiver_skips_to_it() {
+    // Pacing at 1.5 × 100 kbit/s: a 24 kB delta frame takes 1.3 s to leave. A key frame
+    // pushed 300 ms into it does not wait for the rest.
+    let (mut w, _seen) = wire(
+        FeedbackKind::TransportWideCc,
+        Bitrate::kbps(100),
+        Ecn::NotEct,
+    );
+    w.capture = true;
+    let t0 = w.now;
+    let ms = Duration::from_millis;
+    let script = [
+        (0, 1_000, true),
+        (33, 24_000, false),
+        (300, 2_000, true),
+        (333, 500, false),
+    ];
+    let mut sent = vec![];
+    let mut i = 0;
+    w.run(t0 + Duration::from_secs(2), &mut |now| {
+        let Some(&(_, len, key)) = script.get(i) else {
+            return (None, t0 + Duration::from_secs(10));
+        };
+        i += 1;
+        let f = frame(Codec::Vp8, len, key, now, i as u8);
+        sent.push(f.clone());
+        let next = script
+            .get(i)
+            .map_or(t0 + Duration::from_secs(10), |s| t0 + ms(s.0));
+        (Some(f), next)
+    });
+    let wire_media = media_on_wire(&w);
+    // Exactly one skipped number: where the delta frame was cut.
+    let gaps: Vec<_> = wire_media
+        .windows(2)
+        .filter(|p| p[1].0 != p[0].0.wrapping_add(1))
+        .map(|p| (p[0], p[1]))
+        .collect();
+    assert_eq!(gaps.len(), 1, "{wire_media:?}");
+    assert_eq!(gaps[0].1.0, gaps[0].0.0.wrapping_add(2));
+    assert!(
+        !gaps[0].0.1,
+        "the cut frame has no marker packet on the wire"
+    );
+    let got: Vec<_> = w.frames.iter().map(|f| f.data.clone()).collect();
+    let want: Vec<_> = [&sent[0], &sent[2], &sent[3]]
+        .map(|f| f.data.clone())
+        .to_vec();
+    assert!(
+        got == want,
+        "frames of {:?} bytes delivered",
+        got.iter().map(|d| d.len()).collect::<Vec<_>>()
+    );
+    // The key frame is released as soon as it is complete, not after the cut frame times out.
+    let key = &w.frames[1];
+    assert!(
+        key.completed < t0 + ms(600),
+        "key frame completed {:?} after the start",
+        key.completed - t0
+    );
+    let tx = w.sender.stats();
+    assert_eq!(tx.frames_superseded, 1);
+    let r = w.receiver.stats();
+    assert_eq!(r.frames_lost, 1, "{r:?}");
+    assert_eq!(r.frames_undecodable, 0, "{r:?}");
 }

@@ -12,13 +12,19 @@
 //!
 //! Without a gap the receiver cannot tell that frames are missing, so after media was dropped
 //! the session itself refuses delta frames until the encoder's key frame arrives (those deltas
-//! reference dropped frames; the receiver would have had to discard them anyway). Frames are
-//! never cut short: the pacer finishes a frame whose first packet has left.
+//! reference dropped frames; the receiver would have had to discard them anyway). The queue
+//! bound and the controller's discards never cut a frame short: the pacer finishes a frame
+//! whose first packet has left.
 //!
-//! A key frame drops the queued frames ahead of it that have not started leaving
-//! ([`SenderStats::frames_superseded`]): it does not depend on them, and after a loss they
-//! are undecodable (measured in netlab, 2.5 → 0.5 Mbit/s at 720p: the recovery key frame
-//! waited behind ~1 s of such frames, and the freeze lasted over 2 s). It also drops the
+//! A key frame drops the queued frames ahead of it ([`SenderStats::frames_superseded`]): it
+//! does not depend on them, and after a loss they are undecodable (measured in netlab,
+//! 2.5 → 0.5 Mbit/s at 720p: the recovery key frame waited behind ~1 s of such frames, and
+//! the freeze lasted over 2 s). That includes the rest of a frame already leaving: VP8's
+//! first delta frame after a key frame asked for at a low rate can be 10–40 times the
+//! per-frame budget (83 KB at 0.45 Mbit/s, 1.5 s of link time, measured with cg-media's
+//! `rate_sweep --key-after`), and the next key frame waited behind it. The cut skips one
+//! RTP sequence number, so the receiver sees the truncated frame as incomplete and skips to
+//! the key frame. It also drops the
 //! queued retransmissions, and NACKs of packets sent before the newest key frame are not
 //! answered ([`SenderStats::retransmissions_superseded`]): in the same run, repairs of a
 //! 40 % loss burst had filled the 0.5 Mbit/s link for 1.6 s while the key frame waited.
@@ -305,14 +311,29 @@ impl SenderSession {
             // started) would only delay it. After a loss they are undecodable anyway — the
             // receiver asked for this key frame because it lost their references — and
             // otherwise they are older pictures the key frame supersedes.
-            let d = self.pacer.discard_media();
+            let (d, cut) = self.pacer.discard_all_media();
+            if cut {
+                // The frame leaving was cut short: one sequence number is skipped so that the
+                // receiver sees a packet missing from it instead of a frame that looks whole
+                // (its packets are followed by the key frame's, a new timestamp).
+                self.seq += 1;
+            }
             self.stats.frames_dropped += d.frames;
             self.stats.frames_superseded += d.frames;
             // Likewise retransmissions of packets before it: a key frame is what the receiver
             // needs, and after a loss burst the repairs can fill the link for seconds.
-            self.stats.retransmissions_superseded += self.pacer.discard_retransmissions() as u64;
+            let rtx = self.pacer.discard_retransmissions();
+            self.stats.retransmissions_superseded += rtx as u64;
             self.useful_from = self.seq;
             self.key_in_flight = Some((ts, None));
+            tracing::debug!(
+                ts,
+                bytes = frame.data.len(),
+                packets = payloads.len(),
+                superseded_frames = d.frames,
+                superseded_rtx = rtx,
+                "key frame queued"
+            );
         }
         let capture_ntp = Some(self.ntp.ntp(frame.capture_time));
         let n = payloads.len();
@@ -339,6 +360,14 @@ impl SenderSession {
             );
         }
         self.stats.frames_pushed += 1;
+        tracing::trace!(
+            ts,
+            bytes = frame.data.len(),
+            key = frame.key_frame,
+            queued = self.pacer.len(),
+            queue_ms = self.pacer.media_delay(now).as_millis() as u64,
+            "frame queued"
+        );
         self.controller
             .on_media_queue(self.pacer.media_queue(now), now);
         self.drain_controller(now);
@@ -531,6 +560,7 @@ impl SenderSession {
             self.key_in_flight = None;
         }
         self.stats.frames_dropped += frames;
+        tracing::debug!(frames, packets, ?reason, "queued frames dropped");
         self.events.push_back(SenderEvent::FramesDropped {
             frames,
             packets,
@@ -542,7 +572,9 @@ impl SenderSession {
     fn receiver_wants_key_frame(&mut self, reason: KeyFrameReason, now: Instant) {
         if self.key_frame_in_flight(now) {
             self.stats.key_frame_requests_in_flight += 1;
+            tracing::debug!(?reason, "key frame request answered by the one in flight");
         } else {
+            tracing::debug!(?reason, "key frame request passed to the encoder");
             self.request_key_frame(reason);
         }
     }
@@ -657,6 +689,7 @@ impl SenderSession {
             && *ts == m.timestamp
         {
             *sent = Some(now);
+            tracing::debug!(ts = m.timestamp, seq, "key frame sent");
         }
         self.history.insert(Stored {
             seq,
@@ -975,6 +1008,7 @@ impl SenderSession {
             }
             match self.history.take_for_retransmit(seq, now, min_interval) {
                 Some(stored) => {
+                    tracing::debug!(seq, "retransmission queued");
                     let size = DataSize::bytes((14 + stored.payload.len()) as u64);
                     self.pacer.enqueue(
                         PacketClass::Retransmission,
