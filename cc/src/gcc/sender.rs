@@ -12,7 +12,11 @@
 //!   this mode.
 //!
 //! The target `A = min(Ar, As)` goes to the encoder; the pacer gets `f·A` with `f = 1.5`
-//! (MMSys16 §3.5). Every rate stays within `[min_bitrate, max_bitrate]`.
+//! (MMSys16 §3.5). In send-side mode the controller also measures the bottleneck queuing
+//! delay (one-way delay over its minimum of the last 30–60 s); while it is above
+//! [`GccConfig::standing_queue_pacing`] the pacer gets `A`, so that a full bottleneck queue
+//! drains instead of dropping a key frame paced faster than the capacity. Every rate stays
+//! within `[min_bitrate, max_bitrate]`.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -33,6 +37,38 @@ use crate::gcc::time::micros_since;
 /// the scalar Kalman filter, 5 ms groups split paced frames and the in-frame queue build-up
 /// becomes measurement noise: measured q95 121 ms vs 74 ms in `gcc_scenarios`.)
 const SEND_SIDE_BURST: Duration = Duration::from_millis(15);
+
+/// The base one-way delay is the minimum over the current and the previous window of this
+/// length: long enough to see the queue empty, short enough to follow a route change.
+const BASE_DELAY_WINDOW: Duration = Duration::from_secs(30);
+
+/// The minimum one-way delay (send clock to receive clock, offset included) of the last
+/// one to two [`BASE_DELAY_WINDOW`]s.
+#[derive(Debug, Clone, Default)]
+struct BaseDelay {
+    /// The minimum of the previous window, µs.
+    previous: Option<i64>,
+    /// (start, minimum) of the current window, µs.
+    current: Option<(i64, i64)>,
+}
+
+impl BaseDelay {
+    /// Records a one-way delay sample taken at `now_us`; returns the base.
+    fn on_sample(&mut self, owd_us: i64, now_us: i64) -> i64 {
+        let window = BASE_DELAY_WINDOW.as_micros() as i64;
+        match &mut self.current {
+            Some((start, min)) if now_us.saturating_sub(*start) < window => {
+                *min = (*min).min(owd_us);
+            }
+            current => {
+                self.previous = current.map(|(_, m)| m);
+                *current = Some((now_us, owd_us));
+            }
+        }
+        let current = self.current.map_or(owd_us, |(_, m)| m);
+        self.previous.map_or(current, |p| p.min(current))
+    }
+}
 
 /// Typed GCC sender state for logs and plots.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -82,6 +118,9 @@ pub struct GccController {
     loss_window: VecDeque<(Instant, i64, i64)>,
     last_loss_decrease: Option<Instant>,
     ignored: u64,
+    standing_queue: Option<Duration>,
+    base_delay: BaseDelay,
+    queue_delay: Option<Duration>,
 }
 
 impl GccController {
@@ -130,6 +169,9 @@ impl GccController {
             loss_window: VecDeque::new(),
             last_loss_decrease: None,
             ignored: 0,
+            standing_queue: c.standing_queue_pacing,
+            base_delay: BaseDelay::default(),
+            queue_delay: None,
         }
     }
 
@@ -215,6 +257,8 @@ impl GccController {
         };
         let mut updated = false;
         let mut newest_send: Option<i64> = None;
+        // (send time, one-way delay) of the last-sent packet received.
+        let mut newest_owd: Option<(i64, i64)> = None;
         let (mut received, mut lost) = (0i64, 0i64);
         for r in feedback.packets {
             let Some(rec) = self.history.get_mut(r.seq) else {
@@ -230,6 +274,11 @@ impl GccController {
                     rec.fate = Fate::Received;
                     received += 1;
                     newest_send = Some(newest_send.map_or(rec.send_us, |n| n.max(rec.send_us)));
+                    let owd = arrival.as_micros().saturating_sub(rec.send_us);
+                    let base = self.base_delay.on_sample(owd, micros_since(now, self.base));
+                    if newest_owd.is_none_or(|(s, _)| rec.send_us >= s) {
+                        newest_owd = Some((rec.send_us, owd.saturating_sub(base)));
+                    }
                     let key = if self.group_by_frame && self.frames_marked {
                         GroupKey::Frame(rec.frame)
                     } else {
@@ -243,6 +292,9 @@ impl GccController {
                 }
                 (None, _) => {}
             }
+        }
+        if let Some((_, q)) = newest_owd {
+            self.queue_delay = Some(Duration::from_micros(q.max(0) as u64));
         }
         if feedback.rtt.is_none()
             && let Some(sent) = newest_send
@@ -307,7 +359,12 @@ impl Controller for GccController {
     }
 
     fn pacing_rate(&self) -> Bitrate {
-        self.target_bitrate().mul_f64(self.pacing_factor)
+        let standing = self
+            .standing_queue
+            .zip(self.queue_delay)
+            .is_some_and(|(limit, q)| q > limit);
+        let f = if standing { 1.0 } else { self.pacing_factor };
+        self.target_bitrate().mul_f64(f)
     }
 
     fn feedback_kind(&self) -> FeedbackKind {
@@ -340,8 +397,88 @@ impl Controller for GccController {
             target: s.target,
             pacing: s.pacing,
             rtt: s.rtt,
+            queue_delay: self.queue_delay,
             extra,
             ..ControllerStats::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::{PacketKind, PacketResult};
+    use cg_types::{Ecn, RemoteTime};
+
+    /// 1000-byte packets every 10 ms (800 kbit/s) with the one-way delay `extra(i)` ms on
+    /// top of a 20 ms base, acknowledged in reports of 5; the pacing rates seen.
+    fn run(c: &mut GccController, from: u64, n: u64, t0: Instant, extra: impl Fn(u64) -> u64) {
+        let mut results = Vec::new();
+        for i in from..from + n {
+            let at = t0 + Duration::from_millis(10 * i);
+            c.on_packet_sent(&SentPacket {
+                seq: i,
+                size: DataSize::bytes(1000),
+                send_time: at,
+                ecn: Ecn::NotEct,
+                kind: PacketKind::Media,
+            });
+            let arrival = 10_000 * i as i64 + 1000 * (20 + extra(i) as i64);
+            results.push(PacketResult {
+                seq: i,
+                arrival: Some(RemoteTime::from_micros(5_000_000 + arrival)),
+                ecn: Ecn::NotEct,
+            });
+            if results.len() == 5 {
+                let feedback = Feedback {
+                    packets: &results,
+                    ..Default::default()
+                };
+                c.on_feedback(&feedback, at + Duration::from_millis(20 + extra(i)));
+                results.clear();
+            }
+        }
+    }
+
+    #[test]
+    fn pacing_drops_to_the_target_while_a_standing_queue_is_measured() {
+        let t0 = Instant::now();
+        let mut c = GccController::new(&GccConfig::send_side(), t0);
+        run(&mut c, 0, 200, t0, |_| 0);
+        assert_eq!(c.stats().queue_delay, Some(Duration::ZERO));
+        let t = c.target_bitrate();
+        assert_eq!(c.pacing_rate(), t.mul_f64(1.5), "no queue: f·A");
+        // The queue grows by 1 ms per packet to 250 ms and stays there.
+        run(&mut c, 200, 400, t0, |i| (i - 199).min(250));
+        let q = c.stats().queue_delay.unwrap();
+        assert!(q >= Duration::from_millis(249), "{q:?}");
+        assert_eq!(c.pacing_rate(), c.target_bitrate(), "standing queue: A");
+        // Drained: back to f·A.
+        run(&mut c, 600, 100, t0, |_| 10);
+        assert_eq!(c.stats().queue_delay, Some(Duration::from_millis(10)));
+        assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(1.5));
+
+        // The paper's constant factor when the rule is off.
+        let cfg = GccConfig {
+            standing_queue_pacing: None,
+            ..GccConfig::send_side()
+        };
+        let mut c = GccController::new(&cfg, t0);
+        run(&mut c, 0, 200, t0, |_| 0);
+        run(&mut c, 200, 400, t0, |i| (i - 199).min(250));
+        assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(1.5));
+    }
+
+    #[test]
+    fn the_base_delay_follows_a_longer_path_after_two_windows() {
+        let mut b = BaseDelay::default();
+        let w = BASE_DELAY_WINDOW.as_micros() as i64;
+        assert_eq!(b.on_sample(20_000, 0), 20_000);
+        assert_eq!(b.on_sample(50_000, w / 2), 20_000);
+        // Route change at 1 window: the old minimum is remembered one more window.
+        assert_eq!(b.on_sample(50_000, w), 20_000);
+        assert_eq!(b.on_sample(50_000, 2 * w - 1), 20_000);
+        assert_eq!(b.on_sample(50_000, 2 * w), 50_000);
+        assert_eq!(b.on_sample(40_000, 2 * w + 1), 40_000);
     }
 }
