@@ -257,9 +257,10 @@ pub struct GccConfig {
 
     /// Pacing factor `f` (MMSys16 §3.5). Default 1.5.
     pub pacing_factor: f64,
-    /// Send-side mode: while the bottleneck queuing delay measured from transport-wide
-    /// feedback (one-way delay over its minimum) is above this, the pacer gets `A` instead
-    /// of `f·A`. `None` keeps `f·A` always, as the paper. Default 60 ms.
+    /// While the bottleneck queuing delay the sender measures (send-side: one-way delay
+    /// from transport-wide feedback over its minimum; REMB mode: receiver-report RTT over
+    /// its minimum) is above this, the pacer gets `A` instead of `f·A`. `None` keeps `f·A`
+    /// always, as the paper. Default 60 ms.
     ///
     /// A cg addition. `f > 1` drains the encoder's bursts (key frames) ahead of the next
     /// frame; with a standing queue at the bottleneck every byte above the capacity is lost.

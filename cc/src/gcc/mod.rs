@@ -66,27 +66,28 @@
 //! - Send-side mode groups packets by frame when the transport reports frame ends
 //!   ([`crate::Controller::on_frame_sent`]), else in 15 ms send bursts, and uses the same
 //!   assumed RTT as the receiver for the additive step.
-//! - Send-side mode paces at `A` instead of `f·A` while the queuing delay it measures (one-way
-//!   delay over its minimum) is above 60 ms ([`GccConfig::standing_queue_pacing`]): bursts
+//! - The sender paces at `A` instead of `f·A` while the queuing delay it measures (one-way
+//!   delay over its minimum; RR round-trip time over its minimum in REMB mode) is above
+//!   60 ms ([`GccConfig::standing_queue_pacing`]): bursts
 //!   paced faster than the capacity into a full queue are lost, and after a capacity drop
-//!   that was the recovery key frame (netlab, 2.5 → 0.5 Mbit/s). In the §6.1 steps below the
-//!   0.5 Mbit/s phase's q95 falls from 280 to 193 ms and the whole run's loss from 0.40 % to
-//!   0.22 %; three-flow fairness over seeds 1–5 is unchanged (Jain 0.915–0.993 against
-//!   0.943–0.998).
+//!   that was the recovery key frame (netlab, 2.5 → 0.5 Mbit/s). In the send-side §6.1
+//!   steps below the 0.5 Mbit/s phase's q95 falls from 280 to 193 ms and the whole run's
+//!   loss from 0.40 % to 0.22 %; send-side three-flow fairness over seeds 1–5 is unchanged
+//!   (Jain 0.915–0.993 against 0.943–0.998).
 //!
 //! # Measured (simulated time, `cargo test -p cg-cc --test gcc_scenarios -- --nocapture`)
 //!
 //! 1 Mbit/s, RTT 50 ms, DropTail 300 ms, RFC 8593 encoder (seed 1), 90 s, metrics from the
-//! bottleneck's per-packet events, measured from 30 s on: REMB U = 0.884, q95 = 46 ms;
+//! bottleneck's per-packet events, measured from 30 s on: REMB U = 0.872, q95 = 42 ms;
 //! send-side U = 0.871, q95 = 44 ms; no loss in either. Over encoder seeds 1–5, U ranges
-//! 0.846–0.906 (REMB) and 0.871–0.935 (send-side), q95 31–62 ms and 45–89 ms.
+//! 0.854–0.884 (REMB) and 0.871–0.926 (send-side), q95 39–50 ms and 44–80 ms.
 //! MMSys16 §6.1 steps 1 → 2.5 → 0.5 → 1 Mbit/s: the rate follows each step (second half of
-//! each phase, REMB: 0.88 / 1.85 (encoder cap 2) / 0.48 / 0.93 Mbit/s). Whole-run q95 is
-//! 54 ms (REMB) and 96 ms (send-side); in the 0.5 Mbit/s phase it is 107 and 193 ms: the
-//! 47 kB buffer (DT/300 at the 1.25 Mbit/s mean rate, 750 ms at 0.5 Mbit/s) fills at the
-//! drop and drains slowly, a standing queue whose delay gradient is near zero. Three flows on
-//! 3 Mbit/s (§6.2), 100–200 s: Jain 0.998 (REMB) / 0.915 (send-side), 0.915–0.998 over
-//! seeds 1–5 (Table 2: 0.93).
+//! each phase, REMB: 0.88 / 1.85 (encoder cap 2) / 0.48 / 0.89 Mbit/s). Whole-run q95 is
+//! 56 ms (REMB) and 96 ms (send-side), 25–56 and 52–96 ms over seeds 1–5; in the 0.5 Mbit/s
+//! phase it is 137 and 193 ms: the 47 kB buffer (DT/300 at the 1.25 Mbit/s mean rate,
+//! 750 ms at 0.5 Mbit/s) fills at the drop and drains slowly, a standing queue whose delay
+//! gradient is near zero. Three flows on 3 Mbit/s (§6.2), 100–200 s: Jain 0.985 (REMB) /
+//! 0.915 (send-side), 0.952–0.985 and 0.915–0.993 over seeds 1–5 (Table 2: 0.93).
 //! `benches/gcc.rs`: about 63 ns of CPU per received packet (receiver, delay-based path)
 //! and 87 ns per acknowledged packet (send-side sender), on a shared 2-core machine.
 //!

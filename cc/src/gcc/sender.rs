@@ -12,11 +12,12 @@
 //!   this mode.
 //!
 //! The target `A = min(Ar, As)` goes to the encoder; the pacer gets `f·A` with `f = 1.5`
-//! (MMSys16 §3.5). In send-side mode the controller also measures the bottleneck queuing
-//! delay (one-way delay over its minimum of the last 30–60 s); while it is above
-//! [`GccConfig::standing_queue_pacing`] the pacer gets `A`, so that a full bottleneck queue
-//! drains instead of dropping a key frame paced faster than the capacity. Every rate stays
-//! within `[min_bitrate, max_bitrate]`.
+//! (MMSys16 §3.5). The controller also estimates the bottleneck queuing delay: in send-side
+//! mode the one-way delay of each acknowledged packet over its minimum of the last 30–60 s,
+//! in REMB mode the RTT of each receiver report over its minimum (once a second or so).
+//! While it is above [`GccConfig::standing_queue_pacing`] the pacer gets `A`, so that a full
+//! bottleneck queue drains instead of dropping a key frame paced faster than the capacity.
+//! Every rate stays within `[min_bitrate, max_bitrate]`.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -334,6 +335,16 @@ impl Controller for GccController {
         }
         match self.mode {
             GccMode::ReceiverSideRemb => {
+                if let Some(rtt) = feedback.rtt {
+                    // No per-packet delays in this mode: the queue is what the RTT of a
+                    // receiver report has over the smallest one seen.
+                    let rtt_us = i64::try_from(rtt.as_micros()).unwrap_or(i64::MAX);
+                    let base = self
+                        .base_delay
+                        .on_sample(rtt_us, micros_since(now, self.base));
+                    let q = rtt_us.saturating_sub(base).max(0);
+                    self.queue_delay = Some(Duration::from_micros(q as u64));
+                }
                 if let Some(remb) = feedback.remb {
                     self.apply_ar(remb, now);
                 }
@@ -466,6 +477,28 @@ mod tests {
         let mut c = GccController::new(&cfg, t0);
         run(&mut c, 0, 200, t0, |_| 0);
         run(&mut c, 200, 400, t0, |i| (i - 199).min(250));
+        assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(1.5));
+    }
+
+    #[test]
+    fn remb_mode_takes_the_queue_from_receiver_report_round_trips() {
+        let t0 = Instant::now();
+        let mut c = GccController::new(&GccConfig::default(), t0);
+        let report = |c: &mut GccController, at_ms: u64, rtt_ms: u64| {
+            let feedback = Feedback {
+                rtt: Some(Duration::from_millis(rtt_ms)),
+                ..Default::default()
+            };
+            c.on_feedback(&feedback, t0 + Duration::from_millis(at_ms));
+        };
+        report(&mut c, 1000, 52);
+        report(&mut c, 2000, 50);
+        assert_eq!(c.stats().queue_delay, Some(Duration::ZERO));
+        assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(1.5));
+        report(&mut c, 3000, 370);
+        assert_eq!(c.stats().queue_delay, Some(Duration::from_millis(320)));
+        assert_eq!(c.pacing_rate(), c.target_bitrate(), "standing queue: A");
+        report(&mut c, 4000, 80);
         assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(1.5));
     }
 
