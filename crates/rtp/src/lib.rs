@@ -113,9 +113,9 @@
 //! and serialize 332 MiB/s ≈ 2.8 Gbit/s of 1200-byte payloads (100-packet frames); receiver
 //! 118 k packets/s with RFC 8888 feedback, 226 k packets/s with transport-wide CC (frame
 //! assembly and depacketization included). End to end over cg-link at 2 Mbit/s DT/300
-//! (`tests/e2e_sim.rs`, [10 s, 60 s]): GCC-REMB U 0.88 / queue p95 21 ms, GCC send-side
-//! 0.91 / 47 ms, SCReAM 0.92 / 33 ms; SCReAM ECT(1) through DualPI2 queue p95 3.1 ms at
-//! U 0.72 (cg-cc 2123065).
+//! (`tests/e2e_sim.rs`, [10 s, 60 s]): GCC-REMB U 0.88 / queue p95 20 ms, GCC send-side
+//! 0.92 / 58 ms, SCReAM 0.92 / 33 ms; SCReAM ECT(1) through DualPI2 queue p95 2.4 ms at
+//! U 0.67 (`cargo test --release -p cg-rtp --test e2e_sim -- --nocapture`).
 
 mod codec_frame;
 mod error;
