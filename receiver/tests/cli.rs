@@ -12,18 +12,27 @@ fn recv_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cg-recv"))
 }
 
-/// cg-send is built into the same directory as cg-recv (one workspace target dir); build it
-/// if this test runs alone.
+/// cg-send, built (or found up to date) by cargo into the same directory as cg-recv (one
+/// workspace target dir, the same profile): a binary left from an older build would test
+/// old code.
 fn send_bin() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
     let p = recv_bin().with_file_name("cg-send");
-    if !p.exists() {
-        let ok = Command::new(env!("CARGO"))
-            .args(["build", "-p", "cg-sender", "--bin", "cg-send"])
-            .status()
-            .expect("cargo runs")
-            .success();
-        assert!(ok, "building cg-send failed");
-    }
+    BUILT.call_once(|| {
+        let release = p
+            .parent()
+            .and_then(|d| d.file_name())
+            .is_some_and(|n| n == "release");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "cg-sender", "--bin", "cg-send"]);
+        if release {
+            cmd.arg("--release");
+        }
+        assert!(
+            cmd.status().expect("cargo runs").success(),
+            "building cg-send failed"
+        );
+    });
     p
 }
 
@@ -240,7 +249,7 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
     let out = recv.wait_with_output().unwrap();
     assert!(out.status.success(), "cg-recv: {}", stderr(&out));
 
-    let sent: Vec<SendLine> = String::from_utf8(send.stdout)
+    let sent: Vec<SendLine> = String::from_utf8(send.stdout.clone())
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).expect("cg-send --json lines parse"))
@@ -262,6 +271,14 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
         "≈150 frames in 5 s at 30 fps, sent {}",
         s.frames_sent
     );
+    // The last line holds the final totals, the ones of the closing message.
+    let done = stderr(&send);
+    assert!(
+        done.contains(&format!(": {} frames sent,", s.frames_sent)),
+        "last line {} frames sent; stderr: {done}",
+        s.frames_sent
+    );
+    assert!(r.frames_decoded <= s.frames_sent);
     assert!(s.rtcp_received > 10, "feedback flowed");
     assert!(s.target_bps > 0);
     assert!(sent.iter().any(|l| l.send_rate_bps > 100_000));

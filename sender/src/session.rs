@@ -196,6 +196,11 @@ impl Sender {
             let _ = handle.query(|_: &mut SenderSession, _| ()).await;
             let _ = handle.query(|_: &mut SenderSession, _| ()).await;
             if let Some(stats) = state.sample(&handle, &encoder).await {
+                // The final totals are the stream's last record too (scripts read the last
+                // line of --stats-file).
+                if let Some(tx) = &stats_tx {
+                    let _ = tx.send(stats.clone()).await;
+                }
                 state.last = stats;
             }
         }
