@@ -29,9 +29,12 @@ fn netlab_bin() -> PathBuf {
 
 /// Makes sure cg-send and cg-recv are next to netlab (same profile, same target dir).
 fn cg_binaries() -> (PathBuf, PathBuf) {
+    static BUILT: std::sync::Once = std::sync::Once::new();
     let send = netlab_bin().with_file_name("cg-send");
     let recv = netlab_bin().with_file_name("cg-recv");
-    if !send.exists() || !recv.exists() {
+    // Always through cargo (a no-op when up to date): binaries left from an older build
+    // would test old code.
+    BUILT.call_once(|| {
         let mut cmd = Command::new(env!("CARGO"));
         cmd.args(["build", "-p", "cg-sender", "-p", "cg-receiver"]);
         if netlab_bin()
@@ -44,7 +47,7 @@ fn cg_binaries() -> (PathBuf, PathBuf) {
             cmd.status().expect("cargo runs").success(),
             "building cg-send/cg-recv failed"
         );
-    }
+    });
     (send, recv)
 }
 
