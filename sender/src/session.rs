@@ -198,8 +198,10 @@ impl Sender {
             if let Some(stats) = state.sample(&handle, &encoder).await {
                 // The final totals are the stream's last record too (scripts read the last
                 // line of --stats-file).
+                // Bounded wait: a stalled consumer must not stop the sender from ending.
                 if let Some(tx) = &stats_tx {
-                    let _ = tx.send(stats.clone()).await;
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(1), tx.send(stats.clone())).await;
                 }
                 state.last = stats;
             }

@@ -9,6 +9,10 @@
 //!   a debug build they are ignored.
 //! - `demo`: setup, then the project's main job.
 //! - `bench`: the criterion benchmarks.
+//! - `procbench`: CPU and RSS of the real cg-send and cg-recv processes at a fixed rate
+//!   ([`procbench`]).
+
+mod procbench;
 
 use std::env;
 use std::path::PathBuf;
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         "test" => setup().and_then(|()| test(rest)),
         "demo" => setup().and_then(|()| demo(rest)),
         "bench" => bench(rest),
+        "procbench" => setup().and_then(|()| procbench::procbench(rest)),
         "-h" | "--help" | "help" => {
             usage();
             Ok(())
@@ -76,7 +81,9 @@ fn usage() {
          setup   install the Debian packages the workspace needs (apt-get, as root)\n  \
          test    setup, then cargo fmt --check, clippy -D warnings, cargo test --workspace (all features)\n  \
          demo    setup, then run the project's main job (the netlab demo)\n  \
-         bench   run the criterion benchmarks (extra args go to cargo bench)"
+         bench   run the criterion benchmarks (extra args go to cargo bench)\n  \
+         procbench [--rate 2M] [--size 1280x720] [--pattern P] [--fps 30] [--duration 60s] [--warmup 10s]\n          \
+         CPU and RSS of cg-send and cg-recv over loopback at a fixed rate"
     );
 }
 
