@@ -294,6 +294,31 @@ fn pacer_queue_bound_drops_whole_frames_and_requests_a_key_frame() {
     assert!(r.frames >= 3, "{r:?}");
 }
 
+/// Runs the wire for `length`, pushing VP8 frames by `script` — (ms from the start, bytes,
+/// key frame) — and returns the frames pushed.
+fn run_script(
+    w: &mut Wire,
+    script: &[(u64, usize, bool)],
+    length: Duration,
+) -> Vec<cg_rtp::EncodedFrame> {
+    let t0 = w.now;
+    let at = |i: usize| {
+        script.get(i).map_or(t0 + Duration::from_secs(10), |s| {
+            t0 + Duration::from_millis(s.0)
+        })
+    };
+    let mut sent = vec![];
+    w.run(t0 + length, &mut |now| {
+        let Some(&(_, len, key)) = script.get(sent.len()) else {
+            return (None, t0 + Duration::from_secs(10));
+        };
+        let f = frame(Codec::Vp8, len, key, now, sent.len() as u8 + 1);
+        sent.push(f.clone());
+        (Some(f), at(sent.len()))
+    });
+    sent
+}
+
 /// The RTP header of every media packet the sender put on the wire: (sequence number, marker).
 fn media_on_wire(w: &Wire) -> Vec<(u16, bool)> {
     let ssrc = w.sender.config().ssrc.to_be_bytes();
@@ -325,8 +350,6 @@ fn frames_the_queue_bound_drops_leave_no_sequence_gap() {
         config.pacer.max_queue_delay = Duration::from_millis(100);
         let (mut w, seen) = wire_with(kind, Bitrate::kbps(100), config);
         w.capture = true;
-        let t0 = w.now;
-        let ms = Duration::from_millis;
         // A 3-packet key frame, two deltas right behind it: the deltas wait past the bound
         // while the key frame leaves, so they are dropped; the key frame is finished.
         // Then a delta (refused: its reference was dropped), the key frame asked for, a delta.
@@ -338,20 +361,7 @@ fn frames_the_queue_bound_drops_leave_no_sequence_gap() {
             (433, 2_400, true),
             (700, 1_000, false),
         ];
-        let mut sent = vec![];
-        let mut i = 0;
-        w.run(t0 + Duration::from_secs(3), &mut |now| {
-            let Some(&(_, len, key)) = script.get(i) else {
-                return (None, t0 + Duration::from_secs(10));
-            };
-            i += 1;
-            let f = frame(Codec::Vp8, len, key, now, i as u8);
-            sent.push(f.clone());
-            let next = script
-                .get(i)
-                .map_or(t0 + Duration::from_secs(10), |s| t0 + ms(s.0));
-            (Some(f), next)
-        });
+        let sent = run_script(&mut w, &script, Duration::from_secs(3));
         let wire_media = media_on_wire(&w);
         assert_contiguous(&wire_media);
         // One marker per frame sent: key frame, key frame, delta.
@@ -762,20 +772,7 @@ fn a_key_frame_cuts_the_frame_leaving_short_and_the_receiver_skips_to_it() {
         (300, 2_000, true),
         (333, 500, false),
     ];
-    let mut sent = vec![];
-    let mut i = 0;
-    w.run(t0 + Duration::from_secs(2), &mut |now| {
-        let Some(&(_, len, key)) = script.get(i) else {
-            return (None, t0 + Duration::from_secs(10));
-        };
-        i += 1;
-        let f = frame(Codec::Vp8, len, key, now, i as u8);
-        sent.push(f.clone());
-        let next = script
-            .get(i)
-            .map_or(t0 + Duration::from_secs(10), |s| t0 + ms(s.0));
-        (Some(f), next)
-    });
+    let sent = run_script(&mut w, &script, Duration::from_secs(2));
     let wire_media = media_on_wire(&w);
     // Exactly one skipped number: where the delta frame was cut.
     let gaps: Vec<_> = wire_media

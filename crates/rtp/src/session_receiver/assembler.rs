@@ -461,26 +461,26 @@ mod tests {
         codec::vp8::packetize(&Bytes::from(f), 300, pid).unwrap()
     }
 
+    /// A VP8 packet of timestamp `ts` arriving at `at`.
+    fn pkt(payload: &Bytes, ts: u64, marker: bool, at: Instant, rtx: bool) -> Pkt {
+        Pkt {
+            codec: Codec::Vp8,
+            ts,
+            marker,
+            payload: payload.clone(),
+            arrival: at,
+            capture_ntp: None,
+            rtx,
+            info: codec::inspect(Codec::Vp8, payload).unwrap(),
+        }
+    }
+
     fn feed(a: &mut Assembler, seq: u64, ts: u64, payloads: &[Bytes], at: Instant, skip: &[u64]) {
         for (i, p) in payloads.iter().enumerate() {
             let s = seq + i as u64;
-            if skip.contains(&s) {
-                continue;
+            if !skip.contains(&s) {
+                a.insert(s, pkt(p, ts, i + 1 == payloads.len(), at, false));
             }
-            let info = codec::inspect(Codec::Vp8, p).unwrap();
-            a.insert(
-                s,
-                Pkt {
-                    codec: Codec::Vp8,
-                    ts,
-                    marker: i + 1 == payloads.len(),
-                    payload: p.clone(),
-                    arrival: at,
-                    capture_ntp: None,
-                    rtx: false,
-                    info,
-                },
-            );
         }
     }
 
@@ -559,17 +559,7 @@ mod tests {
         assert!(!a.needs_key_frame());
         assert_eq!(a.poll_timeout(), None, "nothing left to time out");
         // The repair of d1 arriving now is late, and the chain goes on.
-        let info = codec::inspect(Codec::Vp8, &d1[1]).unwrap();
-        let late = Pkt {
-            codec: Codec::Vp8,
-            ts: 3000,
-            marker: false,
-            payload: d1[1].clone(),
-            arrival: t1,
-            capture_ntp: None,
-            rtx: true,
-            info,
-        };
+        let late = pkt(&d1[1], 3000, false, t1, true);
         assert_eq!(a.insert(n + 1, late), Inserted::Late);
         let d3 = vp8_frame(false, 600, 4);
         feed(&mut a, n3 + k2.len() as u64, 12000, &d3, t1, &[]);
@@ -623,18 +613,8 @@ mod tests {
         assert_eq!(big.len(), 100);
         for (i, p) in big.iter().enumerate().take(99) {
             let at = ms(15 * i as u64);
-            let info = codec::inspect(Codec::Vp8, p).unwrap();
-            let pkt = Pkt {
-                codec: Codec::Vp8,
-                ts: 3000,
-                marker: false,
-                payload: p.clone(),
-                arrival: at,
-                capture_ntp: None,
-                rtx: false,
-                info,
-            };
-            assert_eq!(a.insert(s + i as u64, pkt), Inserted::Buffered);
+            let p = pkt(p, 3000, false, at, false);
+            assert_eq!(a.insert(s + i as u64, p), Inserted::Buffered);
             a.poll(at, &mut out);
             assert_eq!(a.poll_timeout(), None, "no gap, no deadline");
         }
@@ -659,17 +639,7 @@ mod tests {
         let mut a = Assembler::new(Duration::from_millis(300), 1000);
         let k = vp8_frame(true, 100, 0);
         feed(&mut a, 10, 0, &k, t0, &[]);
-        let info = codec::inspect(Codec::Vp8, &k[0]).unwrap();
-        let p = Pkt {
-            codec: Codec::Vp8,
-            ts: 0,
-            marker: true,
-            payload: k[0].clone(),
-            arrival: t0,
-            capture_ntp: None,
-            rtx: false,
-            info,
-        };
+        let p = pkt(&k[0], 0, true, t0, false);
         assert_eq!(a.insert(10, p.clone()), Inserted::Duplicate);
         a.poll(t0, &mut vec![]);
         assert_eq!(a.insert(10, p), Inserted::Late);
