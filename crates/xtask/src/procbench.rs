@@ -285,7 +285,14 @@ pub fn procbench(args: &[String]) -> Result<(), String> {
             break;
         }
         if (t as u64).is_multiple_of(60) && t >= 1.0 && t.fract() < 0.5 {
-            eprintln!("procbench: {t:.0} s");
+            let rss: Vec<String> = tracks
+                .iter()
+                .filter_map(|tr| {
+                    let s = tr.samples.last()?;
+                    Some(format!("{} {:.1} MB", tr.name, s.2 as f64 / 1024.0))
+                })
+                .collect();
+            eprintln!("procbench: {t:.0} s, RSS {}", rss.join(", "));
         }
         next += Duration::from_secs(1);
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
