@@ -178,14 +178,21 @@ fn spawn(bin: &Path, args: &[String], stdout: Stdio) -> Result<Child, String> {
         .map_err(|e| format!("cannot start {}: {e}", bin.display()))
 }
 
-/// The `send_rate_bps` of cg-send's last `--json` line.
-fn last_send_rate(json: &str) -> Option<f64> {
-    let line = json
-        .lines()
-        .rev()
-        .find(|l| l.contains("\"send_rate_bps\""))?;
-    let v = line.split("\"send_rate_bps\":").nth(1)?;
+/// A number field of a flat JSON line.
+fn field(line: &str, name: &str) -> Option<f64> {
+    let v = line.split(&format!("\"{name}\":")).nth(1)?;
     v.split([',', '}']).next()?.trim().parse().ok()
+}
+
+/// The mean `send_rate_bps` of cg-send's `--json` lines from `from` seconds on (each line
+/// covers one stats interval).
+fn mean_send_rate(json: &str, from: f64) -> Option<f64> {
+    let rates: Vec<f64> = json
+        .lines()
+        .filter(|l| field(l, "t").is_some_and(|t| t >= from))
+        .filter_map(|l| field(l, "send_rate_bps"))
+        .collect();
+    (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64)
 }
 
 pub fn procbench(args: &[String]) -> Result<(), String> {
@@ -312,8 +319,11 @@ pub fn procbench(args: &[String]) -> Result<(), String> {
     for r in &reports {
         println!("{r}");
     }
-    let rate = last_send_rate(&out).unwrap_or(f64::NAN);
-    println!("cg-send sending rate at the end: {:.2} Mbit/s", rate / 1e6);
+    let rate = mean_send_rate(&out, warmup).unwrap_or(f64::NAN);
+    println!(
+        "cg-send sending rate after the warm-up: {:.2} Mbit/s",
+        rate / 1e6
+    );
     Ok(())
 }
 
@@ -352,9 +362,9 @@ mod tests {
         assert!(options(&["--size".into(), "640".into()]).is_err());
         assert!(options(&["--duration".into(), "8s".into()]).is_err());
         assert!(options(&["--bogus".into(), "1".into()]).is_err());
-        assert_eq!(
-            last_send_rate("{\"t\":1,\"send_rate_bps\":1999000,\"x\":1}\n"),
-            Some(1_999_000.0)
-        );
+        let json = "{\"t\":0.5,\"send_rate_bps\":9}\n{\"t\":11,\"send_rate_bps\":1999000,\"x\":1}\n\
+                    {\"t\":12.0,\"send_rate_bps\":2001000}\n";
+        assert_eq!(mean_send_rate(json, 10.0), Some(2_000_000.0));
+        assert_eq!(mean_send_rate(json, 20.0), None);
     }
 }
