@@ -32,6 +32,7 @@
 //! [`cg_types::RemoteTime`]; only their differences (or delays compared with a base delay) mean
 //! anything.
 
+mod base_delay;
 mod controller;
 pub mod gcc;
 pub mod scream;

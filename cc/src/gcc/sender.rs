@@ -13,7 +13,8 @@
 //!
 //! The target `A = min(Ar, As)` goes to the encoder; the pacer gets `f·A` with `f = 1.5`
 //! (MMSys16 §3.5). The controller also estimates the bottleneck queuing delay: in send-side
-//! mode the one-way delay of each acknowledged packet over its minimum of the last 30–60 s,
+//! mode the one-way delay of each acknowledged packet over its minimum of the last 60–70 s
+//! ([`crate::base_delay::BaseDelay`], as SCReAM),
 //! in REMB mode the RTT of each receiver report over its minimum (once a second or so).
 //! While it is above [`GccConfig::standing_queue_pacing`] the pacer gets `A`, so that a full
 //! bottleneck queue drains instead of dropping a key frame paced faster than the capacity.
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use cg_types::{Bitrate, DataSize};
 
+use crate::base_delay::BaseDelay;
 use crate::controller::{Controller, ControllerStats, Feedback, FeedbackKind, SentPacket};
 use crate::gcc::arrival::GroupKey;
 use crate::gcc::config::{GccConfig, GccMode, Grouping};
@@ -39,37 +41,11 @@ use crate::gcc::time::micros_since;
 /// becomes measurement noise: measured q95 121 ms vs 74 ms in `gcc_scenarios`.)
 const SEND_SIDE_BURST: Duration = Duration::from_millis(15);
 
-/// The base one-way delay is the minimum over the current and the previous window of this
-/// length: long enough to see the queue empty, short enough to follow a route change.
-const BASE_DELAY_WINDOW: Duration = Duration::from_secs(30);
-
-/// The minimum one-way delay (send clock to receive clock, offset included) of the last
-/// one to two [`BASE_DELAY_WINDOW`]s.
-#[derive(Debug, Clone, Default)]
-struct BaseDelay {
-    /// The minimum of the previous window, µs.
-    previous: Option<i64>,
-    /// (start, minimum) of the current window, µs.
-    current: Option<(i64, i64)>,
-}
-
-impl BaseDelay {
-    /// Records a one-way delay sample taken at `now_us`; returns the base.
-    fn on_sample(&mut self, owd_us: i64, now_us: i64) -> i64 {
-        let window = BASE_DELAY_WINDOW.as_micros() as i64;
-        match &mut self.current {
-            Some((start, min)) if now_us.saturating_sub(*start) < window => {
-                *min = (*min).min(owd_us);
-            }
-            current => {
-                self.previous = current.map(|(_, m)| m);
-                *current = Some((now_us, owd_us));
-            }
-        }
-        let current = self.current.map_or(owd_us, |(_, m)| m);
-        self.previous.map_or(current, |p| p.min(current))
-    }
-}
+/// The base delay behind the standing-queue estimate: one minimum per 10 s slot over 6
+/// slots, long enough to see the queue empty, short enough to follow a route change within
+/// a minute.
+const BASE_DELAY_SLOT: Duration = Duration::from_secs(10);
+const BASE_DELAY_SLOTS: usize = 6;
 
 /// Typed GCC sender state for logs and plots.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -171,7 +147,7 @@ impl GccController {
             last_loss_decrease: None,
             ignored: 0,
             standing_queue: c.standing_queue_pacing,
-            base_delay: BaseDelay::default(),
+            base_delay: BaseDelay::new(BASE_DELAY_SLOTS, BASE_DELAY_SLOT),
             queue_delay: None,
         }
     }
@@ -258,8 +234,9 @@ impl GccController {
         };
         let mut updated = false;
         let mut newest_send: Option<i64> = None;
-        // (send time, one-way delay) of the last-sent packet received.
-        let mut newest_owd: Option<(i64, i64)> = None;
+        // (send time, queuing delay) of the last-sent packet received.
+        let mut newest_queue: Option<(i64, Duration)> = None;
+        self.base_delay.rotate(now);
         let (mut received, mut lost) = (0i64, 0i64);
         for r in feedback.packets {
             let Some(rec) = self.history.get_mut(r.seq) else {
@@ -275,10 +252,11 @@ impl GccController {
                     rec.fate = Fate::Received;
                     received += 1;
                     newest_send = Some(newest_send.map_or(rec.send_us, |n| n.max(rec.send_us)));
-                    let owd = arrival.as_micros().saturating_sub(rec.send_us);
-                    let base = self.base_delay.on_sample(owd, micros_since(now, self.base));
-                    if newest_owd.is_none_or(|(s, _)| rec.send_us >= s) {
-                        newest_owd = Some((rec.send_us, owd.saturating_sub(base)));
+                    let q = self
+                        .base_delay
+                        .sample(arrival.as_micros().saturating_sub(rec.send_us));
+                    if newest_queue.is_none_or(|(s, _)| rec.send_us >= s) {
+                        newest_queue = Some((rec.send_us, q));
                     }
                     let key = if self.group_by_frame && self.frames_marked {
                         GroupKey::Frame(rec.frame)
@@ -294,8 +272,8 @@ impl GccController {
                 (None, _) => {}
             }
         }
-        if let Some((_, q)) = newest_owd {
-            self.queue_delay = Some(Duration::from_micros(q.max(0) as u64));
+        if let Some((_, q)) = newest_queue {
+            self.queue_delay = Some(q);
         }
         if feedback.rtt.is_none()
             && let Some(sent) = newest_send
@@ -338,12 +316,9 @@ impl Controller for GccController {
                 if let Some(rtt) = feedback.rtt {
                     // No per-packet delays in this mode: the queue is what the RTT of a
                     // receiver report has over the smallest one seen.
+                    self.base_delay.rotate(now);
                     let rtt_us = i64::try_from(rtt.as_micros()).unwrap_or(i64::MAX);
-                    let base = self
-                        .base_delay
-                        .on_sample(rtt_us, micros_since(now, self.base));
-                    let q = rtt_us.saturating_sub(base).max(0);
-                    self.queue_delay = Some(Duration::from_micros(q as u64));
+                    self.queue_delay = Some(self.base_delay.sample(rtt_us));
                 }
                 if let Some(remb) = feedback.remb {
                     self.apply_ar(remb, now);
@@ -422,7 +397,7 @@ mod tests {
     use cg_types::{Ecn, RemoteTime};
 
     /// 1000-byte packets every 10 ms (800 kbit/s) with the one-way delay `extra(i)` ms on
-    /// top of a 20 ms base, acknowledged in reports of 5; the pacing rates seen.
+    /// top of a 20 ms base, acknowledged in reports of 5.
     fn run(c: &mut GccController, from: u64, n: u64, t0: Instant, extra: impl Fn(u64) -> u64) {
         let mut results = Vec::new();
         for i in from..from + n {
@@ -500,18 +475,5 @@ mod tests {
         assert_eq!(c.pacing_rate(), c.target_bitrate(), "standing queue: A");
         report(&mut c, 4000, 80);
         assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(1.5));
-    }
-
-    #[test]
-    fn the_base_delay_follows_a_longer_path_after_two_windows() {
-        let mut b = BaseDelay::default();
-        let w = BASE_DELAY_WINDOW.as_micros() as i64;
-        assert_eq!(b.on_sample(20_000, 0), 20_000);
-        assert_eq!(b.on_sample(50_000, w / 2), 20_000);
-        // Route change at 1 window: the old minimum is remembered one more window.
-        assert_eq!(b.on_sample(50_000, w), 20_000);
-        assert_eq!(b.on_sample(50_000, 2 * w - 1), 20_000);
-        assert_eq!(b.on_sample(50_000, 2 * w), 50_000);
-        assert_eq!(b.on_sample(40_000, 2 * w + 1), 40_000);
     }
 }

@@ -74,11 +74,12 @@ use cg_types::{Bitrate, DataSize, Ecn};
 
 pub use config::{LossGate, RelaxedPacing, ScreamConfig};
 
+use crate::base_delay::BaseDelay;
 use crate::{
     Controller, ControllerEvent, ControllerStats, Feedback, FeedbackKind, MediaQueue, SentPacket,
 };
 use backoff::{Congestion, L4sBackoffInputs};
-use delay::{BaseDelay, DelayState};
+use delay::DelayState;
 use flight::Flight;
 use increase::IncreaseInputs;
 use inflection::Inflection;
