@@ -233,7 +233,6 @@ struct State {
     key_frame_min_interval: Duration,
     last_rtp_bytes: u64,
     last_sample: Instant,
-    min_rtt: Option<Duration>,
     last: Stats,
 }
 
@@ -251,7 +250,6 @@ impl State {
             key_frame_min_interval: config.key_frame_min_interval,
             last_rtp_bytes: 0,
             last_sample: start,
-            min_rtt: None,
             last: Stats::default(),
         }
     }
@@ -315,12 +313,6 @@ impl State {
         self.last_rtp_bytes = s.rtp_bytes;
         self.last_sample = now;
         let rtt = c.rtt.or(s.rtt);
-        if let Some(r) = rtt {
-            self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
-        }
-        let qdelay = c
-            .queue_delay
-            .or_else(|| Some(rtt?.saturating_sub(self.min_rtt?)));
         Some(Stats {
             t: now.saturating_duration_since(self.start).as_secs_f64(),
             mono_ns: HostTime::now().as_nanos(),
@@ -332,7 +324,7 @@ impl State {
             encoder_bps: enc.produced_bitrate.as_bps(),
             rtt_ms: rtt.map(ms),
             loss: s.fraction_lost,
-            qdelay_ms: qdelay.map(ms),
+            qdelay_ms: c.queue_delay.map(ms),
             cwnd_bytes: c.cwnd.map(|w| w.as_bytes()),
             in_flight_bytes: c.bytes_in_flight.map(|w| w.as_bytes()),
             remb_bps: s.remb.map(|r| r.as_bps()),

@@ -31,9 +31,8 @@ pub struct Stats {
     pub rtt_ms: Option<f64>,
     /// Fraction lost in the last receiver report (RFC 3550 §6.4.1), 0..1.
     pub loss: Option<f64>,
-    /// Queuing delay: the controller's estimate (SCReAM's; GCC's one-way delay from
-    /// transport-wide feedback, or RR round trip, over its minimum), else RTT minus the least
-    /// RTT seen, ms.
+    /// Queuing delay, the controller's estimate (SCReAM's; GCC's one-way delay from
+    /// transport-wide feedback, or RR round trip, over its minimum), ms.
     pub qdelay_ms: Option<f64>,
     /// Congestion window (window-based controllers), bytes.
     pub cwnd_bytes: Option<u64>,
