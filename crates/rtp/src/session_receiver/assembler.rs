@@ -164,7 +164,10 @@ impl Assembler {
                     self.release(start, end, out);
                 }
                 Head::Blocked { deadline } => {
-                    if self.skip_to_key_frame() {
+                    // Without a deadline nothing follows the incomplete head frame but more of
+                    // it: there is no later key frame to skip to (and no scan per packet while
+                    // a frame streams in).
+                    if deadline.is_some() && self.skip_to_key_frame() {
                         continue;
                     }
                     if self.buf.len() <= self.max_packets && deadline.is_none_or(|d| now < d) {
@@ -200,7 +203,7 @@ impl Assembler {
             };
         }
         match self.walk(start) {
-            Some(end) if self.next_start.is_none() && !self.carries_key(start, end) => {
+            Ok(end) if self.next_start.is_none() && !self.carries_key(start, end) => {
                 // With no released predecessor, a delta frame may be overtaken by an earlier
                 // key frame still in flight: wait for one until the timeout.
                 Head::FirstDelta {
@@ -209,26 +212,19 @@ impl Assembler {
                     deadline: since_head,
                 }
             }
-            Some(end) => Head::Ready(start, end),
-            None => Head::Blocked {
-                deadline: self.gap_deadline(start),
+            Ok(end) => Head::Ready(start, end),
+            Err(missing) => Head::Blocked {
+                deadline: self.gap_deadline(missing),
             },
         }
     }
 
-    /// The deadline of the first packet missing from `from` on: `timeout` after the packet
-    /// following it arrived, which is when the gap showed (a retransmission filling part of a
-    /// longer gap can push it later, by at most a round trip). `None` while nothing follows
-    /// the gap: the frame is still arriving, however long it takes (a large key frame at a
-    /// low rate can take over a second), and nothing is known lost.
-    fn gap_deadline(&self, from: u64) -> Option<Instant> {
-        let mut missing = from;
-        for (&s, _) in self.buf.range(from..) {
-            if s != missing {
-                break;
-            }
-            missing += 1;
-        }
+    /// The deadline of the missing packet `missing`: `timeout` after the packet following it
+    /// arrived, which is when the gap showed (a retransmission filling part of a longer gap
+    /// can push it later, by at most a round trip). `None` while nothing follows the gap: the
+    /// frame is still arriving, however long it takes (a large key frame at a low rate can
+    /// take over a second), and nothing is known lost.
+    fn gap_deadline(&self, missing: u64) -> Option<Instant> {
         self.buf
             .range(missing..)
             .next()
@@ -246,7 +242,7 @@ impl Assembler {
             .iter()
             .filter(|(s, p)| p.info.key_frame && Some(**s) != head)
             .map(|(s, _)| *s)
-            .find(|&s| self.is_start(s) && self.walk(s).is_some_and(|e| self.carries_key(s, e)))
+            .find(|&s| self.is_start(s) && self.walk(s).is_ok_and(|e| self.carries_key(s, e)))
         else {
             return false;
         };
@@ -262,16 +258,17 @@ impl Assembler {
         self.buf.range(start..=end).any(|(_, p)| p.info.key_frame)
     }
 
-    /// The frame from `start`: its last sequence number, or `None` while a packet is missing.
-    fn walk(&self, start: u64) -> Option<u64> {
-        let ts = self.buf.get(&start)?.ts;
+    /// The frame from `start`: `Ok(its last sequence number)`, or `Err(the first sequence
+    /// number missing)` while it is incomplete.
+    fn walk(&self, start: u64) -> Result<u64, u64> {
+        let ts = self.buf.get(&start).ok_or(start)?.ts;
         let mut s = start;
         loop {
             match self.buf.get(&s) {
-                None => return None,
+                None => return Err(s),
                 // A new timestamp ends the frame even without a marker bit.
-                Some(p) if p.ts != ts => return Some(s - 1),
-                Some(p) if p.marker => return Some(s),
+                Some(p) if p.ts != ts => return Ok(s - 1),
+                Some(p) if p.marker => return Ok(s),
                 Some(_) => s += 1,
             }
         }
