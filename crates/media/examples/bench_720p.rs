@@ -10,40 +10,18 @@
 //! GStreamer streaming thread (source, encoder, decoder) read from /proc/self/task, as a
 //! percentage of one core.
 
+mod common;
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
+
+use common::thread_cpu;
 
 use cg_media::{
     Decoder, DecoderConfig, Encoder, EncoderConfig, EncoderKind, HostTime, SourceConfig,
     TestPattern,
 };
 use cg_types::Bitrate;
-
-/// User + system CPU time of every thread of this process, by thread name.
-fn thread_cpu() -> HashMap<String, Duration> {
-    let tick = 100.0; // USER_HZ on Linux
-    let mut out = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let name = stat[open + 1..close].to_owned();
-        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
-        // Fields after the name: state is index 0, utime index 11, stime index 12.
-        let ticks: f64 = [11, 12]
-            .iter()
-            .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
-            .sum();
-        *out.entry(name).or_default() += Duration::from_secs_f64(ticks / tick);
-    }
-    out
-}
 
 fn percentiles(mut v: Vec<Duration>) -> String {
     if v.is_empty() {

@@ -27,6 +27,8 @@
 //! sizes of the frames around it (the frames after a key frame asked for at a lower target
 //! are where a rate controller may overshoot).
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use cg_media::{Encoder, EncoderConfig, SourceConfig, TestPattern};
 use cg_types::Bitrate;
+use common::thread_cpu_prefixed;
 use gstreamer as gst;
 use gstreamer::prelude::*;
 
@@ -188,34 +191,6 @@ impl Run for RawRun {
     }
 }
 
-/// User + system CPU time of this process's threads whose name starts with `prefix`
-/// (GStreamer names streaming threads `element:pad`).
-fn thread_cpu(prefix: &str) -> Duration {
-    let mut total = Duration::ZERO;
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return total;
-    };
-    for entry in dir.flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        if !stat[open + 1..close].starts_with(prefix) {
-            continue;
-        }
-        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
-        // After the name: state is index 0, utime 11, stime 12, in USER_HZ (100) ticks.
-        let ticks: u64 = [11, 12]
-            .iter()
-            .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<u64>().ok()))
-            .sum();
-        total += Duration::from_millis(ticks * 10);
-    }
-    total
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let get = |name: &str| {
@@ -286,8 +261,8 @@ fn main() {
             kbps,
             pts: out.last().map_or(Duration::ZERO, |o| o.0),
             frames_in: run.frames_in(),
-            enc_cpu: thread_cpu("queue"),
-            src_cpu: thread_cpu("videotestsrc"),
+            enc_cpu: thread_cpu_prefixed("queue"),
+            src_cpu: thread_cpu_prefixed("videotestsrc"),
         }
     };
     let key_after = get("--key-after")

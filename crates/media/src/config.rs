@@ -90,6 +90,12 @@ pub enum TestPattern {
     /// about the same. Costs about 7.3 ms of CPU per 720p frame to draw (the same
     /// drawing code as [`TestPattern::MovingZonePlate`]).
     ///
+    /// The flip side of cheap key frames: a key frame asked for at a low rate nearly erases
+    /// the rings, and the next delta frame codes them again — 68–83 KB after a 4 KB key frame
+    /// at 0.45 Mbit/s, 84 KB after a 9 KB one at 2.2 Mbit/s (`rate_sweep --key-after 150`;
+    /// `cpu-used` −3 to −16, `max-intra-bitrate` and `max-quantizer` 50/56 all keep it).
+    /// libvpx's CBR then pays it back with tiny frames, but a transport sees a 1–2 s burst.
+    ///
     /// Measured with `cargo run --release -p cg-media --example rate_sweep -- --pattern
     /// <name> [--cpu-used -16]` on a 2-core host with a load average below 1: cg-media's
     /// encoder pipeline, live 1280×720 at 30 fps, VP8 with the default settings (one thread,
