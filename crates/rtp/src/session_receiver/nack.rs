@@ -108,10 +108,12 @@ impl NackTracker {
             }
             m.retries += 1;
             m.first_nack.get_or_insert(now);
-            // Exponential backoff (RFC 6298 §5.5's RTO doubling): when the RTT jumps (a queue
-            // filling after a capacity drop) the retries of a stale interval would all leave
-            // before the first retransmission could arrive, each drawing a duplicate; and
-            // Karn's rule, sampling only packets NACKed once, would never learn the new RTT.
+            // Exponential backoff per packet (RFC 6298 §5.5's RTO doubling): when the RTT
+            // jumps (a queue filling after a capacity drop) the retries of a stale interval
+            // would all leave before the first retransmission could arrive, each drawing a
+            // duplicate. The backoff is not carried to the next packets, so Karn's rule
+            // (samples only from packets NACKed once) still does not learn an RTT far above
+            // the interval.
             m.due = now + retry * (1u32 << (m.retries - 1).min(4));
             out.push(*s);
         }
@@ -167,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn retries_back_off_so_a_jump_in_rtt_is_learnt() {
+    fn retries_back_off_exponentially_when_the_rtt_jumps() {
         let t0 = Instant::now();
         let ms = Duration::from_millis;
         let mut n = NackTracker::new(ms(20), 10, 100);

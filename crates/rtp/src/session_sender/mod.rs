@@ -24,16 +24,15 @@
 //! per-frame budget (83 KB at 0.45 Mbit/s, 1.5 s of link time, measured with cg-media's
 //! `rate_sweep --key-after`), and the next key frame waited behind it. The cut skips one
 //! RTP sequence number, so the receiver sees the truncated frame as incomplete and skips to
-//! the key frame. It also drops the
-//! queued retransmissions, and NACKs of packets sent before the newest key frame are not
-//! answered ([`SenderStats::retransmissions_superseded`]): in the same run, repairs of a
-//! 40 % loss burst had filled the 0.5 Mbit/s link for 1.6 s while the key frame waited.
+//! the key frame. It also drops the queued retransmissions, and NACKs of packets sent before
+//! the newest key frame are not answered ([`SenderStats::retransmissions_superseded`]): in
+//! the same run, repairs of a 40 % loss burst had filled the 0.5 Mbit/s link for 1.6 s while
+//! the key frame waited.
 //!
 //! A receiver that cannot decode repeats its PLI until a key frame arrives. A key frame that is
 //! still queued, or whose last packet left less than two RTTs (+ 100 ms: one to arrive, one
-//! for a NACK repair) ago, already answers
-//! those requests: they are counted ([`SenderStats::key_frame_requests_in_flight`]) and not
-//! passed on. Otherwise, at a few hundred kbit/s, where a 720p key frame takes longer to send
+//! for a NACK repair) ago, already answers those requests: they are counted
+//! ([`SenderStats::key_frame_requests_in_flight`]) and not passed on. Otherwise, at a few hundred kbit/s, where a 720p key frame takes longer to send
 //! than the receiver waits between PLIs, every repeat forced another key frame into the
 //! queue, each delaying the one the receiver was waiting for (measured in netlab's demo: six
 //! key frames and a 3 s freeze after a 2.5 → 0.5 Mbit/s step).
@@ -130,8 +129,8 @@ pub struct SenderStats {
     pub nacked: u64,
     /// Key-frame requests raised.
     pub key_frame_requests: u64,
-    /// Queued frames (not yet started) dropped because a key frame arrived behind them (also
-    /// in `frames_dropped`).
+    /// Queued frames dropped because a key frame arrived behind them, the one already leaving
+    /// included (also in `frames_dropped`).
     pub frames_superseded: u64,
     /// Queued retransmissions dropped because a key frame arrived behind them, and NACKed
     /// packets not retransmitted because they are older than the newest key frame.
