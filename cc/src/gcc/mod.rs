@@ -79,7 +79,7 @@
 //!
 //! 1 Mbit/s, RTT 50 ms, DropTail 300 ms, RFC 8593 encoder (seed 1), 90 s, metrics from the
 //! bottleneck's per-packet events, measured from 30 s on: REMB U = 0.872, q95 = 42 ms;
-//! send-side U = 0.871, q95 = 43 ms; no loss in either. Over encoder seeds 1–5, U ranges
+//! send-side U = 0.871, q95 = 44 ms; no loss in either. Over encoder seeds 1–5, U ranges
 //! 0.854–0.884 (REMB) and 0.871–0.926 (send-side), q95 39–50 ms and 44–80 ms.
 //! MMSys16 §6.1 steps 1 → 2.5 → 0.5 → 1 Mbit/s: the rate follows each step (second half of
 //! each phase, REMB: 0.88 / 1.85 (encoder cap 2) / 0.48 / 0.89 Mbit/s). Whole-run q95 is

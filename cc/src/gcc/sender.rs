@@ -13,7 +13,7 @@
 //!
 //! The target `A = min(Ar, As)` goes to the encoder; the pacer gets `f·A` with `f = 1.5`
 //! (MMSys16 §3.5). The controller also estimates the bottleneck queuing delay: in send-side
-//! mode the one-way delay of each acknowledged packet over its minimum of the last 60–70 s
+//! mode the one-way delay of each acknowledged packet over its minimum of the last 30–60 s
 //! ([`crate::base_delay::BaseDelay`], as SCReAM),
 //! in REMB mode the RTT of each receiver report over its minimum (once a second or so).
 //! While it is above [`GccConfig::standing_queue_pacing`] the pacer gets `A`, so that a full
@@ -41,11 +41,11 @@ use crate::gcc::time::micros_since;
 /// becomes measurement noise: measured q95 121 ms vs 74 ms in `gcc_scenarios`.)
 const SEND_SIDE_BURST: Duration = Duration::from_millis(15);
 
-/// The base delay behind the standing-queue estimate: one minimum per 10 s slot over 6
-/// slots, long enough to see the queue empty, short enough to follow a route change within
-/// a minute.
-const BASE_DELAY_SLOT: Duration = Duration::from_secs(10);
-const BASE_DELAY_SLOTS: usize = 6;
+/// The base delay behind the standing-queue estimate: the minimum of the open 30 s slot and
+/// the one before (30–60 s of history), long enough to see the queue empty, short enough to
+/// follow a route change within a minute.
+const BASE_DELAY_SLOT: Duration = Duration::from_secs(30);
+const BASE_DELAY_SLOTS: usize = 1;
 
 /// Typed GCC sender state for logs and plots.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
