@@ -499,18 +499,27 @@ mod tests {
         assert_eq!(out[1].data.len(), 700);
     }
 
-    #[test]
-    fn missing_packet_holds_the_frame_then_gives_up_and_waits_for_a_key_frame() {
-        let t0 = Instant::now();
+    /// At `t0`: a key frame (timestamp 0), a delta frame d1 (3000) missing its second
+    /// packet, a complete delta frame d2 (6000) that depends on it. Returns the assembler,
+    /// d1's first sequence number, d1's payloads and the first sequence number after d2.
+    fn key_then_broken_delta(t0: Instant) -> (Assembler, u64, Vec<Bytes>, u64) {
         let mut a = Assembler::new(Duration::from_millis(300), 1000);
-        let mut out = vec![];
         let k = vp8_frame(true, 1000, 0);
         feed(&mut a, 0, 0, &k, t0, &[]);
         let n = k.len() as u64;
         let d1 = vp8_frame(false, 900, 1);
         feed(&mut a, n, 3000, &d1, t0, &[n + 1]);
         let d2 = vp8_frame(false, 900, 2);
-        feed(&mut a, n + d1.len() as u64, 6000, &d2, t0, &[]);
+        let n2 = n + d1.len() as u64;
+        feed(&mut a, n2, 6000, &d2, t0, &[]);
+        (a, n, d1, n2 + d2.len() as u64)
+    }
+
+    #[test]
+    fn missing_packet_holds_the_frame_then_gives_up_and_waits_for_a_key_frame() {
+        let t0 = Instant::now();
+        let (mut a, _, _, s) = key_then_broken_delta(t0);
+        let mut out = vec![];
         a.poll(t0, &mut out);
         assert_eq!(out.len(), 1, "key frame only; d1 incomplete blocks d2");
         assert!(!a.needs_key_frame());
@@ -519,7 +528,6 @@ mod tests {
         assert!(a.needs_key_frame());
         assert_eq!(a.stats.frames_lost, 1);
         assert_eq!(a.stats.frames_undecodable, 1);
-        let s = n + d1.len() as u64 + d2.len() as u64;
         let k2 = vp8_frame(true, 500, 3);
         feed(&mut a, s, 9000, &k2, t0 + Duration::from_millis(310), &[]);
         a.poll(t0 + Duration::from_millis(310), &mut out);
@@ -530,19 +538,10 @@ mod tests {
     #[test]
     fn a_complete_key_frame_is_not_held_behind_an_incomplete_frame() {
         let t0 = Instant::now();
-        let mut a = Assembler::new(Duration::from_millis(300), 1000);
-        let mut out = vec![];
-        let k = vp8_frame(true, 1000, 0);
-        feed(&mut a, 0, 0, &k, t0, &[]);
-        let n = k.len() as u64;
         // d1 loses a packet; d2 is complete but depends on d1; then a key frame arrives.
-        let d1 = vp8_frame(false, 900, 1);
-        feed(&mut a, n, 3000, &d1, t0, &[n + 1]);
-        let d2 = vp8_frame(false, 900, 2);
-        let n2 = n + d1.len() as u64;
-        feed(&mut a, n2, 6000, &d2, t0, &[]);
+        let (mut a, n, d1, n3) = key_then_broken_delta(t0);
+        let mut out = vec![];
         let k2 = vp8_frame(true, 1500, 3);
-        let n3 = n2 + d2.len() as u64;
         let t1 = t0 + Duration::from_millis(50);
         feed(&mut a, n3, 9000, &k2, t1, &[]);
         a.poll(t1, &mut out);
