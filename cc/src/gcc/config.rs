@@ -220,7 +220,8 @@ pub struct GccConfig {
     pub alpha: f64,
     /// Window of the receive rate `R`, eq. (3). Default 500 ms.
     pub receive_rate_window: Duration,
-    /// `Ar ≤ k·R` (MMSys16 §3.3). Default 1.5.
+    /// `Ar ≤ k·R` (MMSys16 §3.3). Default 1.5. Bounds an increase (at `k·R + 10 kbit/s`,
+    /// as libwebrtc), never cuts `Ar` (see [`crate::gcc::rate_control`]).
     pub max_rate_ratio: f64,
 
     /// REMB period (MMSys16 §3.3, "REMB Processing"). Default 1 s.

@@ -52,6 +52,10 @@
 //! - `η` is applied per second of elapsed time, not per frame ([`rate_control`]).
 //! - A decrease `α·R` is applied once per over-use signal of Algorithm 1, then Hold
 //!   ([`rate_control`]); applied on every frame it compounds as `R` catches up.
+//! - `Ar ≤ 1.5·R` (§3.3) only stops an increase, it never cuts `Ar` (libwebrtc's
+//!   `troughput_based_limit`, `1.5·R + 10 kbit/s`, [`rate_control`]): after a large frame
+//!   the encoder's payback halves the 500 ms `R` and the cap cut the rate with no queue
+//!   (issue #14; camera-like source at 2 Mbit/s, 1–5 such cuts per 60 s before, none now).
 //! - Near the link capacity seen at past over-uses, the increase is additive (libwebrtc's
 //!   near-max region, the 2013 paper's remote state region) — [`IncreaseMode`]. Pure `η`
 //!   keeps the ratio between competing flows (Jain 0.71–0.86 for MMSys16 §6.2).

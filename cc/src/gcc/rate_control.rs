@@ -9,8 +9,8 @@
 //! | under-use      | Hold     | Hold     | Hold     |
 //!
 //! Eq. (3): Increase `Ar ← η·Ar`, Decrease `Ar ← α·R` (never above the current `Ar`), Hold
-//! `Ar` unchanged; then
-//! `Ar ≤ 1.5·R` (MMSys16 §3.3) and `Ar ∈ [min, max]`.
+//! `Ar` unchanged; an increase stops at `1.5·R + 10 kbit/s` (MMSys16 §3.3's `Ar ≤ 1.5·R`,
+//! see below); then `Ar ∈ [min, max]`.
 //!
 //! Two points the papers leave open, settled as libwebrtc (the code the papers measured) does:
 //!
@@ -22,6 +22,15 @@
 //!   no signal (the 100 ms persistence timer restarted after firing), Decrease gives way to
 //!   Hold ("stay on hold until the pipes are cleared"). Applying `α·R` on every frame instead
 //!   compounds the cut each time `R` (a 500 ms average) catches up with the previous one.
+//! - `Ar ≤ 1.5·R` bounds the *increase* only, as libwebrtc's `AimdRateControl` applies its
+//!   `troughput_based_limit` (`1.5·R + 10 kbit/s`): an `Ar` already above it is kept, never
+//!   cut. Applied as a cap on every update, it turned every large frame into a decrease
+//!   (issue #14): an encoder gives a key frame's or a scene change's extra bytes back over
+//!   the next frames, so the 500 ms `R` falls to half of `Ar` with no queue anywhere. With a
+//!   camera-like source at a constant 2 Mbit/s (`cc/tests/gcc_camera.rs`, seeds 1–4, 60 s)
+//!   the old cap made 1–5 cuts per run of 8–25 % with an empty bottleneck queue (REMB seed
+//!   2: 1.27 → 1.10 Mbit/s at 41 s, 1.15 → 0.83 Mbit/s at 51 s); now every decrease
+//!   follows a queue of at least 5 ms.
 //! - Optionally ([`IncreaseMode::NearMaxAdditive`]), libwebrtc's "near max" region, the
 //!   2013 paper's remote state region: once over-use has been seen, the receive rates at
 //!   which it happened are averaged into a link-capacity estimate; near it, `Ar` grows by
@@ -34,6 +43,10 @@ use std::time::Duration;
 use cg_types::{Bitrate, DataSize};
 
 use crate::gcc::detector::Signal;
+
+/// Added to `max_rate_ratio · R` in the increase bound, so that a low rate with an uneven
+/// encoder is not stuck (libwebrtc's `troughput_based_limit`).
+const THROUGHPUT_LIMIT_SLACK: Bitrate = Bitrate::kbps(10);
 
 /// The FSM state `σ` of eq. (3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -185,7 +198,16 @@ impl RemoteRateController {
             None => self.state,
         };
         match self.state {
-            RateState::Increase => self.increase(dt_us, r),
+            RateState::Increase => {
+                let before = self.ar;
+                self.increase(dt_us, r);
+                if let Some(r) = r {
+                    // `Ar ≤ 1.5·R` bounds the increase only: an `Ar` already above it is
+                    // kept (libwebrtc's `troughput_based_limit`, which also adds 10 kbit/s).
+                    let limit = r.mul_f64(self.p.max_rate_ratio) + THROUGHPUT_LIMIT_SLACK;
+                    self.ar = self.ar.min(limit.max(before));
+                }
+            }
             RateState::Decrease => {
                 if let Some(r) = r {
                     // Never a raise: with a sender that outran `Ar` (not GCC's own), `α·R`
@@ -195,9 +217,6 @@ impl RemoteRateController {
                 }
             }
             RateState::Hold => {}
-        }
-        if let Some(r) = r {
-            self.ar = self.ar.min(r.mul_f64(self.p.max_rate_ratio));
         }
         self.ar = self.ar.min(self.p.max).max(self.p.min);
         self.ar
@@ -298,14 +317,29 @@ mod tests {
 
     #[test]
     fn increase_is_capped_at_one_and_a_half_times_the_receive_rate() {
-        let mut c = RemoteRateController::new(params(), Bitrate::kbps(1000));
+        let mut c = RemoteRateController::new(params(), Bitrate::kbps(500));
         let r = Some(Bitrate::kbps(400));
-        let a = c.update(Some(Signal::Normal), r, 0);
-        assert_eq!(a, Bitrate::kbps(600));
+        c.update(Some(Signal::Normal), r, 0);
         for i in 1..100 {
             c.update(Some(Signal::Normal), r, i * 1_000_000);
         }
-        assert_eq!(c.estimate(), Bitrate::kbps(600));
+        assert_eq!(c.estimate(), Bitrate::kbps(610), "1.5·R + 10 kbit/s");
+    }
+
+    #[test]
+    fn a_receive_rate_below_the_estimate_stops_the_increase_but_never_cuts() {
+        // An encoder giving back a large frame's bytes sends well below `Ar` for a while:
+        // `R` falls, `Ar` must hold (issue #14: 969 → 538 kbit/s with no queue).
+        let mut c = RemoteRateController::new(params(), Bitrate::kbps(1000));
+        let mut t = 0;
+        for r in [1000, 400, 300, 400, 900] {
+            let a = c.update(Some(Signal::Normal), Some(Bitrate::kbps(r)), t);
+            assert!(a >= Bitrate::kbps(1000), "R {r}: Ar {a}");
+            t += 100_000;
+        }
+        // Under-use (hold) with a low `R` keeps `Ar` as well.
+        let a = c.update(Some(Signal::Underuse), Some(Bitrate::kbps(200)), t);
+        assert!(a >= Bitrate::kbps(1000), "hold: Ar {a}");
     }
 
     #[test]
