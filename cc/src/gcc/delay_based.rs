@@ -100,6 +100,7 @@ impl DelayBasedController {
         let rate = RemoteRateController::new(
             RateControlParams {
                 eta: c.eta,
+                far_eta: c.far_eta,
                 increase_period: c.increase_period,
                 alpha: c.alpha,
                 max_rate_ratio: c.max_rate_ratio,

@@ -31,6 +31,19 @@
 //!   the old cap made 1–5 cuts per run of 8–25 % with an empty bottleneck queue (REMB seed
 //!   2: 1.27 → 1.10 Mbit/s at 41 s, 1.15 → 0.83 Mbit/s at 51 s); now every decrease
 //!   follows a queue of at least 5 ms.
+//! - By default ([`IncreaseMode::LinkCapacity`]), libwebrtc's `AimdRateControl` with its
+//!   `LinkCapacityEstimator`: the receive rates at over-use are averaged (EWMA 0.05) into a
+//!   link-capacity estimate with a normalised variance (clamped to [0.4, 2.5] kbit/s, so
+//!   `σ ≥ √(0.4·estimate)`); with an estimate the increase is additive (one packet per
+//!   RTT + 100 ms), without one multiplicative by `far_eta` (1.08 per second). The estimate
+//!   is forgotten when, in Increase, both `R` and `Ar` are above its mean + 3σ (the link got
+//!   faster; libwebrtc looks at its smoothed acknowledged rate alone, our 500 ms `R` is
+//!   noisier: with `R` alone, single-flow q95 at 1 Mbit/s rose to 101 ms), and when, at a
+//!   decrease, `R` is below its mean − 3σ (the link got slower: the new estimate starts at
+//!   this `R` instead of averaging it with the old capacity). A validated probe enters it
+//!   with weight 0.5 ([`RemoteRateController::on_probe_result`]). Additive only within ±3σ
+//!   of the estimate (multiplicative back up from `α·R`) cost fairness: Jain 0.856 for
+//!   three REMB flows with seed 3.
 //! - Optionally ([`IncreaseMode::NearMaxAdditive`]), libwebrtc's "near max" region, the
 //!   2013 paper's remote state region: once over-use has been seen, the receive rates at
 //!   which it happened are averaged into a link-capacity estimate; near it, `Ar` grows by
@@ -86,10 +99,18 @@ impl RateState {
 pub enum IncreaseMode {
     /// Eq. (3) only: `Ar ← η·Ar` (per `increase_period`).
     Multiplicative,
-    /// Eq. (3) far from the link-capacity estimate, additive increase near it (libwebrtc's
-    /// `AimdRateControl`; see the module docs).
-    #[default]
+    /// Eq. (3)'s `η` until the first over-use, additive increase afterwards, unless the
+    /// receive rate goes above the link-capacity estimate's upper bound (the cg version
+    /// before issue #14; see the module docs).
     NearMaxAdditive,
+    /// libwebrtc's `AimdRateControl` with its `LinkCapacityEstimator`: the receive rates at
+    /// over-use give a mean and a deviation `σ`; the increase is additive while `Ar` is
+    /// within 3σ of the mean (or above it) and multiplicative by
+    /// [`GccConfig::far_eta`](crate::gcc::GccConfig::far_eta) otherwise; the estimate is
+    /// forgotten when `R` goes above the mean + 3σ in Increase or below the mean − 3σ at a
+    /// decrease, so a changed bottleneck is found again at the multiplicative speed.
+    #[default]
+    LinkCapacity,
 }
 
 /// Parameters of eq. (3).
@@ -97,6 +118,9 @@ pub enum IncreaseMode {
 pub struct RateControlParams {
     /// `η`.
     pub eta: f64,
+    /// The multiplicative factor per `increase_period` of [`IncreaseMode::LinkCapacity`]
+    /// away from the link-capacity estimate.
+    pub far_eta: f64,
     /// Period over which one `η` applies.
     pub increase_period: Duration,
     /// `α`.
@@ -125,8 +149,11 @@ struct LinkCapacity {
 
 impl LinkCapacity {
     fn on_overuse(&mut self, r: Bitrate) {
+        self.update(r, 0.05);
+    }
+
+    fn update(&mut self, r: Bitrate, alpha: f64) {
         let sample = r.as_kbps_f64();
-        let alpha = 0.05;
         let est = match self.estimate_kbps {
             None => sample,
             Some(e) => (1.0 - alpha) * e + alpha * sample,
@@ -144,6 +171,11 @@ impl LinkCapacity {
 
     fn upper_bound(&self) -> Option<f64> {
         self.estimate_kbps.map(|e| e + 3.0 * self.deviation_kbps(e))
+    }
+
+    fn lower_bound(&self) -> Option<f64> {
+        self.estimate_kbps
+            .map(|e| (e - 3.0 * self.deviation_kbps(e)).max(0.0))
     }
 
     fn reset(&mut self) {
@@ -213,6 +245,15 @@ impl RemoteRateController {
                     // Never a raise: with a sender that outran `Ar` (not GCC's own), `α·R`
                     // could exceed it (libwebrtc keeps the lower value too).
                     self.ar = self.ar.min(r.mul_f64(self.p.alpha));
+                    if self.p.increase == IncreaseMode::LinkCapacity
+                        && self
+                            .capacity
+                            .lower_bound()
+                            .is_some_and(|lb| r.as_kbps_f64() < lb)
+                    {
+                        // The bottleneck got slower: start the estimate again from this `R`.
+                        self.capacity.reset();
+                    }
                     self.capacity.on_overuse(r);
                 }
             }
@@ -224,6 +265,22 @@ impl RemoteRateController {
 
     fn increase(&mut self, dt_us: i64, r: Option<Bitrate>) {
         let dt = (dt_us as f64 / self.p.increase_period.as_micros().max(1) as f64).min(1.0);
+        if self.p.increase == IncreaseMode::LinkCapacity {
+            if let (Some(ub), Some(r)) = (self.capacity.upper_bound(), r)
+                && r.min(self.ar).as_kbps_f64() > ub
+            {
+                // The bottleneck got faster: forget the old capacity.
+                self.capacity.reset();
+            }
+            // Reset whenever `R` leaves the estimate's ±3σ, the estimate marks the near
+            // region itself (libwebrtc: additive whenever it has an estimate).
+            if self.capacity.estimate_kbps.is_some() {
+                self.ar = Bitrate::from_bps_f64(self.ar.as_bps_f64() + self.additive_step(dt));
+            } else {
+                self.ar = self.ar.mul_f64(self.p.far_eta.powf(dt));
+            }
+            return;
+        }
         if self.p.increase == IncreaseMode::NearMaxAdditive {
             if let (Some(ub), Some(r)) = (self.capacity.upper_bound(), r)
                 && r.as_kbps_f64() > ub
@@ -232,18 +289,34 @@ impl RemoteRateController {
                 self.capacity.reset();
             }
             if self.capacity.estimate_kbps.is_some() {
-                // One packet per response time (libwebrtc `AdditiveRateIncrease`, with a fixed
-                // packet size rather than the average at the current rate, which would make
-                // slow flows grow slower and defeat AIMD's convergence to fairness).
-                let packet_bits = self.p.additive_packet.as_bits() as f64;
-                let response = self.rtt.as_secs_f64() + 0.1;
-                let per_second = (packet_bits / response).max(4000.0);
-                let step = per_second * dt * self.p.increase_period.as_secs_f64();
-                self.ar = Bitrate::from_bps_f64(self.ar.as_bps_f64() + step);
+                self.ar = Bitrate::from_bps_f64(self.ar.as_bps_f64() + self.additive_step(dt));
                 return;
             }
         }
         self.ar = self.ar.mul_f64(self.p.eta.powf(dt));
+    }
+
+    /// The additive step over `dt` increase periods, in bit/s: one packet per response time
+    /// (libwebrtc `AdditiveRateIncrease`, with a fixed packet size rather than the average
+    /// at the current rate, which would make slow flows grow slower and defeat AIMD's
+    /// convergence to fairness).
+    fn additive_step(&self, dt: f64) -> f64 {
+        let packet_bits = self.p.additive_packet.as_bits() as f64;
+        let response = self.rtt.as_secs_f64() + 0.1;
+        let per_second = (packet_bits / response).max(4000.0);
+        per_second * dt * self.p.increase_period.as_secs_f64()
+    }
+
+    /// A validated probe result (send-side probing): `Ar` jumps to it if it is higher, and
+    /// it enters the link-capacity estimate with weight 0.5 (libwebrtc's
+    /// `AimdRateControl::SetEstimate` and `LinkCapacityEstimator::OnProbeRate`).
+    pub fn on_probe_result(&mut self, rate: Bitrate) {
+        if rate > self.ar {
+            self.ar = rate.min(self.p.max).max(self.p.min);
+        }
+        if self.p.increase == IncreaseMode::LinkCapacity {
+            self.capacity.update(rate, 0.5);
+        }
     }
 
     /// `Ar`.
@@ -271,6 +344,7 @@ mod tests {
     fn params() -> RateControlParams {
         RateControlParams {
             eta: 1.05,
+            far_eta: 1.08,
             increase_period: Duration::from_secs(1),
             alpha: 0.85,
             max_rate_ratio: 1.5,
@@ -403,6 +477,54 @@ mod tests {
         // R well above the estimate: the bottleneck got faster, back to multiplicative.
         c.update(Some(Signal::Normal), Some(Bitrate::mbps(2)), 2_132_000);
         assert_eq!(c.link_capacity(), None);
+    }
+
+    #[test]
+    fn link_capacity_mode_is_multiplicative_far_additive_near_and_resets_outside() {
+        let p = RateControlParams {
+            increase: IncreaseMode::LinkCapacity,
+            default_rtt: Duration::from_millis(50),
+            ..params()
+        };
+        let mut c = RemoteRateController::new(p, Bitrate::kbps(500));
+        let r = |k| Some(Bitrate::kbps(k));
+        // No estimate: ×1.08 per second.
+        c.update(Some(Signal::Normal), r(500), 0);
+        assert_eq!(
+            c.update(Some(Signal::Normal), r(500), 1_000_000),
+            Bitrate::kbps(540)
+        );
+        // Over-use at R = 1000 → estimate 1000 kbit/s, σ = √(0.4·1000) = 20 kbit/s.
+        c.update(Some(Signal::Overuse), r(1000), 1_033_000);
+        assert_eq!(c.link_capacity(), Some(Bitrate::kbps(1000)));
+        // Near it: one 1200-byte packet per 150 ms, 64 kbit/s per second.
+        c.update(Some(Signal::Normal), r(1000), 1_066_000);
+        c.update(Some(Signal::Normal), r(1000), 1_099_000);
+        let before = c.estimate().as_bps_f64();
+        let step = c
+            .update(Some(Signal::Normal), r(1000), 2_099_000)
+            .as_bps_f64()
+            - before;
+        assert!((step - 64_000.0).abs() < 100.0, "step {step}");
+        // R above the mean + 3σ but Ar not: noise, the estimate stays.
+        c.update(Some(Signal::Normal), r(1100), 2_132_000);
+        assert!(c.link_capacity().is_some());
+        // A decrease with R far below the estimate restarts it from that R.
+        c.update(Some(Signal::Overuse), r(600), 2_165_000);
+        assert_eq!(c.link_capacity(), Some(Bitrate::kbps(600)));
+        assert_eq!(c.estimate(), Bitrate::kbps(510));
+        // Both R and Ar above the mean + 3σ = 646 kbit/s: the link got faster, back to ×1.08.
+        let mut t = 2_198_000;
+        for _ in 0..8 {
+            c.update(Some(Signal::Normal), r(700), t);
+            t += 500_000;
+        }
+        assert!(c.estimate() > Bitrate::kbps(650), "{}", c.estimate());
+        assert_eq!(c.link_capacity(), None);
+        // A probe result raises Ar and seeds the estimate.
+        c.on_probe_result(Bitrate::kbps(2000));
+        assert_eq!(c.estimate(), Bitrate::mbps(2));
+        assert_eq!(c.link_capacity(), Some(Bitrate::kbps(2000)));
     }
 
     #[test]
