@@ -279,6 +279,20 @@ pub struct GccConfig {
     /// key frame, paced at `f·A` ≈ 1.3× the new capacity into the full queue, lost packets
     /// and the freeze ran past 2 s.
     pub standing_queue_pacing: Option<Duration>,
+
+    /// Send-side mode: libwebrtc's bandwidth probing and ALR detection
+    /// ([`crate::gcc::probe_controller`], [`crate::gcc::probe_estimator`],
+    /// [`crate::gcc::alr`]): initial probes at 3× and 6× the start rate, further probes at
+    /// 2× a result above 0.7× the probe rate, probes when the maximum rate rises in ALR, a
+    /// recovery probe after a large drop. Not in the papers. Default `true`; `false` gives
+    /// the papers' GCC. REMB mode never probes: cg-rtp's receiver feeds only packets with a
+    /// payload to the estimator (padding has no frame group) and the sender has no
+    /// per-packet feedback to measure a probe with, so a probe could not be validated.
+    pub probing: bool,
+    /// With `probing`: also probe at 2× the estimate when the link-capacity estimate is
+    /// forgotten because the rate went above it (a cg addition, see
+    /// [`crate::gcc::probe_controller`]). Default `true`.
+    pub capacity_probing: bool,
 }
 
 impl Default for GccConfig {
@@ -326,6 +340,8 @@ impl Default for GccConfig {
             loss_interval: Duration::from_secs(1),
             pacing_factor: 1.5,
             standing_queue_pacing: Some(Duration::from_millis(60)),
+            probing: true,
+            capacity_probing: true,
         }
     }
 }

@@ -199,6 +199,23 @@ impl DelayBasedController {
         self.rate.estimate()
     }
 
+    /// A validated probe result (see [`RemoteRateController::on_probe_result`]); ignored
+    /// while the detector signals over-use, as libwebrtc's `DelayBasedBwe` does.
+    /// Returns whether it was applied.
+    pub fn on_probe_result(&mut self, rate: Bitrate) -> bool {
+        if self.detector.signal() == Signal::Overuse || !self.rate.on_probe_result(rate) {
+            return false;
+        }
+        self.stats.a_r = self.rate.estimate();
+        self.stats.link_capacity = self.rate.link_capacity();
+        true
+    }
+
+    /// See [`RemoteRateController::upward_resets`].
+    pub fn upward_resets(&self) -> u64 {
+        self.rate.upward_resets()
+    }
+
     /// The last plotted quantities.
     pub fn stats(&self) -> DelayBasedStats {
         self.stats

@@ -29,6 +29,8 @@ pub struct SentRecord {
     pub size: DataSize,
     /// Frame counter at send time (see [`crate::Controller::on_frame_sent`]).
     pub frame: u64,
+    /// The probe cluster it was sent in, if any.
+    pub probe: Option<u32>,
     /// Feedback so far.
     pub fate: Fate,
 }
@@ -55,13 +57,21 @@ impl Default for SentHistory {
 
 impl SentHistory {
     /// Records packet `seq` (overwriting whatever older packet shared its slot).
-    pub fn insert(&mut self, seq: u64, send_us: i64, size: DataSize, frame: u64) {
+    pub fn insert(
+        &mut self,
+        seq: u64,
+        send_us: i64,
+        size: DataSize,
+        frame: u64,
+        probe: Option<u32>,
+    ) {
         self.slots[seq as usize & (CAPACITY - 1)] = Some(Slot {
             seq,
             rec: SentRecord {
                 send_us,
                 size,
                 frame,
+                probe,
                 fate: Fate::Unreported,
             },
         });
@@ -83,10 +93,10 @@ mod tests {
     #[test]
     fn finds_recent_packets_and_forgets_overwritten_ones() {
         let mut h = SentHistory::default();
-        h.insert(5, 100, DataSize::bytes(1200), 0);
+        h.insert(5, 100, DataSize::bytes(1200), 0, None);
         assert_eq!(h.get_mut(5).map(|r| r.send_us), Some(100));
         assert!(h.get_mut(6).is_none());
-        h.insert(5 + CAPACITY as u64, 200, DataSize::bytes(1), 0);
+        h.insert(5 + CAPACITY as u64, 200, DataSize::bytes(1), 0, Some(1));
         assert!(h.get_mut(5).is_none());
         assert!(h.get_mut(u64::MAX).is_none());
     }

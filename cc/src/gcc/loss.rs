@@ -151,6 +151,17 @@ impl LossController {
         }
     }
 
+    /// A validated probe result raises `As` to it (libwebrtc's `SetSendBitrate` after a
+    /// probe; a lower result is left to the controllers).
+    pub fn raise_to(&mut self, rate: Bitrate, now: Instant) {
+        let rate = rate.min(self.p.max).max(self.p.min);
+        if rate > self.a_s {
+            self.a_s = rate;
+            self.history.clear();
+            self.record(now);
+        }
+    }
+
     /// `As`.
     pub fn estimate(&self) -> Bitrate {
         self.a_s

@@ -20,6 +20,9 @@
 //! | delay-based controller | [`delay_based`] | the chain above |
 //! | receiver (REMB mode) | [`GccReceiver`] | a [`crate::ReceiveSideEstimator`] |
 //! | sender | [`GccController`] | `A = min(Ar, As)`, pacing factor 1.5 (§3.5); `A` over a standing queue |
+//! | ALR detector | [`alr`] | beyond the papers (libwebrtc `AlrDetector`) |
+//! | when to probe | [`probe_controller`] | beyond the papers (libwebrtc `ProbeController`) |
+//! | probe results | [`probe_estimator`] | beyond the papers (libwebrtc `ProbeBitrateEstimator`) |
 //!
 //! [`GccConfig`] holds every constant (each field names its equation) and the mode:
 //! receiver-side REMB (the papers) or send-side over transport-wide feedback (libwebrtc
@@ -103,11 +106,28 @@
 //! `benches/gcc.rs`: about 63 ns of CPU per received packet (receiver, delay-based path)
 //! and 87 ns per acknowledged packet (send-side sender), on a shared 2-core machine.
 //!
-//! Not modelled: probing, ALR, the trendline estimator, and TCP competition (so the static
+//! # Beyond the papers: probing (send-side mode)
+//!
+//! [`GccConfig::probing`] (default on) adds libwebrtc's bandwidth probing: initial probe
+//! clusters at 3× and 6× the start rate, further probes at 2× a result above 0.7× the probe
+//! rate, a recovery probe after a large drop when in ALR, and (cg's
+//! [`GccConfig::capacity_probing`]) a probe at 2× the estimate when `R` goes above the
+//! link-capacity estimate. A cluster is [`crate::ControllerEvent::Probe`] (padding on top of
+//! media for 30 ms) while the pacer runs at least at the probe rate; its result is the
+//! smaller of the send and receive rates of the packets sent during it, from
+//! transport-wide feedback. A result raises `Ar` and `As` (never lowers them), and is
+//! ignored within the link-capacity estimate's mean + 3σ. REMB mode does not probe: the
+//! receiver's estimator does not see padding (cg-rtp feeds it only packets with a payload)
+//! and the sender has no per-packet feedback, so no probe could be measured. The trigger
+//! "the maximum allocated rate rose while in ALR" exists in [`probe_controller`] but is not
+//! wired: [`crate::Controller`] has no input for a changed maximum.
+//!
+//! Not modelled: the trendline estimator, and TCP competition (so the static
 //! threshold's starvation result of the 2013 paper is available as a configuration,
 //! [`ThresholdModel::static_2013`], but not reproduced by a test here: cg-link's simulator
 //! has no TCP; netlab runs real TCP).
 
+pub mod alr;
 pub mod arrival;
 mod config;
 pub mod delay_based;
@@ -115,6 +135,8 @@ pub mod detector;
 pub mod history;
 pub mod kalman;
 pub mod loss;
+pub mod probe_controller;
+pub mod probe_estimator;
 pub mod rate_control;
 pub mod receive_rate;
 mod receiver;

@@ -192,6 +192,7 @@ pub struct RemoteRateController {
     last_us: Option<i64>,
     capacity: LinkCapacity,
     rtt: Duration,
+    upward_resets: u64,
 }
 
 impl RemoteRateController {
@@ -207,6 +208,7 @@ impl RemoteRateController {
                 deviation: 0.4,
             },
             rtt: p.default_rtt,
+            upward_resets: 0,
         }
     }
 
@@ -267,10 +269,14 @@ impl RemoteRateController {
         let dt = (dt_us as f64 / self.p.increase_period.as_micros().max(1) as f64).min(1.0);
         if self.p.increase == IncreaseMode::LinkCapacity {
             if let (Some(ub), Some(r)) = (self.capacity.upper_bound(), r)
-                && r.min(self.ar).as_kbps_f64() > ub
+                && r.as_kbps_f64() > ub
             {
-                // The bottleneck got faster: forget the old capacity.
-                self.capacity.reset();
+                // libwebrtc's reset condition: worth a probe (the caller rate-limits them).
+                self.upward_resets += 1;
+                if self.ar.as_kbps_f64() > ub {
+                    // The bottleneck got faster: forget the old capacity.
+                    self.capacity.reset();
+                }
             }
             // Reset whenever `R` leaves the estimate's ±3σ, the estimate marks the near
             // region itself (libwebrtc: additive whenever it has an estimate).
@@ -309,19 +315,38 @@ impl RemoteRateController {
 
     /// A validated probe result (send-side probing): `Ar` jumps to it if it is higher, and
     /// it enters the link-capacity estimate with weight 0.5 (libwebrtc's
-    /// `AimdRateControl::SetEstimate` and `LinkCapacityEstimator::OnProbeRate`).
-    pub fn on_probe_result(&mut self, rate: Bitrate) {
+    /// `AimdRateControl::SetEstimate` and `LinkCapacityEstimator::OnProbeRate`). With
+    /// [`IncreaseMode::LinkCapacity`], a result within the estimate's mean + 3σ is ignored:
+    /// it only says again what the over-uses said (a cg choice: applied, every probe put
+    /// `Ar` back at 95 % of the bottleneck rate and camera-like bursts kept a standing
+    /// queue, §6.1 q95 250–290 ms). Returns whether it was applied.
+    pub fn on_probe_result(&mut self, rate: Bitrate) -> bool {
+        if self.p.increase == IncreaseMode::LinkCapacity {
+            if self
+                .capacity
+                .upper_bound()
+                .is_some_and(|ub| rate.as_kbps_f64() <= ub)
+            {
+                return false;
+            }
+            self.capacity.update(rate, 0.5);
+        }
         if rate > self.ar {
             self.ar = rate.min(self.p.max).max(self.p.min);
         }
-        if self.p.increase == IncreaseMode::LinkCapacity {
-            self.capacity.update(rate, 0.5);
-        }
+        true
     }
 
     /// `Ar`.
     pub fn estimate(&self) -> Bitrate {
         self.ar
+    }
+
+    /// How many times ([`IncreaseMode::LinkCapacity`]) `R` was seen above the
+    /// link-capacity estimate's mean + 3σ in Increase (libwebrtc's reset condition; the
+    /// estimate itself is forgotten only when `Ar` is above it too).
+    pub fn upward_resets(&self) -> u64 {
+        self.upward_resets
     }
 
     /// `σ`.

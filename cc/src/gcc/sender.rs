@@ -26,13 +26,22 @@ use std::time::{Duration, Instant};
 use cg_types::{Bitrate, DataSize};
 
 use crate::base_delay::BaseDelay;
-use crate::controller::{Controller, ControllerStats, Feedback, FeedbackKind, SentPacket};
+use crate::controller::{
+    Controller, ControllerEvent, ControllerStats, Feedback, FeedbackKind, SentPacket,
+};
+use crate::gcc::alr::AlrDetector;
 use crate::gcc::arrival::GroupKey;
 use crate::gcc::config::{GccConfig, GccMode, Grouping};
 use crate::gcc::delay_based::{DelayBasedController, DelayBasedStats};
+use crate::gcc::detector::Signal;
 use crate::gcc::history::{Fate, SentHistory};
 use crate::gcc::loss::{LossBand, LossController, LossParams};
+use crate::gcc::probe_controller::{AlrState, PROBE_DURATION, ProbeController};
+use crate::gcc::probe_estimator::ClusterStats;
 use crate::gcc::time::micros_since;
+
+/// Probe clusters whose feedback is still awaited, at most.
+const MAX_CLUSTERS: usize = 16;
 
 /// Send-burst span used in send-side mode when the config asks for frame grouping: about
 /// half a frame interval at 30 frames/s, so that the packets of one paced frame mostly fall
@@ -98,6 +107,17 @@ pub struct GccController {
     standing_queue: Option<Duration>,
     base_delay: BaseDelay,
     queue_delay: Option<Duration>,
+    probe: Option<ProbeController>,
+    alr: AlrDetector,
+    /// Clusters awaiting their result, with their end (µs since `base`).
+    clusters: VecDeque<(ClusterStats, i64)>,
+    /// Newest send time (µs since `base`) of a packet reported received.
+    newest_acked_us: Option<i64>,
+    probing_rate: Option<Bitrate>,
+    events: VecDeque<ControllerEvent>,
+    upward_resets: u64,
+    last_signal: Signal,
+    probe_results: u64,
 }
 
 impl GccController {
@@ -149,7 +169,106 @@ impl GccController {
             standing_queue: c.standing_queue_pacing,
             base_delay: BaseDelay::new(BASE_DELAY_SLOTS, BASE_DELAY_SLOT),
             queue_delay: None,
+            probe: (c.probing && c.mode == GccMode::SendSideTwcc).then(|| {
+                ProbeController::new(
+                    c.clamp(c.start_bitrate),
+                    c.max_bitrate.max(c.min_bitrate),
+                    c.capacity_probing,
+                    now,
+                )
+            }),
+            alr: AlrDetector::default(),
+            clusters: VecDeque::new(),
+            newest_acked_us: None,
+            probing_rate: None,
+            events: VecDeque::new(),
+            upward_resets: 0,
+            last_signal: Signal::Normal,
+            probe_results: 0,
         }
+        .with_probes_started(now)
+    }
+
+    fn with_probes_started(mut self, now: Instant) -> Self {
+        self.step_probes(now);
+        self
+    }
+
+    /// Starts the next probe cluster when one is due; keeps the probing rate for the pacer.
+    fn step_probes(&mut self, now: Instant) {
+        let Some(p) = self.probe.as_mut() else {
+            return;
+        };
+        if let Some(a) = p.poll_start(now) {
+            self.events.push_back(ControllerEvent::Probe {
+                rate: a.rate,
+                duration: PROBE_DURATION,
+            });
+            if self.clusters.len() >= MAX_CLUSTERS {
+                self.clusters.pop_front();
+            }
+            self.clusters
+                .push_back((ClusterStats::new(a.id), micros_since(a.until, self.base)));
+        }
+        self.probing_rate = p.active(now).map(|a| a.rate);
+    }
+
+    /// Results of clusters whose feedback is complete (a packet sent after the cluster's
+    /// end has been reported), applied to `Ar`, `As` and the probe controller.
+    fn finish_clusters(&mut self, now: Instant) {
+        let Some(newest) = self.newest_acked_us else {
+            return;
+        };
+        let mut results = Vec::new();
+        self.clusters.retain(|(c, end_us)| {
+            if newest <= *end_us {
+                return true;
+            }
+            if let Some(r) = c.result() {
+                results.push(r);
+            }
+            false
+        });
+        for rate in results {
+            let rate = rate.min(self.max).max(self.min);
+            self.probe_results += 1;
+            if let Some(d) = self.delay.as_mut()
+                && d.on_probe_result(rate)
+            {
+                let ar = d.estimate();
+                self.loss.raise_to(rate.min(ar), now);
+                self.apply_ar(ar, now);
+            }
+            if let Some(p) = self.probe.as_mut() {
+                p.on_result(rate, now);
+            }
+        }
+    }
+
+    /// Probe triggers after the delay-based controller ran: large drops, recovery, a
+    /// forgotten link capacity.
+    fn after_update(&mut self, now: Instant) {
+        let target = self.target_bitrate();
+        let alr = AlrState {
+            in_alr: self.alr.alr_start().is_some(),
+            ended: self.alr.alr_ended(),
+        };
+        let (resets, signal) = match self.delay.as_ref() {
+            Some(d) => (d.upward_resets(), d.stats().signal),
+            None => (0, Signal::Normal),
+        };
+        if let Some(p) = self.probe.as_mut() {
+            p.on_estimate(target, now);
+            if resets > self.upward_resets {
+                p.on_capacity_reset(now);
+            }
+            if self.last_signal == Signal::Overuse && signal == Signal::Normal {
+                p.on_recovered(alr, now);
+            }
+        }
+        self.upward_resets = resets;
+        self.last_signal = signal;
+        self.step_probes(now);
     }
 
     /// The typed state.
@@ -251,6 +370,11 @@ impl GccController {
                     }
                     rec.fate = Fate::Received;
                     received += 1;
+                    if let Some(id) = rec.probe
+                        && let Some((c, _)) = self.clusters.iter_mut().find(|(c, _)| c.id == id)
+                    {
+                        c.on_packet(rec.send_us, arrival.as_micros(), rec.size);
+                    }
                     newest_send = Some(newest_send.map_or(rec.send_us, |n| n.max(rec.send_us)));
                     let q = self
                         .base_delay
@@ -275,6 +399,9 @@ impl GccController {
         if let Some((_, q)) = newest_queue {
             self.queue_delay = Some(q);
         }
+        if let Some(n) = newest_send {
+            self.newest_acked_us = Some(self.newest_acked_us.map_or(n, |o| o.max(n)));
+        }
         if feedback.rtt.is_none()
             && let Some(sent) = newest_send
         {
@@ -289,13 +416,24 @@ impl GccController {
             self.apply_ar(ar, now);
         }
         self.on_report_losses(received, lost, now);
+        self.finish_clusters(now);
+        self.after_update(now);
     }
 }
 
 impl Controller for GccController {
     fn on_packet_sent(&mut self, p: &SentPacket) {
         let send_us = micros_since(p.send_time, self.base);
-        self.history.insert(p.seq, send_us, p.size, self.frame);
+        self.step_probes(p.send_time);
+        let probe = self
+            .probe
+            .as_ref()
+            .and_then(|c| c.active(p.send_time))
+            .map(|a| a.id);
+        let target = self.target_bitrate();
+        self.alr.on_bytes_sent(p.size, target, p.send_time);
+        self.history
+            .insert(p.seq, send_us, p.size, self.frame, probe);
         self.mean_packet = 0.95 * self.mean_packet + 0.05 * p.size.as_bytes_f64();
     }
 
@@ -333,6 +471,19 @@ impl Controller for GccController {
                 }
             }
         }
+        self.step_probes(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.step_probes(now);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.probe.as_ref().and_then(ProbeController::poll_timeout)
+    }
+
+    fn poll_event(&mut self) -> Option<ControllerEvent> {
+        self.events.pop_front()
     }
 
     fn target_bitrate(&self) -> Bitrate {
@@ -350,7 +501,10 @@ impl Controller for GccController {
             .zip(self.queue_delay)
             .is_some_and(|(limit, q)| q > limit);
         let f = if standing { 1.0 } else { self.pacing_factor };
-        self.target_bitrate().mul_f64(f)
+        let rate = self.target_bitrate().mul_f64(f);
+        // During a probe cluster media leaves at the probe rate too, as libwebrtc's prober
+        // sends the whole cluster (media and padding) at that rate.
+        self.probing_rate.map_or(rate, |p| rate.max(p))
     }
 
     fn feedback_kind(&self) -> FeedbackKind {
@@ -366,6 +520,7 @@ impl Controller for GccController {
             ("a_r", s.a_r.map_or(f64::NAN, |r| r.as_bps_f64())),
             ("a_s", s.a_s.as_bps_f64()),
             ("n_dd", s.n_dd as f64),
+            ("probe_results", self.probe_results as f64),
         ];
         if let Some(d) = s.delay {
             extra.extend([

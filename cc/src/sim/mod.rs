@@ -19,7 +19,9 @@
 //!   media queue through `on_media_queue`, passes feedback to `on_feedback` (with an RTT
 //!   sample computed from the receiver's echo), and obeys
 //!   [`ControllerEvent`](crate::ControllerEvent)s (`DiscardQueue` clears the queue and asks for
-//!   a key frame; `RequestKeyFrame`; `Probe` is ignored). The encoder target is re-read
+//!   a key frame; `RequestKeyFrame`; `Probe` sends padding packets of
+//!   [`SenderConfig::padding_size`] at the probe's rate while no media waits, as cg-rtp's
+//!   pacer does; the receiver reports them but does not feed them to a REMB estimator). The encoder target is re-read
 //!   at every frame. [`SimSender::samples`] keeps the controller's
 //!   [`ControllerStats`](crate::ControllerStats) every 100 ms for plots and assertions.
 //! - [`SimReceiver`]: answers with the feedback the controller asked for

@@ -28,6 +28,10 @@ pub struct MediaPacket {
     pub size: DataSize,
     /// Last packet of its frame (RTP marker bit).
     pub marker: bool,
+    /// Padding sent for a probe ([`crate::ControllerEvent::Probe`]): no frame, not fed to
+    /// a receive-side estimator (as cg-rtp's receiver, which feeds it only packets with a
+    /// payload).
+    pub padding: bool,
 }
 
 /// One feedback datagram: any combination of per-packet results, REMB, RR.

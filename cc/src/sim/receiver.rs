@@ -263,7 +263,7 @@ impl Endpoint for SimReceiver {
                 self.flush_feedback(now);
             }
         }
-        if let Some(est) = self.estimator.as_mut() {
+        if let Some(est) = self.estimator.as_mut().filter(|_| !m.padding) {
             // abs-send-time: the sender's clock, whose epoch is unknown here; the
             // simulation's sender clock is the shared Instant, expressed from our epoch.
             let send_time = RemoteTime::from_micros(super::signed_micros(m.send_time, self.epoch));
@@ -325,6 +325,7 @@ mod tests {
             size: DataSize::bytes(1000),
             ecn,
             payload: SimPacket::Media(MediaPacket {
+                padding: false,
                 seq,
                 frame: seq / 2,
                 send_time: t0,

@@ -27,6 +27,9 @@ pub struct SenderConfig {
     pub max_queue_delay: Duration,
     /// Period of the samples kept in [`SimSender::samples`]. Default 100 ms.
     pub sample_interval: Duration,
+    /// Size of a padding packet sent for a probe. Default 280 bytes: cg-rtp's 255 bytes of
+    /// RTP padding with the RTP header and extensions.
+    pub padding_size: DataSize,
 }
 
 impl Default for SenderConfig {
@@ -37,6 +40,7 @@ impl Default for SenderConfig {
             ecn: Ecn::NotEct,
             max_queue_delay: Duration::from_secs(2),
             sample_interval: Duration::from_millis(100),
+            padding_size: DataSize::bytes(280),
         }
     }
 }
@@ -80,7 +84,22 @@ pub struct SimSender {
     next_sample: Instant,
     sent_bytes: DataSize,
     dropped_frames: u64,
+    probe: Option<Probe>,
+    padding_sent: u64,
+    last_frame: u64,
 }
+
+/// A padding probe: its own bucket at `rate`, on top of media, until `until` (as cg-rtp's
+/// pacer: padding only while no media waits, catching up at most 1 ms after a late wake-up).
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    rate: Bitrate,
+    until: Instant,
+    next: Instant,
+}
+
+/// How far a late padding bucket may catch up (cg-rtp's `PacerConfig::max_lag`).
+const PADDING_MAX_LAG: Duration = Duration::from_millis(1);
 
 impl SimSender {
     /// A sender starting at `now`, encoding at the controller's initial target.
@@ -98,6 +117,9 @@ impl SimSender {
             next_sample: now,
             sent_bytes: DataSize::ZERO,
             dropped_frames: 0,
+            probe: None,
+            padding_sent: 0,
+            last_frame: 0,
             cfg,
         }
     }
@@ -117,6 +139,11 @@ impl SimSender {
         self.sent_bytes
     }
 
+    /// Padding packets sent for probes.
+    pub fn padding_sent(&self) -> u64 {
+        self.padding_sent
+    }
+
     /// Frames dropped from the pacer queue (older than `max_queue_delay`, or discarded on the
     /// controller's request).
     pub fn dropped_frames(&self) -> u64 {
@@ -132,22 +159,73 @@ impl SimSender {
         }
     }
 
-    fn drain_events(&mut self) {
+    fn drain_events_at(&mut self, now: Instant) {
         while let Some(e) = self.controller.poll_event() {
-            match e {
-                ControllerEvent::DiscardQueue => {
-                    let frames: std::collections::HashSet<u64> =
-                        self.queue.iter().map(|q| q.frame).collect();
-                    self.dropped_frames += frames.len() as u64;
-                    self.queue.clear();
-                    self.queue_bytes = DataSize::ZERO;
-                    self.encoder.request_key_frame();
-                }
-                ControllerEvent::RequestKeyFrame => self.encoder.request_key_frame(),
-                // Probing is not modelled: the synthetic encoder sends no padding.
-                _ => {}
-            }
+            self.handle_event(e, now);
         }
+    }
+
+    fn handle_event(&mut self, e: ControllerEvent, now: Instant) {
+        match e {
+            ControllerEvent::Probe { rate, duration } => {
+                if rate > Bitrate::ZERO && !duration.is_zero() {
+                    self.probe = Some(Probe {
+                        rate,
+                        until: now + duration,
+                        next: now,
+                    });
+                }
+            }
+            ControllerEvent::DiscardQueue => {
+                let frames: std::collections::HashSet<u64> =
+                    self.queue.iter().map(|q| q.frame).collect();
+                self.dropped_frames += frames.len() as u64;
+                self.queue.clear();
+                self.queue_bytes = DataSize::ZERO;
+                self.encoder.request_key_frame();
+            }
+            ControllerEvent::RequestKeyFrame => self.encoder.request_key_frame(),
+        }
+    }
+
+    /// A padding packet, if a probe is running, no media waits and its bucket allows.
+    fn poll_padding(&mut self, now: Instant) -> Option<Transmit<SimPacket>> {
+        let p = self.probe.as_mut()?;
+        if now >= p.until {
+            self.probe = None;
+            return None;
+        }
+        if p.next > now || !self.queue.is_empty() {
+            return None;
+        }
+        let size = self.cfg.padding_size.max(DataSize::bytes(1));
+        let gap = p.rate.time_to_send(size).unwrap_or(Duration::MAX);
+        let base = p.next.max(now.checked_sub(PADDING_MAX_LAG).unwrap_or(now));
+        p.next = base.checked_add(gap).unwrap_or(p.until);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.sent[seq as usize % SENT_RING] = (seq, now);
+        self.padding_sent += 1;
+        self.controller.on_packet_sent(&SentPacket {
+            seq,
+            size,
+            send_time: now,
+            ecn: self.cfg.ecn,
+            kind: PacketKind::Padding,
+        });
+        self.drain_events_at(now);
+        Some(Transmit {
+            size,
+            ecn: self.cfg.ecn,
+            payload: SimPacket::Media(MediaPacket {
+                seq,
+                frame: self.last_frame,
+                send_time: now,
+                size,
+                marker: false,
+                padding: true,
+            }),
+        })
     }
 
     fn produce_frames(&mut self, now: Instant) {
@@ -186,7 +264,7 @@ impl SimSender {
         }
         let mq = self.media_queue(now);
         self.controller.on_media_queue(mq, now);
-        self.drain_events();
+        self.drain_events_at(now);
     }
 
     fn sample(&mut self, now: Instant) {
@@ -225,16 +303,19 @@ impl Endpoint for SimSender {
             rtt,
         };
         self.controller.on_feedback(&fb, now);
-        self.drain_events();
+        self.drain_events_at(now);
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<SimPacket>> {
         self.produce_frames(now);
         self.sample(now);
-        let head = *self.queue.front()?;
+        let Some(&head) = self.queue.front() else {
+            return self.poll_padding(now);
+        };
         if now < self.next_send || self.window_blocks(head.size) {
             return None;
         }
+        self.last_frame = head.frame;
         self.queue.pop_front();
         self.queue_bytes -= head.size;
         let seq = self.next_seq;
@@ -258,7 +339,7 @@ impl Endpoint for SimSender {
         }
         let mq = self.media_queue(now);
         self.controller.on_media_queue(mq, now);
-        self.drain_events();
+        self.drain_events_at(now);
         Some(Transmit {
             size: head.size,
             ecn: self.cfg.ecn,
@@ -268,6 +349,7 @@ impl Endpoint for SimSender {
                 send_time: now,
                 size: head.size,
                 marker: head.marker,
+                padding: false,
             }),
         })
     }
@@ -282,14 +364,19 @@ impl Endpoint for SimSender {
         if let Some(c) = self.controller.poll_timeout() {
             t = t.min(c);
         }
+        if let Some(p) = self.probe
+            && self.queue.is_empty()
+        {
+            t = t.min(p.next.min(p.until));
+        }
         Some(t)
     }
 
     fn handle_timeout(&mut self, now: Instant) {
         if self.controller.poll_timeout().is_some_and(|t| t <= now) {
             self.controller.handle_timeout(now);
-            self.drain_events();
         }
+        self.drain_events_at(now);
         self.produce_frames(now);
         self.sample(now);
     }

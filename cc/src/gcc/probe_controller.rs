@@ -1,0 +1,402 @@
+//! When to probe, as libwebrtc's `ProbeController` (shared/notes/picture-adaptation.md §6),
+//! plus one cg trigger. A probe is a short cluster of packets sent at a rate above the
+//! target (padding on top of media, [`crate::ControllerEvent::Probe`]); its result comes
+//! from [`super::probe_estimator`].
+//!
+//! - At start: clusters at 3× and 6× the start rate (`first_exponential_probe_scale`,
+//!   `second_exponential_probe_scale`), capped at the maximum rate.
+//! - A result above 0.7× the rate of the last probe sent (`further_probe_threshold`) asks
+//!   for a further probe at 2× the result; results are awaited for 1 s
+//!   (`kMaxWaitingTimeForProbingResult`).
+//! - In ALR, when the allowed (maximum) rate rises above the estimate: probes at 1× and 2×
+//!   the new maximum (`OnMaxTotalAllocatedBitrate`).
+//! - After a large drop of the estimate (below 0.66× within one update): once the
+//!   delay-based detector has recovered, in ALR or less than 3 s after it ended, one probe
+//!   at 0.85× the rate before the drop, within 5 s of the drop and at most every 5 s
+//!   (`RequestProbe`).
+//! - cg's addition ([`ProbeController::on_capacity_reset`]): when the link-capacity
+//!   estimate is forgotten because the rate went above it (the bottleneck got faster, see
+//!   [`super::rate_control`]), a probe at 2× the estimate, with further probes as at start,
+//!   at most every [`CAPACITY_PROBE_INTERVAL`]. libwebrtc probes only at start, in ALR and
+//!   after drops, so a camera sending at its whole estimate finds a faster link at 8 % per
+//!   second (issue #14: t90 15.8 s after 1 → 2.5 Mbit/s).
+//!
+//! Periodic ALR probing (every 5 s at 2×) is off for camera video in libwebrtc and not
+//! done here.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use cg_types::Bitrate;
+
+/// How long one cluster's padding runs. libwebrtc's minimum is 15 ms and 5 packets with
+/// probe packets of up to the MTU; cg-rtp's padding packets carry 255 bytes, so 30 ms
+/// gives at least 5 of them from about 400 kbit/s on.
+pub const PROBE_DURATION: Duration = Duration::from_millis(30);
+/// Initial probe factors of the start rate.
+const INITIAL_FACTORS: [f64; 2] = [3.0, 6.0];
+/// A result above this share of the last probe rate asks for a further probe.
+const FURTHER_THRESHOLD: f64 = 0.7;
+/// A further probe's rate in results.
+const FURTHER_FACTOR: f64 = 2.0;
+/// How long results are awaited before probing counts as complete.
+const RESULT_WAIT: Duration = Duration::from_secs(1);
+/// A drop below this share of the estimate is large.
+const LARGE_DROP: f64 = 0.66;
+/// The recovery probe's share of the rate before the drop.
+const RECOVERY_FRACTION: f64 = 0.85;
+/// The recovery probe must be expected to raise the estimate by this uncertainty.
+const RECOVERY_UNCERTAINTY: f64 = 0.05;
+/// The recovery probe only within this time of the drop.
+const DROP_TIMEOUT: Duration = Duration::from_secs(5);
+/// ...and at most this often.
+const MIN_BETWEEN_RECOVERY: Duration = Duration::from_secs(5);
+/// A recovery probe is allowed up to this long after ALR ended.
+const ALR_ENDED_TIMEOUT: Duration = Duration::from_secs(3);
+/// Shortest interval between two capacity probes (cg's trigger).
+pub const CAPACITY_PROBE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// A cluster being sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProbe {
+    /// Cluster identifier (tags the packets sent during it).
+    pub id: u32,
+    /// Its rate.
+    pub rate: Bitrate,
+    /// When it ends.
+    pub until: Instant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    /// Clusters sent, results awaited until `deadline`; a result above `further` probes on.
+    Waiting { deadline: Instant, further: Bitrate },
+    /// Nothing awaited.
+    Complete,
+}
+
+/// What the controller knows about ALR when a trigger fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AlrState {
+    /// In ALR now.
+    pub in_alr: bool,
+    /// When the last ALR ended.
+    pub ended: Option<Instant>,
+}
+
+/// The probe controller.
+#[derive(Debug, Clone)]
+pub struct ProbeController {
+    max: Bitrate,
+    capacity_probes: bool,
+    pending: VecDeque<Bitrate>,
+    active: Option<ActiveProbe>,
+    started: VecDeque<ActiveProbe>,
+    next_id: u32,
+    state: State,
+    estimate: Bitrate,
+    large_drop: Option<(Instant, Bitrate)>,
+    last_recovery_probe: Option<Instant>,
+    last_capacity_probe: Option<Instant>,
+}
+
+impl ProbeController {
+    /// Initial probes from `start` (capped at `max`), sent from `now` on.
+    /// `capacity_probes` enables cg's trigger on a link-capacity reset.
+    pub fn new(start: Bitrate, max: Bitrate, capacity_probes: bool, now: Instant) -> Self {
+        let mut c = ProbeController {
+            max,
+            capacity_probes,
+            pending: VecDeque::new(),
+            active: None,
+            started: VecDeque::new(),
+            next_id: 1,
+            state: State::Complete,
+            estimate: start,
+            large_drop: None,
+            last_recovery_probe: None,
+            last_capacity_probe: None,
+        };
+        let rates = INITIAL_FACTORS.map(|f| start.mul_f64(f));
+        c.initiate(&rates, true, now);
+        c
+    }
+
+    /// Queues clusters at `rates` (capped at the maximum); with `further`, a result above
+    /// 0.7× the last of them probes on.
+    fn initiate(&mut self, rates: &[Bitrate], further: bool, now: Instant) {
+        let mut last = Bitrate::ZERO;
+        let mut capped = false;
+        for &r in rates {
+            let r = if r >= self.max {
+                capped = true;
+                self.max
+            } else {
+                r
+            };
+            if r > Bitrate::ZERO && r > last {
+                self.pending.push_back(r);
+                last = r;
+            }
+            if capped {
+                break;
+            }
+        }
+        self.state = if further && !capped && last > Bitrate::ZERO {
+            State::Waiting {
+                deadline: now + RESULT_WAIT,
+                further: last.mul_f64(FURTHER_THRESHOLD),
+            }
+        } else {
+            State::Complete
+        };
+    }
+
+    /// Ends a finished cluster and starts the next pending one: returns it (the caller
+    /// emits [`crate::ControllerEvent::Probe`] with [`PROBE_DURATION`]).
+    pub fn poll_start(&mut self, now: Instant) -> Option<ActiveProbe> {
+        if self.active.is_some_and(|a| now >= a.until) {
+            self.active = None;
+        }
+        if let State::Waiting { deadline, .. } = self.state
+            && now >= deadline
+            && self.pending.is_empty()
+            && self.active.is_none()
+        {
+            self.state = State::Complete;
+        }
+        if self.active.is_some() {
+            return None;
+        }
+        let rate = self.pending.pop_front()?;
+        let p = ActiveProbe {
+            id: self.next_id,
+            rate,
+            until: now + PROBE_DURATION,
+        };
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        if let State::Waiting { further, .. } = self.state {
+            // Results are awaited from the last cluster's start.
+            self.state = State::Waiting {
+                deadline: now + RESULT_WAIT,
+                further,
+            };
+        }
+        self.active = Some(p);
+        if self.started.len() >= 16 {
+            self.started.pop_front();
+        }
+        self.started.push_back(p);
+        Some(p)
+    }
+
+    /// The cluster being sent at `now`, if any.
+    pub fn active(&self, now: Instant) -> Option<ActiveProbe> {
+        self.active.filter(|a| now < a.until)
+    }
+
+    /// A cluster started earlier, by identifier (for its end time).
+    pub fn cluster(&self, id: u32) -> Option<ActiveProbe> {
+        self.started.iter().rev().find(|p| p.id == id).copied()
+    }
+
+    /// When [`poll_start`](Self::poll_start) has something to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.active.map(|a| a.until);
+        if let State::Waiting { deadline, .. } = self.state {
+            t = Some(t.map_or(deadline, |x| x.min(deadline)));
+        }
+        t
+    }
+
+    /// Whether a cluster is waiting to start while none runs.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// A validated probe result.
+    pub fn on_result(&mut self, rate: Bitrate, now: Instant) {
+        if let State::Waiting { further, deadline } = self.state
+            && now < deadline
+            && rate > further
+        {
+            let next = rate.mul_f64(FURTHER_FACTOR);
+            if next > self.estimate.max(rate) {
+                self.initiate(&[next], true, now);
+            }
+        }
+    }
+
+    /// The sender's new target; records large drops.
+    pub fn on_estimate(&mut self, estimate: Bitrate, now: Instant) {
+        if estimate.as_bps_f64() < LARGE_DROP * self.estimate.as_bps_f64() {
+            self.large_drop = Some((now, self.estimate));
+        }
+        self.estimate = estimate;
+    }
+
+    /// The allowed (maximum) rate changed: in ALR, probes at 1× and 2× a higher one.
+    pub fn on_max_rate(&mut self, max: Bitrate, alr: AlrState, now: Instant) {
+        let raised = max > self.max;
+        self.max = max;
+        if raised && alr.in_alr && self.state == State::Complete && max > self.estimate {
+            self.initiate(&[max, max.mul_f64(2.0)], false, now);
+        }
+    }
+
+    /// The delay-based detector is back to normal after an over-use: the recovery probe
+    /// after a large drop (libwebrtc `RequestProbe`).
+    pub fn on_recovered(&mut self, alr: AlrState, now: Instant) {
+        let alr_recent = alr.in_alr
+            || alr
+                .ended
+                .is_some_and(|e| now.saturating_duration_since(e) < ALR_ENDED_TIMEOUT);
+        let Some((at, before)) = self.large_drop else {
+            return;
+        };
+        if !alr_recent || self.state != State::Complete {
+            return;
+        }
+        let probe = before.mul_f64(RECOVERY_FRACTION);
+        let expected = probe.mul_f64(1.0 - RECOVERY_UNCERTAINTY);
+        if expected > self.estimate
+            && now.saturating_duration_since(at) < DROP_TIMEOUT
+            && self
+                .last_recovery_probe
+                .is_none_or(|t| now.saturating_duration_since(t) > MIN_BETWEEN_RECOVERY)
+        {
+            self.last_recovery_probe = Some(now);
+            self.initiate(&[probe], false, now);
+        }
+    }
+
+    /// cg's trigger: the link-capacity estimate was forgotten because the rate went above
+    /// it. A probe at 2× the estimate, with further probes.
+    pub fn on_capacity_reset(&mut self, now: Instant) {
+        if !self.capacity_probes || self.state != State::Complete || self.active.is_some() {
+            return;
+        }
+        if self
+            .last_capacity_probe
+            .is_some_and(|t| now.saturating_duration_since(t) < CAPACITY_PROBE_INTERVAL)
+        {
+            return;
+        }
+        self.last_capacity_probe = Some(now);
+        let rate = self.estimate.mul_f64(FURTHER_FACTOR);
+        self.initiate(&[rate], true, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(c: &mut ProbeController, now: Instant) -> Vec<Bitrate> {
+        let mut out = Vec::new();
+        let mut t = now;
+        while let Some(p) = c.poll_start(t) {
+            out.push(p.rate);
+            t = p.until;
+        }
+        out
+    }
+
+    #[test]
+    fn initial_probes_at_three_and_six_times_the_start_rate_then_further_at_twice_the_result() {
+        let t0 = Instant::now();
+        let mut c = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(5), true, t0);
+        assert_eq!(drain(&mut c, t0), [Bitrate::kbps(900), Bitrate::kbps(1800)]);
+        let t = t0 + Duration::from_millis(200);
+        // 1.3 Mbit/s > 0.7 × 1.8: probe on at 2.6 Mbit/s.
+        c.on_result(Bitrate::kbps(1300), t);
+        assert_eq!(drain(&mut c, t), [Bitrate::kbps(2600)]);
+        // 1.5 Mbit/s < 0.7 × 2.6: done.
+        c.on_result(Bitrate::kbps(1500), t + Duration::from_millis(100));
+        assert!(drain(&mut c, t + Duration::from_millis(100)).is_empty());
+    }
+
+    #[test]
+    fn probes_stop_at_the_maximum_rate() {
+        let t0 = Instant::now();
+        let mut c = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(1), true, t0);
+        assert_eq!(drain(&mut c, t0), [Bitrate::kbps(900), Bitrate::mbps(1)]);
+        c.on_result(Bitrate::kbps(990), t0 + Duration::from_millis(100));
+        assert!(drain(&mut c, t0 + Duration::from_millis(100)).is_empty());
+    }
+
+    #[test]
+    fn late_results_do_not_probe_further() {
+        let t0 = Instant::now();
+        let mut c = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(5), false, t0);
+        drain(&mut c, t0);
+        let late = t0 + Duration::from_secs(2);
+        c.poll_start(late);
+        c.on_result(Bitrate::kbps(1700), late);
+        assert!(drain(&mut c, late).is_empty());
+    }
+
+    #[test]
+    fn recovery_probe_after_a_large_drop_only_in_or_just_after_alr() {
+        let t0 = Instant::now();
+        let mut c = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(5), false, t0);
+        drain(&mut c, t0);
+        let t = t0 + Duration::from_secs(2);
+        c.poll_start(t);
+        c.on_estimate(Bitrate::mbps(2), t);
+        c.on_estimate(Bitrate::kbps(1000), t);
+        c.on_recovered(AlrState::default(), t);
+        assert!(drain(&mut c, t).is_empty(), "not in ALR");
+        let alr = AlrState {
+            in_alr: true,
+            ended: None,
+        };
+        c.on_recovered(alr, t);
+        assert_eq!(drain(&mut c, t), [Bitrate::kbps(1700)]);
+        // At most every 5 s.
+        c.on_recovered(alr, t + Duration::from_secs(1));
+        assert!(drain(&mut c, t + Duration::from_secs(1)).is_empty());
+    }
+
+    #[test]
+    fn a_raised_maximum_in_alr_probes_at_once_and_twice_it() {
+        let t0 = Instant::now();
+        let mut c = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(1), false, t0);
+        drain(&mut c, t0);
+        let t = t0 + Duration::from_secs(2);
+        c.poll_start(t);
+        c.on_estimate(Bitrate::kbps(800), t);
+        let alr = AlrState {
+            in_alr: true,
+            ended: None,
+        };
+        c.on_max_rate(Bitrate::mbps(2), alr, t);
+        assert_eq!(
+            drain(&mut c, t),
+            [Bitrate::mbps(2)],
+            "2× is above the new maximum"
+        );
+        c.on_max_rate(Bitrate::mbps(3), AlrState::default(), t);
+        assert!(drain(&mut c, t).is_empty(), "not in ALR");
+    }
+
+    #[test]
+    fn capacity_reset_probes_at_twice_the_estimate_at_most_every_two_seconds() {
+        let t0 = Instant::now();
+        let mut c = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(5), true, t0);
+        drain(&mut c, t0);
+        let t = t0 + Duration::from_secs(2);
+        c.poll_start(t);
+        c.on_estimate(Bitrate::mbps(1), t);
+        c.on_capacity_reset(t);
+        assert_eq!(drain(&mut c, t), [Bitrate::mbps(2)]);
+        c.poll_start(t + Duration::from_secs(1) + Duration::from_millis(100));
+        c.on_capacity_reset(t + Duration::from_millis(1100));
+        assert!(drain(&mut c, t + Duration::from_millis(1100)).is_empty());
+        let mut off = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(5), false, t0);
+        drain(&mut off, t0);
+        off.poll_start(t);
+        off.on_capacity_reset(t);
+        assert!(drain(&mut off, t).is_empty(), "switched off");
+    }
+}
