@@ -9,7 +9,7 @@ use cg_cc::sim::{
 use cg_cc::{ControllerConfig, ReceiveSideEstimator};
 use cg_link::qdisc::DropTailConfig;
 use cg_link::sim::Sim;
-use cg_link::{CapacityConfig, Link, LinkConfig};
+use cg_link::{CapacityConfig, Link, LinkConfig, RateStep};
 use cg_types::Bitrate;
 
 const ONE_WAY: Duration = Duration::from_millis(25);
@@ -58,6 +58,13 @@ fn pair(cfg: &GccConfig, seed: u64, now: Instant) -> (SimSender, SimReceiver) {
 
 /// Seeds of the camera-like encoder; every assertion holds for the worst of them.
 const SEEDS: [u64; 4] = [1, 2, 3, 4];
+
+fn seeds() -> Vec<u64> {
+    match std::env::var("SEED") {
+        Ok(v) => vec![v.parse().expect("SEED=n")],
+        Err(_) => SEEDS.to_vec(),
+    }
+}
 
 fn camera_config(mode: GccMode) -> GccConfig {
     GccConfig {
@@ -111,21 +118,23 @@ fn decreases(
 
 /// Issue #14: "GCC decreases on single large frames". With 10× key frames and 3–5× delta
 /// frames at a constant 2 Mbit/s, every decrease of the target must follow a bottleneck
-/// queue of at least 5 ms: large frames alone (an encoder giving their bytes back makes the
-/// 500 ms receive rate `R` fall far below `Ar`) must not cut the rate.
+/// queue of at least 5 ms, or a target at or above the capacity (an over-use, whose queue
+/// the pacer capped at the link-capacity estimate holds at the sender): large frames alone
+/// (an encoder giving their bytes back makes the 500 ms receive rate `R` fall far below
+/// `Ar`) must not cut the rate.
 fn no_backoff_without_queue(mode: GccMode) {
     let cfg = camera_config(mode);
     let mut report = Vec::new();
     let mut bad = Vec::new();
-    for seed in SEEDS {
+    for seed in seeds() {
         let (s, start) = constant_run(&cfg, seed, Bitrate::mbps(2), 60);
         let d = decreases(&s, start);
         let small: Vec<_> = d
             .iter()
-            .filter(|(_, _, _, q)| *q < Duration::from_millis(5))
+            .filter(|(_, from, _, q)| *q < Duration::from_millis(5) && *from < Bitrate::mbps(2))
             .collect();
         report.push(format!(
-            "seed {seed}: {} decreases, {} with a queue under 5 ms",
+            "seed {seed}: {} decreases, {} below the capacity with a queue under 5 ms",
             d.len(),
             small.len()
         ));
@@ -150,4 +159,207 @@ fn no_backoff_on_large_frames_remb() {
 #[test]
 fn no_backoff_on_large_frames_send_side() {
     no_backoff_without_queue(GccMode::SendSideTwcc);
+}
+
+/// Seconds from `at` until the delivered rate (1 s bins, sliding by 100 ms) first reaches
+/// 90 % of `cap`; `None` within `limit`.
+fn t90(s: &Sim<SimSender, SimReceiver>, at: Instant, cap: Bitrate, limit: Duration) -> Option<f64> {
+    let ev = s.forward().events();
+    let series = metrics::rate_series(ev.iter(), None, at, at + limit, Duration::from_millis(100));
+    let need = 0.9 * cap.as_bps_f64();
+    (0..series.len().saturating_sub(9)).find_map(|i| {
+        let mean = series[i..i + 10]
+            .iter()
+            .map(|(_, r)| r.as_bps_f64())
+            .sum::<f64>()
+            / 10.0;
+        (mean >= need).then(|| (i + 10) as f64 / 10.0)
+    })
+}
+
+struct StepsResult {
+    u: f64,
+    q95: Duration,
+    loss: f64,
+    t90: Vec<Option<f64>>,
+}
+
+/// MMSys16 §6.1 with the camera-like source: 1 → 2.5 → 0.5 → 1 Mbit/s, 50 s each.
+fn camera_steps(cfg: &GccConfig, seed: u64) -> StepsResult {
+    let start = Instant::now();
+    let caps = [1000u64, 2500, 500, 1000].map(Bitrate::kbps);
+    let steps = caps
+        .iter()
+        .map(|&rate| RateStep {
+            duration: Duration::from_secs(50),
+            rate,
+        })
+        .collect();
+    let schedule = CapacityConfig::Schedule {
+        steps,
+        repeat: false,
+    };
+    let (f, r) = links(schedule, Bitrate::kbps(1250));
+    let mut s = Sim::new(f, r, start);
+    let (tx, rx) = pair(cfg, seed, start);
+    s.add_pair(tx, rx);
+    let end = start + Duration::from_secs(200);
+    s.run_until(end);
+    let ev = s.forward().events();
+    if let Ok(w) = std::env::var("TRACE") {
+        let (lo, hi) = w.split_once('-').expect("TRACE=from-to");
+        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        for smp in s.sender(0).samples() {
+            let t = (smp.time - start).as_secs_f64();
+            if t < lo || t > hi {
+                continue;
+            }
+            let get = |n: &str| {
+                smp.stats
+                    .extra
+                    .iter()
+                    .find(|(k, _)| *k == n)
+                    .map_or(f64::NAN, |(_, v)| *v)
+            };
+            eprintln!(
+                "{t:6.1} tgt {:5.0} ar {:5.0} as {:5.0} r {:5.0} q {:?} sig {} st {} pr {} enc {:.0} m {:.3} g {:.3} nv {:.1} k {:.4}",
+                smp.stats.target.as_kbps_f64(),
+                get("a_r") / 1e3,
+                get("a_s") / 1e3,
+                get("r") / 1e3,
+                smp.stats.queue_delay,
+                get("signal"),
+                get("state"),
+                get("probe_results"),
+                smp.encoder_rate.as_kbps_f64(),
+                get("m"),
+                get("gamma"),
+                get("noise_var"),
+                get("gain")
+            );
+        }
+    }
+    if std::env::var("PHASES").is_ok() {
+        for i in 0..4u64 {
+            let (a, b) = (
+                start + Duration::from_secs(50 * i),
+                start + Duration::from_secs(50 * i + 50),
+            );
+            let q = metrics::queuing_delays(ev.iter(), None, a, b);
+            eprintln!(
+                "phase {i}: thr {} q50 {:?} q95 {:?} loss {:.4}",
+                metrics::throughput(ev.iter(), None, a, b),
+                metrics::percentile(&q, 50.0).unwrap_or_default(),
+                metrics::percentile(&q, 95.0).unwrap_or_default(),
+                metrics::loss_ratio(ev.iter(), None, a, b)
+            );
+        }
+    }
+    let q = metrics::queuing_delays(ev.iter(), None, start, end);
+    // Increases: at 0 s (from the start rate), 50 s and 150 s.
+    let t90 = [(0, 0usize), (50, 1), (150, 3)]
+        .iter()
+        .map(|&(at, i)| {
+            t90(
+                &s,
+                start + Duration::from_secs(at),
+                caps[i],
+                Duration::from_secs(50),
+            )
+        })
+        .collect();
+    StepsResult {
+        u: metrics::utilisation(ev.iter(), Bitrate::kbps(1250), start, end),
+        q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
+        loss: metrics::loss_ratio(ev.iter(), None, start, end),
+        t90,
+    }
+}
+
+fn camera_steps_bounds(mode: GccMode) {
+    let cfg = camera_config(mode);
+    let mut report = Vec::new();
+    let mut worst = (f64::MAX, Duration::ZERO, 0.0f64, 0.0f64);
+    for seed in seeds() {
+        let r = camera_steps(&cfg, seed);
+        report.push(format!(
+            "seed {seed}: U {:.3} q95 {:?} loss {:.4} t90 {:?}",
+            r.u, r.q95, r.loss, r.t90
+        ));
+        let t = r
+            .t90
+            .iter()
+            .map(|t| t.unwrap_or(f64::INFINITY))
+            .fold(0.0, f64::max);
+        worst = (
+            worst.0.min(r.u),
+            worst.1.max(r.q95),
+            worst.2.max(r.loss),
+            worst.3.max(t),
+        );
+    }
+    eprintln!("{mode:?} camera §6.1: {report:#?}");
+    assert!(worst.3 <= 8.0, "{mode:?}: t90 {} s\n{report:#?}", worst.3);
+    assert!(worst.0 >= 0.88, "{mode:?}: U {:.3}\n{report:#?}", worst.0);
+    assert!(
+        worst.1 <= Duration::from_millis(60),
+        "{mode:?}: q95 {:?}\n{report:#?}",
+        worst.1
+    );
+    assert!(
+        worst.2 <= 0.005,
+        "{mode:?}: loss {:.4}\n{report:#?}",
+        worst.2
+    );
+}
+
+#[test]
+fn camera_capacity_steps_send_side() {
+    camera_steps_bounds(GccMode::SendSideTwcc);
+}
+
+/// REMB mode has no probing and no standing-queue decrease (the sender lacks per-packet
+/// feedback; see `GccConfig::probing`). Measured with this change, seeds 1–4: U 0.740,
+/// 0.747, 0.828, 0.721; q95 183, 281, 284, 132 ms; loss 0.43–2.55 %; t90 after 1 → 2.5
+/// Mbit/s 44.6 s, not within 50 s, 20.5 s, 37.6 s.
+#[test]
+#[ignore = "issue #14 goal not met in REMB mode (U 0.72–0.83, q95 ≤ 284 ms, t90 ≤ 45 s)"]
+fn camera_capacity_steps_remb() {
+    camera_steps_bounds(GccMode::ReceiverSideRemb);
+}
+
+fn camera_constant_utilisation(mode: GccMode, cap: Bitrate) {
+    let cfg = camera_config(mode);
+    let mut report = Vec::new();
+    let mut worst = f64::MAX;
+    for seed in seeds() {
+        let (s, start) = constant_run(&cfg, seed, cap, 120);
+        let ev = s.forward().events();
+        let end = start + Duration::from_secs(120);
+        let u = metrics::utilisation(ev.iter(), cap, start, end);
+        let q = metrics::queuing_delays(ev.iter(), None, start, end);
+        let q95 = metrics::percentile(&q, 95.0).unwrap_or_default();
+        report.push(format!("seed {seed}: U {u:.3} q95 {q95:?}"));
+        worst = worst.min(u);
+    }
+    eprintln!("{mode:?} camera {cap}: {report:#?}");
+    assert!(worst >= 0.90, "{mode:?} {cap}: U {worst:.3}\n{report:#?}");
+}
+
+#[test]
+fn camera_constant_2mbps_send_side() {
+    camera_constant_utilisation(GccMode::SendSideTwcc, Bitrate::mbps(2));
+}
+
+#[test]
+fn camera_constant_1mbps_send_side() {
+    camera_constant_utilisation(GccMode::SendSideTwcc, Bitrate::mbps(1));
+}
+
+/// Measured, seeds 1–4 (whole 120 s, including the ramp from 300 kbit/s without probes):
+/// U 0.719, 0.749, 0.764, 0.736.
+#[test]
+#[ignore = "issue #14 goal not met in REMB mode (U 0.72–0.76 over 120 s)"]
+fn camera_constant_2mbps_remb() {
+    camera_constant_utilisation(GccMode::ReceiverSideRemb, Bitrate::mbps(2));
 }

@@ -279,6 +279,34 @@ pub struct GccConfig {
     /// key frame, paced at `f·A` ≈ 1.3× the new capacity into the full queue, lost packets
     /// and the freeze ran past 2 s.
     pub standing_queue_pacing: Option<Duration>,
+    /// Send-side mode: when the smallest queuing delay the sender measured (one-way delay
+    /// over its minimum) during the last [`GccConfig::standing_queue_window`] is above this,
+    /// `Ar ← α·R` as at an over-use, at most once per window. `None`: the papers (only the
+    /// delay gradient decreases `Ar`). Default 50 ms.
+    ///
+    /// A cg addition for the papers' blind spot, a standing queue whose gradient is zero:
+    /// after 2.5 → 0.5 Mbit/s the 300 ms DropTail queue filled within 0.4 s while the
+    /// Kalman filter's gain was 0.002–0.005 (camera-like frames keep `σ²n` at 20–50 ms²), so
+    /// `m` never crossed `γ`; the full queue then had no gradient and eq. (5)'s 2–10 % band
+    /// held the rate just above the capacity: q50 280 ms and 15 % loss for the whole phase
+    /// (`cc/tests/gcc_camera.rs`, seed 1).
+    pub standing_queue_decrease: Option<Duration>,
+    /// Send-side mode: the pacer gets at most `max(A, C)` where `C` is the link-capacity
+    /// estimate of [`IncreaseMode::LinkCapacity`] (the receive rate at past over-uses),
+    /// instead of `f·A`. `false`: `f·A` always (the paper). Default `true`.
+    ///
+    /// A cg addition. `f·A` above the bottleneck rate moves each large frame's excess into
+    /// the bottleneck queue; with camera-like frames (10× key frames, 3–5× frames about once
+    /// a second) that queue was most of the §6.1 q95 (103–112 ms over seeds 1–4) and its
+    /// bursts inflated the Kalman filter's `σ²n` (20–50 ms²), slowing detection. Capped, the
+    /// frame waits in the pacer instead; it is not delivered later, as the bottleneck sets
+    /// its pace either way. Measured (`cc/tests/gcc_camera.rs`, seeds 1–4): §6.1 q95
+    /// 45–52 ms, U 0.920–0.956; constant 2 Mbit/s q95 2.4–4.1 ms, U 0.948–0.969 (without:
+    /// q95 95–96 ms and U 0.907–0.925).
+    pub pacing_capped_at_link_capacity: bool,
+    /// Window of [`GccConfig::standing_queue_decrease`]. Default 1 s: a camera burst's queue
+    /// drains within it, a standing queue does not.
+    pub standing_queue_window: Duration,
 
     /// Send-side mode: libwebrtc's bandwidth probing and ALR detection
     /// ([`crate::gcc::probe_controller`], [`crate::gcc::probe_estimator`],
@@ -340,6 +368,9 @@ impl Default for GccConfig {
             loss_interval: Duration::from_secs(1),
             pacing_factor: 1.5,
             standing_queue_pacing: Some(Duration::from_millis(60)),
+            standing_queue_decrease: Some(Duration::from_millis(50)),
+            standing_queue_window: Duration::from_secs(1),
+            pacing_capped_at_link_capacity: true,
             probing: true,
             capacity_probing: true,
         }

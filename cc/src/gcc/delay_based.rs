@@ -189,6 +189,17 @@ impl DelayBasedController {
         true
     }
 
+    /// A decrease on a standing queue the sender measured (see
+    /// [`RemoteRateController::force_decrease`]); nothing before `R` is known.
+    pub fn force_decrease(&mut self) {
+        if let Some(r) = self.receive_rate.rate() {
+            let a_r = self.rate.force_decrease(r);
+            self.stats.a_r = a_r;
+            self.stats.state = self.rate.state();
+            self.stats.link_capacity = self.rate.link_capacity();
+        }
+    }
+
     /// A round-trip-time measurement (send-side mode), for the additive increase.
     pub fn set_rtt(&mut self, rtt: std::time::Duration) {
         self.rate.set_rtt(rtt);

@@ -30,13 +30,20 @@
 //!
 //! ```
 //! use std::time::Instant;
-//! use cg_cc::{Controller, ControllerConfig, FeedbackKind};
+//! use cg_cc::{Controller, ControllerConfig, ControllerEvent, FeedbackKind};
 //! use cg_cc::gcc::GccConfig;
 //!
 //! let now = Instant::now();
-//! let sender = GccConfig::send_side().build(now);
+//! let mut sender = GccConfig::send_side().build(now);
 //! assert_eq!(sender.feedback_kind(), FeedbackKind::TransportWideCc);
-//! assert_eq!(sender.pacing_rate(), sender.target_bitrate().mul_f64(1.5));
+//! // Send-side mode opens with a probe at 3× the start rate, the pacer running at least
+//! // that fast while it lasts.
+//! let probe = sender.target_bitrate().mul_f64(3.0);
+//! assert!(matches!(sender.poll_event(), Some(ControllerEvent::Probe { rate, .. }) if rate == probe));
+//! assert_eq!(sender.pacing_rate(), probe);
+//! // The papers' REMB mode paces at 1.5 × the target.
+//! let remb = GccConfig::default().build(now);
+//! assert_eq!(remb.pacing_rate(), remb.target_bitrate().mul_f64(1.5));
 //! ```
 //!
 //! Plotted quantities: [`GccReceiver`]'s and (send-side) [`GccController`]'s stats carry
@@ -89,6 +96,15 @@
 //!   steps below the 0.5 Mbit/s phase's q95 falls from 280 to 193 ms and the whole run's
 //!   loss from 0.40 % to 0.22 %; send-side three-flow fairness over seeds 1–5 is unchanged
 //!   (Jain 0.915–0.993 against 0.943–0.998).
+//! - Send-side mode decreases `Ar ← α·R` when the smallest queuing delay it measured over
+//!   the last second is above 50 ms ([`GccConfig::standing_queue_decrease`]): a standing
+//!   queue has no gradient, and after 2.5 → 0.5 Mbit/s with camera-like frames the
+//!   DropTail queue stayed full for the whole phase (q50 280 ms, 15 % loss; eq. (5) holds
+//!   between 2 and 10 % loss).
+//! - Send-side mode paces at most at `max(A, C)`, `C` the link-capacity estimate
+//!   ([`GccConfig::pacing_capped_at_link_capacity`]): `f·A` above the bottleneck rate put
+//!   each large frame's excess into the bottleneck queue (§6.1 q95 103–112 ms with
+//!   camera-like frames, 45–52 ms capped).
 //!
 //! # Measured (simulated time, `cargo test -p cg-cc --test gcc_scenarios -- --nocapture`)
 //!
@@ -103,6 +119,21 @@
 //! 750 ms at 0.5 Mbit/s) fills at the drop and drains slowly, a standing queue whose delay
 //! gradient is near zero. Three flows on 3 Mbit/s (§6.2), 100–200 s: Jain 0.985 (REMB) /
 //! 0.915 (send-side), 0.952–0.985 and 0.915–0.993 over seeds 1–5 (Table 2: 0.93).
+//!
+//! Those figures predate issue #14. With its changes (`Ar ≤ 1.5·R` bounding increases
+//! only, [`IncreaseMode::LinkCapacity`], probing, the standing-queue decrease and the
+//! capped pacer), over seeds 1–4 (`GCC_SEED`): single flow after 30 s REMB U 0.869–0.898,
+//! q95 45–59 ms; send-side U 0.926–0.933, q95 5.5–10.6 ms. §6.1 whole run REMB U
+//! 0.704–0.751, q95 31–44 ms; send-side U 0.829–0.837 (encoder cap 2 Mbit/s), q95
+//! 17–28 ms. Three flows Jain 0.938–0.971 (REMB), 0.984–0.996 (send-side).
+//!
+//! Camera-like source (`cc/tests/gcc_camera.rs`, [`crate::sim::EncoderConfig::camera`],
+//! `max_bitrate` 5 Mbit/s, seeds 1–4), send-side: §6.1 U 0.920–0.956, q95 45–52 ms, loss
+//! 0.30–0.36 %, t90 after each increase ≤ 7.5 s; constant 2 Mbit/s U 0.948–0.969 and
+//! 1 Mbit/s U 0.962–0.982 over the whole 120 s. REMB mode (no probing, no standing-queue
+//! decrease) does not reach the issue's goals: §6.1 U 0.72–0.83, q95 up to 284 ms, t90
+//! up to 45 s; constant 2 Mbit/s U 0.72–0.76.
+//!
 //! `benches/gcc.rs`: about 63 ns of CPU per received packet (receiver, delay-based path)
 //! and 87 ns per acknowledged packet (send-side sender), on a shared 2-core machine.
 //!

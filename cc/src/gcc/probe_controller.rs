@@ -1,6 +1,7 @@
 //! When to probe, as libwebrtc's `ProbeController` (shared/notes/picture-adaptation.md §6),
 //! plus one cg trigger. A probe is a short cluster of packets sent at a rate above the
-//! target (padding on top of media, [`crate::ControllerEvent::Probe`]); its result comes
+//! target (padding on top of media, [`crate::ControllerEvent::Probe`], for
+//! [`PROBE_DURATION`] or six 1200-byte packets' time if longer); its result comes
 //! from [`super::probe_estimator`].
 //!
 //! - At start: clusters at 3× and 6× the start rate (`first_exponential_probe_scale`,
@@ -29,10 +30,14 @@ use std::time::{Duration, Instant};
 
 use cg_types::Bitrate;
 
-/// How long one cluster's padding runs. libwebrtc's minimum is 15 ms and 5 packets with
-/// probe packets of up to the MTU; cg-rtp's padding packets carry 255 bytes, so 30 ms
-/// gives at least 5 of them from about 400 kbit/s on.
+/// Shortest cluster. libwebrtc's minimum is 15 ms and 5 packets with probe packets of up
+/// to the MTU; cg-rtp's padding packets carry 255 bytes, so 30 ms gives at least 5 of them
+/// from about 400 kbit/s on.
 pub const PROBE_DURATION: Duration = Duration::from_millis(30);
+/// A cluster also lasts at least as long as this many bytes take at its rate (6 packets of
+/// 1200 bytes): at low rates media packets, which leave first, could otherwise fill the
+/// whole cluster and leave fewer than [`super::probe_estimator::MIN_PACKETS`].
+const PROBE_MIN_BYTES: u64 = 6 * 1200;
 /// Initial probe factors of the start rate.
 const INITIAL_FACTORS: [f64; 2] = [3.0, 6.0];
 /// A result above this share of the last probe rate asks for a further probe.
@@ -63,6 +68,8 @@ pub struct ActiveProbe {
     pub id: u32,
     /// Its rate.
     pub rate: Bitrate,
+    /// How long it runs.
+    pub duration: Duration,
     /// When it ends.
     pub until: Instant,
 }
@@ -169,10 +176,15 @@ impl ProbeController {
             return None;
         }
         let rate = self.pending.pop_front()?;
+        let duration = rate
+            .time_to_send(cg_types::DataSize::bytes(PROBE_MIN_BYTES))
+            .unwrap_or(PROBE_DURATION)
+            .max(PROBE_DURATION);
         let p = ActiveProbe {
             id: self.next_id,
             rate,
-            until: now + PROBE_DURATION,
+            duration,
+            until: now + duration,
         };
         self.next_id = self.next_id.wrapping_add(1).max(1);
         if let State::Waiting { further, .. } = self.state {

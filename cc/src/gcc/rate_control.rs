@@ -337,6 +337,26 @@ impl RemoteRateController {
         true
     }
 
+    /// A decrease without an over-use signal (the sender measured a standing queue, see
+    /// [`GccConfig::standing_queue_decrease`](crate::gcc::GccConfig::standing_queue_decrease)):
+    /// `Ar ← min(Ar, α·R)` as eq. (3)'s Decrease, then Hold; `R` enters the link-capacity
+    /// estimate as at an over-use. Returns `Ar`.
+    pub fn force_decrease(&mut self, r: Bitrate) -> Bitrate {
+        self.ar = self.ar.min(r.mul_f64(self.p.alpha));
+        if self.p.increase == IncreaseMode::LinkCapacity
+            && self
+                .capacity
+                .lower_bound()
+                .is_some_and(|lb| r.as_kbps_f64() < lb)
+        {
+            self.capacity.reset();
+        }
+        self.capacity.on_overuse(r);
+        self.state = RateState::Hold;
+        self.ar = self.ar.min(self.p.max).max(self.p.min);
+        self.ar
+    }
+
     /// `Ar`.
     pub fn estimate(&self) -> Bitrate {
         self.ar

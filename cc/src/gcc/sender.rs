@@ -36,7 +36,7 @@ use crate::gcc::delay_based::{DelayBasedController, DelayBasedStats};
 use crate::gcc::detector::Signal;
 use crate::gcc::history::{Fate, SentHistory};
 use crate::gcc::loss::{LossBand, LossController, LossParams};
-use crate::gcc::probe_controller::{AlrState, PROBE_DURATION, ProbeController};
+use crate::gcc::probe_controller::{AlrState, ProbeController};
 use crate::gcc::probe_estimator::ClusterStats;
 use crate::gcc::time::micros_since;
 
@@ -107,6 +107,13 @@ pub struct GccController {
     standing_queue: Option<Duration>,
     base_delay: BaseDelay,
     queue_delay: Option<Duration>,
+    standing_decrease: Option<Duration>,
+    standing_window: Duration,
+    pace_at_capacity: bool,
+    /// (time, queuing delay) samples of the last `standing_window`, for their minimum.
+    queue_samples: VecDeque<(Instant, Duration)>,
+    last_standing_decrease: Option<Instant>,
+    standing_decreases: u64,
     probe: Option<ProbeController>,
     alr: AlrDetector,
     /// Clusters awaiting their result, with their end (µs since `base`).
@@ -169,6 +176,12 @@ impl GccController {
             standing_queue: c.standing_queue_pacing,
             base_delay: BaseDelay::new(BASE_DELAY_SLOTS, BASE_DELAY_SLOT),
             queue_delay: None,
+            standing_decrease: c.standing_queue_decrease,
+            standing_window: c.standing_queue_window,
+            pace_at_capacity: c.pacing_capped_at_link_capacity,
+            queue_samples: VecDeque::new(),
+            last_standing_decrease: None,
+            standing_decreases: 0,
             probe: (c.probing && c.mode == GccMode::SendSideTwcc).then(|| {
                 ProbeController::new(
                     c.clamp(c.start_bitrate),
@@ -202,7 +215,7 @@ impl GccController {
         if let Some(a) = p.poll_start(now) {
             self.events.push_back(ControllerEvent::Probe {
                 rate: a.rate,
-                duration: PROBE_DURATION,
+                duration: a.duration,
             });
             if self.clusters.len() >= MAX_CLUSTERS {
                 self.clusters.pop_front();
@@ -242,6 +255,43 @@ impl GccController {
             if let Some(p) = self.probe.as_mut() {
                 p.on_result(rate, now);
             }
+        }
+    }
+
+    /// The standing-queue decrease ([`GccConfig::standing_queue_decrease`]).
+    fn on_queue_sample(&mut self, q: Duration, now: Instant) {
+        let Some(limit) = self.standing_decrease else {
+            return;
+        };
+        if self.queue_samples.len() >= 4096 {
+            self.queue_samples.pop_front();
+        }
+        self.queue_samples.push_back((now, q));
+        let Some(&(oldest, _)) = self.queue_samples.front() else {
+            return;
+        };
+        let covered = now.saturating_duration_since(oldest) >= self.standing_window;
+        while self
+            .queue_samples
+            .get(1)
+            .is_some_and(|(t, _)| now.saturating_duration_since(*t) >= self.standing_window)
+        {
+            self.queue_samples.pop_front();
+        }
+        let min = self.queue_samples.iter().map(|(_, q)| *q).min();
+        let due = self
+            .last_standing_decrease
+            .is_none_or(|t| now.saturating_duration_since(t) >= self.standing_window);
+        if covered
+            && due
+            && min.is_some_and(|m| m > limit)
+            && let Some(d) = self.delay.as_mut()
+        {
+            d.force_decrease();
+            let ar = d.estimate();
+            self.last_standing_decrease = Some(now);
+            self.standing_decreases += 1;
+            self.apply_ar(ar, now);
         }
     }
 
@@ -415,6 +465,9 @@ impl GccController {
             let ar = delay.estimate();
             self.apply_ar(ar, now);
         }
+        if let Some((_, q)) = newest_queue {
+            self.on_queue_sample(q, now);
+        }
         self.on_report_losses(received, lost, now);
         self.finish_clusters(now);
         self.after_update(now);
@@ -501,7 +554,15 @@ impl Controller for GccController {
             .zip(self.queue_delay)
             .is_some_and(|(limit, q)| q > limit);
         let f = if standing { 1.0 } else { self.pacing_factor };
-        let rate = self.target_bitrate().mul_f64(f);
+        let target = self.target_bitrate();
+        let mut rate = target.mul_f64(f);
+        if self.pace_at_capacity
+            && let Some(cap) = self.delay.as_ref().and_then(|d| d.stats().link_capacity)
+        {
+            // Not faster than the bottleneck rate seen at over-uses (but never below `A`):
+            // a large frame then waits in the pacer instead of the bottleneck queue.
+            rate = rate.min(cap.max(target));
+        }
         // During a probe cluster media leaves at the probe rate too, as libwebrtc's prober
         // sends the whole cluster (media and padding) at that rate.
         self.probing_rate.map_or(rate, |p| rate.max(p))
@@ -521,6 +582,7 @@ impl Controller for GccController {
             ("a_s", s.a_s.as_bps_f64()),
             ("n_dd", s.n_dd as f64),
             ("probe_results", self.probe_results as f64),
+            ("standing_decreases", self.standing_decreases as f64),
         ];
         if let Some(d) = s.delay {
             extra.extend([
@@ -584,7 +646,13 @@ mod tests {
     #[test]
     fn pacing_drops_to_the_target_while_a_standing_queue_is_measured() {
         let t0 = Instant::now();
-        let mut c = GccController::new(&GccConfig::send_side(), t0);
+        // The pacing rule alone: no probes, no cap at the link-capacity estimate.
+        let base = GccConfig {
+            probing: false,
+            pacing_capped_at_link_capacity: false,
+            ..GccConfig::send_side()
+        };
+        let mut c = GccController::new(&base, t0);
         run(&mut c, 0, 200, t0, |_| 0);
         assert_eq!(c.stats().queue_delay, Some(Duration::ZERO));
         let t = c.target_bitrate();
@@ -602,12 +670,83 @@ mod tests {
         // The paper's constant factor when the rule is off.
         let cfg = GccConfig {
             standing_queue_pacing: None,
-            ..GccConfig::send_side()
+            ..base
         };
         let mut c = GccController::new(&cfg, t0);
         run(&mut c, 0, 200, t0, |_| 0);
         run(&mut c, 200, 400, t0, |i| (i - 199).min(250));
         assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(1.5));
+    }
+
+    fn extra(c: &GccController, name: &str) -> f64 {
+        c.stats()
+            .extra
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(f64::NAN, |(_, v)| *v)
+    }
+
+    #[test]
+    fn a_standing_queue_without_a_gradient_decreases_the_rate_once_per_window() {
+        let t0 = Instant::now();
+        // The sender outruns its 800 kbit/s: `Ar` starts at 2 Mbit/s, so `α·R` is a cut.
+        let cfg = GccConfig {
+            probing: false,
+            start_bitrate: Bitrate::mbps(2),
+            ..GccConfig::send_side()
+        };
+        let mut c = GccController::new(&cfg, t0);
+        run(&mut c, 0, 300, t0, |_| 0);
+        let before = c.target_bitrate();
+        // A 100 ms queue appears at once and stands for 2 s: no gradient after the step.
+        run(&mut c, 300, 200, t0, |_| 100);
+        assert!(
+            c.target_bitrate() <= Bitrate::kbps(700),
+            "{} (before {before})",
+            c.target_bitrate()
+        );
+        let n = extra(&c, "standing_decreases");
+        assert!((1.0..=2.0).contains(&n), "{n} decreases in 2 s");
+        // A queue of 40 ms, under the 50 ms limit, does not.
+        run(&mut c, 500, 300, t0, |_| 40);
+        assert_eq!(extra(&c, "standing_decreases"), n);
+
+        // Off: the papers.
+        let off = GccConfig {
+            standing_queue_decrease: None,
+            ..cfg
+        };
+        let mut c = GccController::new(&off, t0);
+        run(&mut c, 0, 300, t0, |_| 0);
+        run(&mut c, 300, 200, t0, |_| 100);
+        assert_eq!(extra(&c, "standing_decreases"), 0.0);
+    }
+
+    #[test]
+    fn send_side_mode_probes_at_start_and_takes_the_result() {
+        let t0 = Instant::now();
+        let mut c = GccController::new(&GccConfig::send_side(), t0);
+        let probes: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        assert_eq!(
+            probes,
+            [ControllerEvent::Probe {
+                rate: Bitrate::kbps(900),
+                duration: Duration::from_millis(64),
+            }],
+            "3× the start rate first, long enough for six 1200-byte packets"
+        );
+        // The 800 kbit/s of `run` during the first cluster, every packet acknowledged with
+        // no queue: the result (800 kbit/s) lifts the target from 300 kbit/s.
+        run(&mut c, 0, 30, t0, |_| 0);
+        assert!(extra(&c, "probe_results") >= 1.0);
+        assert!(
+            c.target_bitrate() >= Bitrate::kbps(700),
+            "{}",
+            c.target_bitrate()
+        );
+        // REMB mode does not probe.
+        let mut r = GccController::new(&GccConfig::default(), t0);
+        assert_eq!(r.poll_event(), None);
     }
 
     #[test]
