@@ -232,6 +232,10 @@ pub struct GccConfig {
     /// `Ar ≤ k·R` (MMSys16 §3.3). Default 1.5. Bounds an increase (at `k·R + 10 kbit/s`,
     /// as libwebrtc), never cuts `Ar` (see [`crate::gcc::rate_control`]).
     pub max_rate_ratio: f64,
+    /// `true`: `Ar ≤ k·R` is a cap applied on every update, as MMSys16 §3.3 reads. Default
+    /// `false`: it bounds an increase only (libwebrtc); as a cap it cut the rate after
+    /// every large frame with an empty queue (issue #14, `cc/tests/gcc_camera.rs`).
+    pub max_rate_ratio_cuts: bool,
 
     /// REMB period (MMSys16 §3.3, "REMB Processing"). Default 1 s.
     pub remb_interval: Duration,
@@ -357,6 +361,7 @@ impl Default for GccConfig {
             alpha: 0.85,
             receive_rate_window: Duration::from_millis(500),
             max_rate_ratio: 1.5,
+            max_rate_ratio_cuts: false,
             remb_interval: Duration::from_secs(1),
             remb_drop_ratio: 0.97,
             loss: LossModel::Mmsys16,

@@ -104,6 +104,7 @@ impl DelayBasedController {
                 increase_period: c.increase_period,
                 alpha: c.alpha,
                 max_rate_ratio: c.max_rate_ratio,
+                max_rate_ratio_cuts: c.max_rate_ratio_cuts,
                 increase: c.increase,
                 default_rtt: c.default_rtt,
                 additive_packet: c.additive_packet,

@@ -65,14 +65,18 @@
 //! - `Ar ≤ 1.5·R` (§3.3) only stops an increase, it never cuts `Ar` (libwebrtc's
 //!   `troughput_based_limit`, `1.5·R + 10 kbit/s`, [`rate_control`]): after a large frame
 //!   the encoder's payback halves the 500 ms `R` and the cap cut the rate with no queue
-//!   (issue #14; camera-like source at 2 Mbit/s, 1–5 such cuts per 60 s before, none now).
+//!   (issue #14; camera-like source at 2 Mbit/s, 1–5 such cuts per 60 s before, none now;
+//!   [`GccConfig::max_rate_ratio_cuts`] restores the cap).
 //! - Near the link capacity seen at past over-uses, the increase is additive (libwebrtc's
 //!   near-max region, the 2013 paper's remote state region) — [`IncreaseMode`]. Pure `η`
 //!   keeps the ratio between competing flows (Jain 0.71–0.86 for MMSys16 §6.2). The
 //!   default, [`IncreaseMode::LinkCapacity`], is libwebrtc's link-capacity estimator:
 //!   multiplicative (`far_eta` 1.08 per second, libwebrtc's, against the papers' 1.05)
 //!   until an over-use gives an estimate and whenever the measured rate leaves its ±3σ,
-//!   additive near it. The former default, [`IncreaseMode::NearMaxAdditive`], stayed
+//!   additive near it. Unlike libwebrtc, `R` above the mean + 3σ forgets the estimate only
+//!   when `Ar` is above it too (our 500 ms `R` is noisier than libwebrtc's acknowledged-rate
+//!   estimator; with `R` alone single-flow q95 reached 101 ms); `R` alone still triggers a
+//!   capacity probe. The former default, [`IncreaseMode::NearMaxAdditive`], stayed
 //!   additive (~32 kbit/s per second) at every rate after the first over-use (issue #14:
 //!   35–45 s to fill a 1 → 2.5 Mbit/s step). Measured with `gcc_scenarios`, seeds 1–4:
 //!   single flow at 1 Mbit/s U 0.87–0.92 after 30 s (0.87 before), q95 45–63 ms; three

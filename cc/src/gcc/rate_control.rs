@@ -127,6 +127,9 @@ pub struct RateControlParams {
     pub alpha: f64,
     /// `Ar ≤ max_rate_ratio · R`.
     pub max_rate_ratio: f64,
+    /// Apply `Ar ≤ max_rate_ratio · R` as a cap on every update (MMSys16 §3.3 literally)
+    /// rather than as a bound of the increase only.
+    pub max_rate_ratio_cuts: bool,
     /// Multiplicative only, or additive near the link-capacity estimate.
     pub increase: IncreaseMode,
     /// RTT used for the additive step's response time until a measurement is given.
@@ -261,6 +264,9 @@ impl RemoteRateController {
             }
             RateState::Hold => {}
         }
+        if let (true, Some(r)) = (self.p.max_rate_ratio_cuts, r) {
+            self.ar = self.ar.min(r.mul_f64(self.p.max_rate_ratio));
+        }
         self.ar = self.ar.min(self.p.max).max(self.p.min);
         self.ar
     }
@@ -393,6 +399,7 @@ mod tests {
             increase_period: Duration::from_secs(1),
             alpha: 0.85,
             max_rate_ratio: 1.5,
+            max_rate_ratio_cuts: false,
             increase: IncreaseMode::Multiplicative,
             default_rtt: Duration::from_millis(200),
             additive_packet: DataSize::bytes(1200),
@@ -459,6 +466,14 @@ mod tests {
         // Under-use (hold) with a low `R` keeps `Ar` as well.
         let a = c.update(Some(Signal::Underuse), Some(Bitrate::kbps(200)), t);
         assert!(a >= Bitrate::kbps(1000), "hold: Ar {a}");
+        // The papers' literal cap cuts.
+        let p = RateControlParams {
+            max_rate_ratio_cuts: true,
+            ..params()
+        };
+        let mut c = RemoteRateController::new(p, Bitrate::kbps(1000));
+        let a = c.update(Some(Signal::Normal), Some(Bitrate::kbps(400)), 0);
+        assert_eq!(a, Bitrate::kbps(600));
     }
 
     #[test]
