@@ -318,12 +318,12 @@ fn camera_capacity_steps_send_side() {
     camera_steps_bounds(GccMode::SendSideTwcc);
 }
 
-/// REMB mode has no probing and no standing-queue decrease (the sender lacks per-packet
-/// feedback; see `GccConfig::probing`). Measured with this change, seeds 1–4: U 0.740,
-/// 0.747, 0.828, 0.721; q95 183, 281, 284, 132 ms; loss 0.43–2.55 %; t90 after 1 → 2.5
-/// Mbit/s 44.6 s, not within 50 s, 20.5 s, 37.6 s.
+/// REMB mode has no probing (the sender lacks per-packet feedback; see
+/// `GccConfig::probing`). Measured, seeds 1–4: U 0.715, 0.793, 0.799, 0.731; q95 88, 109,
+/// 105, 79 ms; loss 0.36–0.73 %; t90 after 1 → 2.5 Mbit/s not within 50 s, 20.7 s,
+/// 20.5 s, 37.6 s.
 #[test]
-#[ignore = "issue #14 goal not met in REMB mode (U 0.72–0.83, q95 ≤ 284 ms, t90 ≤ 45 s)"]
+#[ignore = "issue #14 goal not met in REMB mode (U 0.72–0.80, q95 ≤ 109 ms, loss ≤ 0.73 %, t90 ≥ 20 s)"]
 fn camera_capacity_steps_remb() {
     camera_steps_bounds(GccMode::ReceiverSideRemb);
 }
@@ -357,9 +357,9 @@ fn camera_constant_1mbps_send_side() {
 }
 
 /// Measured, seeds 1–4 (whole 120 s, including the ramp from 300 kbit/s without probes):
-/// U 0.719, 0.749, 0.764, 0.736.
+/// U 0.719, 0.748, 0.737, 0.736.
 #[test]
-#[ignore = "issue #14 goal not met in REMB mode (U 0.72–0.76 over 120 s)"]
+#[ignore = "issue #14 goal not met in REMB mode (U 0.72–0.75 over 120 s)"]
 fn camera_constant_2mbps_remb() {
     camera_constant_utilisation(GccMode::ReceiverSideRemb, Bitrate::mbps(2));
 }

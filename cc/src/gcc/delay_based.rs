@@ -9,11 +9,12 @@
 use cg_types::{Bitrate, DataSize};
 
 use crate::gcc::arrival::{GroupKey, InterArrival};
-use crate::gcc::config::{ArrivalFilterModel, GccConfig, ThresholdModel};
+use crate::gcc::config::{ArrivalFilterModel, GccConfig, GccMode, ThresholdModel};
 use crate::gcc::detector::{OveruseDetector, Signal};
 use crate::gcc::kalman::{ScalarKalman, TwoStateKalman};
 use crate::gcc::rate_control::{RateControlParams, RateState, RemoteRateController};
 use crate::gcc::receive_rate::ReceiveRate;
+use crate::gcc::standing::StandingQueue;
 use crate::gcc::threshold::{RegionHint, Threshold};
 
 #[derive(Debug, Clone)]
@@ -60,6 +61,8 @@ pub struct DelayBasedController {
     receive_rate: ReceiveRate,
     near_ratio: f64,
     noise_only_when_normal: bool,
+    standing: Option<StandingQueue>,
+    standing_decreases: u64,
     stats: DelayBasedStats,
 }
 
@@ -130,10 +133,18 @@ impl DelayBasedController {
             receive_rate: ReceiveRate::new(c.receive_rate_window),
             near_ratio,
             noise_only_when_normal: c.kalman_noise_only_when_normal,
+            // REMB mode: the receiver checks for a standing queue itself (the send-side
+            // sender does it from its own queue estimate, see `GccController`).
+            standing: c
+                .standing_queue_decrease
+                .filter(|_| c.mode == GccMode::ReceiverSideRemb)
+                .map(|limit| StandingQueue::new(limit, c.standing_queue_window)),
+            standing_decreases: 0,
         }
     }
 
-    /// One packet. Returns `true` when a group completed and `Ar` was recomputed.
+    /// One packet. Returns `true` when a group completed and `Ar` was recomputed, or (REMB
+    /// mode) a standing queue decreased it.
     pub fn on_packet(
         &mut self,
         send_us: i64,
@@ -142,6 +153,26 @@ impl DelayBasedController {
         key: GroupKey,
     ) -> bool {
         self.receive_rate.on_packet(arrival_us, size);
+        let mut forced = false;
+        if self
+            .standing
+            .as_mut()
+            .is_some_and(|s| s.on_packet(send_us, arrival_us))
+        {
+            self.force_decrease();
+            self.standing_decreases += 1;
+            forced = true;
+        }
+        self.on_group_packet(send_us, arrival_us, size, key) || forced
+    }
+
+    fn on_group_packet(
+        &mut self,
+        send_us: i64,
+        arrival_us: i64,
+        size: DataSize,
+        key: GroupKey,
+    ) -> bool {
         let Some(delta) = self
             .inter_arrival
             .on_packet(send_us, arrival_us, size.as_bytes(), key)
@@ -190,7 +221,12 @@ impl DelayBasedController {
         true
     }
 
-    /// A decrease on a standing queue the sender measured (see
+    /// Decreases the receiver made on a standing queue (REMB mode).
+    pub fn standing_decreases(&self) -> u64 {
+        self.standing_decreases
+    }
+
+    /// A decrease on a standing queue (see
     /// [`RemoteRateController::force_decrease`]); nothing before `R` is known.
     pub fn force_decrease(&mut self) {
         if let Some(r) = self.receive_rate.rate() {

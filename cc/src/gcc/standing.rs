@@ -1,0 +1,121 @@
+//! The standing-queue check behind [`GccConfig::standing_queue_decrease`]
+//! (a cg addition; see there for the measurement).
+//!
+//! The queuing delay of a packet is its one-way delay (arrival time on the receiver's clock
+//! minus send time on the sender's, µs; the clock offset cancels) over the smallest one of
+//! the open 30 s slot and the one before (as the sender's base delay). When the
+//! smallest queuing delay of the last `window` is above `limit`, the queue has stood for the
+//! whole window: a decrease is due, at most once per window.
+//!
+//! [`GccConfig::standing_queue_decrease`]: crate::gcc::GccConfig::standing_queue_decrease
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Length of one base-delay slot.
+const SLOT_US: i64 = 30_000_000;
+/// Samples kept at most.
+const MAX_SAMPLES: usize = 4096;
+
+/// The check.
+#[derive(Debug, Clone)]
+pub struct StandingQueue {
+    limit_us: i64,
+    window_us: i64,
+    slot_start: Option<i64>,
+    current: i64,
+    previous: i64,
+    /// (arrival µs, queuing delay µs) of the last window.
+    samples: VecDeque<(i64, i64)>,
+    last_decrease: Option<i64>,
+}
+
+impl StandingQueue {
+    /// A decrease is due when the queue stays above `limit` for `window`.
+    pub fn new(limit: Duration, window: Duration) -> Self {
+        StandingQueue {
+            limit_us: i64::try_from(limit.as_micros()).unwrap_or(i64::MAX),
+            window_us: i64::try_from(window.as_micros()).unwrap_or(i64::MAX).max(1),
+            slot_start: None,
+            current: i64::MAX,
+            previous: i64::MAX,
+            samples: VecDeque::new(),
+            last_decrease: None,
+        }
+    }
+
+    /// One received packet; returns whether a decrease is due now (and records it).
+    pub fn on_packet(&mut self, send_us: i64, arrival_us: i64) -> bool {
+        let owd = arrival_us.saturating_sub(send_us);
+        match self.slot_start {
+            Some(s) if arrival_us.saturating_sub(s) >= SLOT_US => {
+                self.previous = self.current;
+                self.current = i64::MAX;
+                self.slot_start = Some(arrival_us);
+            }
+            None => self.slot_start = Some(arrival_us),
+            _ => {}
+        }
+        self.current = self.current.min(owd);
+        let q = owd.saturating_sub(self.current.min(self.previous)).max(0);
+        if self.samples.len() >= MAX_SAMPLES {
+            self.samples.pop_front();
+        }
+        self.samples.push_back((arrival_us, q));
+        let Some(&(oldest, _)) = self.samples.front() else {
+            return false;
+        };
+        let covered = arrival_us.saturating_sub(oldest) >= self.window_us;
+        while self
+            .samples
+            .get(1)
+            .is_some_and(|(t, _)| arrival_us.saturating_sub(*t) >= self.window_us)
+        {
+            self.samples.pop_front();
+        }
+        let due = self
+            .last_decrease
+            .is_none_or(|t| arrival_us.saturating_sub(t) >= self.window_us || arrival_us < t);
+        let standing = self.samples.iter().all(|(_, q)| *q > self.limit_us);
+        if covered && due && standing {
+            self.last_decrease = Some(arrival_us);
+            self.samples.clear();
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(s: &mut StandingQueue, from_ms: i64, to_ms: i64, queue_ms: i64) -> usize {
+        (from_ms..to_ms)
+            .step_by(10)
+            .filter(|t| s.on_packet(t * 1000, (t + 25 + queue_ms) * 1000))
+            .count()
+    }
+
+    #[test]
+    fn a_queue_standing_for_the_window_is_due_once_per_window() {
+        let mut s = StandingQueue::new(Duration::from_millis(50), Duration::from_secs(1));
+        assert_eq!(feed(&mut s, 0, 2000, 0), 0);
+        // 40 ms: under the limit.
+        assert_eq!(feed(&mut s, 2000, 4000, 40), 0);
+        // 100 ms for 2.5 s: due after 1 s, then once more a window later.
+        assert_eq!(feed(&mut s, 4000, 6500, 100), 2);
+    }
+
+    #[test]
+    fn bursts_that_drain_within_the_window_are_not_due() {
+        let mut s = StandingQueue::new(Duration::from_millis(50), Duration::from_secs(1));
+        feed(&mut s, 0, 1000, 0);
+        for k in 0..10 {
+            let t = 1000 + k * 500;
+            assert_eq!(feed(&mut s, t, t + 400, 120), 0);
+            assert_eq!(feed(&mut s, t + 400, t + 500, 0), 0);
+        }
+    }
+}
