@@ -298,19 +298,22 @@ pub struct GccConfig {
     /// (`cc/tests/gcc_camera.rs`, seed 1). In REMB mode, same test, seeds 1–4: q95 80–109 ms
     /// and loss 0.36–0.73 % (without: 132–284 ms, 0.43–2.55 %).
     pub standing_queue_decrease: Option<Duration>,
-    /// Send-side mode: the pacer gets at most `max(A, C)` where `C` is the link-capacity
-    /// estimate of [`IncreaseMode::LinkCapacity`] (the receive rate at past over-uses),
-    /// instead of `f·A`. `false`: `f·A` always (the paper). Default `true`.
+    /// Send-side mode: the pacer gets at most `max(A, k·C)` where `C` is the link-capacity
+    /// estimate of [`IncreaseMode::LinkCapacity`] (the receive rate at past over-uses) and
+    /// `k` this factor, instead of `f·A`. `None`: `f·A` always (the paper). Default
+    /// `Some(1.1)`.
     ///
     /// A cg addition. `f·A` above the bottleneck rate moves each large frame's excess into
     /// the bottleneck queue; with camera-like frames (10× key frames, 3–5× frames about once
-    /// a second) that queue was most of the §6.1 q95 (103–112 ms over seeds 1–4) and its
-    /// bursts inflated the Kalman filter's `σ²n` (20–50 ms²), slowing detection. Capped, the
-    /// frame waits in the pacer instead; it is not delivered later, as the bottleneck sets
-    /// its pace either way. Measured (`cc/tests/gcc_camera.rs`, seeds 1–4): §6.1 q95
-    /// 45–52 ms, U 0.920–0.956; constant 2 Mbit/s q95 2.4–4.1 ms, U 0.948–0.969 (without:
-    /// q95 95–96 ms and U 0.907–0.925).
-    pub pacing_capped_at_link_capacity: bool,
+    /// a second) that queue was most of the §6.1 q95 and its bursts inflated the Kalman
+    /// filter's `σ²n` (20–50 ms²), slowing detection. Measured (`cc/tests/gcc_camera.rs`,
+    /// seeds 1–4, §6.1 / constant 2 Mbit/s): without the cap q95 103–112 ms / 95–96 ms;
+    /// `k` = 1.1: 65–69 ms / 63–71 ms; `k` = 1.0: 45–52 ms / 2–4 ms. But `C` is an average
+    /// of noisy 500 ms rates and may sit below the capacity: with `k` = 1.0, cg-rtp's
+    /// `e2e_sim` (send-side, 2 Mbit/s, DropTail 300 ms) had its pacer drop 30 frames at its
+    /// 250 ms limit and glass-to-glass p95 rose from 72.5 ms (no cap) to 235.8 ms; with
+    /// 1.1 it is 63.8 ms with 1 frame dropped.
+    pub pacing_link_capacity_factor: Option<f64>,
     /// Window of [`GccConfig::standing_queue_decrease`]. Default 1 s: a camera burst's queue
     /// drains within it, a standing queue does not.
     pub standing_queue_window: Duration,
@@ -378,7 +381,7 @@ impl Default for GccConfig {
             standing_queue_pacing: Some(Duration::from_millis(60)),
             standing_queue_decrease: Some(Duration::from_millis(50)),
             standing_queue_window: Duration::from_secs(1),
-            pacing_capped_at_link_capacity: true,
+            pacing_link_capacity_factor: Some(1.1),
             probing: true,
             capacity_probing: true,
         }

@@ -109,7 +109,7 @@ pub struct GccController {
     queue_delay: Option<Duration>,
     standing_decrease: Option<Duration>,
     standing_window: Duration,
-    pace_at_capacity: bool,
+    pace_at_capacity: Option<f64>,
     /// (time, queuing delay) samples of the last `standing_window`, for their minimum.
     queue_samples: VecDeque<(Instant, Duration)>,
     last_standing_decrease: Option<Instant>,
@@ -178,7 +178,7 @@ impl GccController {
             queue_delay: None,
             standing_decrease: c.standing_queue_decrease,
             standing_window: c.standing_queue_window,
-            pace_at_capacity: c.pacing_capped_at_link_capacity,
+            pace_at_capacity: c.pacing_link_capacity_factor,
             queue_samples: VecDeque::new(),
             last_standing_decrease: None,
             standing_decreases: 0,
@@ -556,12 +556,12 @@ impl Controller for GccController {
         let f = if standing { 1.0 } else { self.pacing_factor };
         let target = self.target_bitrate();
         let mut rate = target.mul_f64(f);
-        if self.pace_at_capacity
+        if let Some(k) = self.pace_at_capacity
             && let Some(cap) = self.delay.as_ref().and_then(|d| d.stats().link_capacity)
         {
-            // Not faster than the bottleneck rate seen at over-uses (but never below `A`):
-            // a large frame then waits in the pacer instead of the bottleneck queue.
-            rate = rate.min(cap.max(target));
+            // Not much faster than the bottleneck rate seen at over-uses (never below `A`):
+            // most of a large frame's excess then waits in the pacer, not the bottleneck.
+            rate = rate.min(cap.mul_f64(k).max(target));
         }
         // During a probe cluster media leaves at the probe rate too, as libwebrtc's prober
         // sends the whole cluster (media and padding) at that rate.
@@ -649,7 +649,7 @@ mod tests {
         // The pacing rule alone: no probes, no cap at the link-capacity estimate.
         let base = GccConfig {
             probing: false,
-            pacing_capped_at_link_capacity: false,
+            pacing_link_capacity_factor: None,
             ..GccConfig::send_side()
         };
         let mut c = GccController::new(&base, t0);
