@@ -463,6 +463,68 @@ mod tests {
         assert!(out.iter().all(|(_, s)| *s <= DataSize::bytes(1200)));
     }
 
+    /// Asks for one probe at start and counts what it is told was sent.
+    #[derive(Debug, Default)]
+    struct Prober {
+        asked: bool,
+        padding: u64,
+        padding_bytes: u64,
+    }
+
+    impl Controller for Prober {
+        fn on_packet_sent(&mut self, p: &SentPacket) {
+            if p.kind == PacketKind::Padding {
+                self.padding += 1;
+                self.padding_bytes += p.size.as_bytes();
+            }
+        }
+        fn on_feedback(&mut self, _f: &Feedback<'_>, _now: Instant) {}
+        fn poll_event(&mut self) -> Option<ControllerEvent> {
+            if self.asked {
+                return None;
+            }
+            self.asked = true;
+            Some(ControllerEvent::Probe {
+                rate: Bitrate::mbps(2),
+                duration: Duration::from_millis(100),
+            })
+        }
+        fn target_bitrate(&self) -> Bitrate {
+            Bitrate::kbps(100)
+        }
+        fn pacing_rate(&self) -> Bitrate {
+            Bitrate::mbps(2)
+        }
+        fn feedback_kind(&self) -> FeedbackKind {
+            FeedbackKind::TransportWideCc
+        }
+        fn stats(&self) -> ControllerStats {
+            ControllerStats::default()
+        }
+    }
+
+    #[test]
+    fn a_probe_sends_padding_at_its_rate_while_no_media_waits() {
+        let t0 = Instant::now();
+        let mut tx = SimSender::new(SenderConfig::default(), Box::<Prober>::default(), t0);
+        let out = drive(&mut tx, t0, Duration::from_secs(1));
+        let n = tx.padding_sent();
+        // 2 Mbit/s for 100 ms is 25 kB, 89 packets of 280 bytes, less the time the first
+        // frames (about 2.2 kB, paced at 2 Mbit/s) keep the pacer busy.
+        assert!((60..=90).contains(&n), "{n} padding packets");
+        let padding: Vec<_> = out
+            .iter()
+            .filter(|(_, s)| *s == DataSize::bytes(280))
+            .collect();
+        assert!(padding.len() as u64 >= n);
+        assert!(
+            padding
+                .iter()
+                .all(|(t, _)| *t < t0 + Duration::from_millis(100)),
+            "padding only while the probe lasts"
+        );
+    }
+
     #[test]
     fn a_closed_window_holds_packets_back() {
         let t0 = Instant::now();
