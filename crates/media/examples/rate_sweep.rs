@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p cg-media --example rate_sweep -- [--pattern faint-zone-plate]
 //!     [--cpu-used -6] [--schedule 2500:3,300:10,500:10,1000:10,2500:10,4000:10,2500:8,500:6,2500:8]
-//!     [--size 1280x720] [--trace] [--key-after MS]
+//!     [--size 1280x720] [--trace] [--key-after MS] [--degradation balanced] [--dropper 500]
 //! cargo run --release -p cg-media --example rate_sweep -- \
 //!     --src 'videotestsrc pattern=zone-plate kx2=20 ky2=20 kt=1' [--enc 'cpu-used=-8'] ...
 //! ```
@@ -242,6 +242,20 @@ fn main() {
                 height: size.1,
                 start_bitrate: Bitrate::kbps(first_kbps),
                 frame_queue: 1024,
+                // The encoder alone by default: `--degradation` and `--dropper MS` add the
+                // adaptation and the frame dropper.
+                adaptation: cg_media::AdaptationConfig {
+                    preference: get("--degradation")
+                        .map(|d| {
+                            cg_media::DegradationPreference::from_name(&d)
+                                .expect("a --degradation name")
+                        })
+                        .unwrap_or(cg_media::DegradationPreference::Disabled),
+                    ..Default::default()
+                },
+                frame_dropper: get("--dropper")
+                    .and_then(|m| m.parse().ok())
+                    .map(std::time::Duration::from_millis),
                 ..defaults
             };
             println!(

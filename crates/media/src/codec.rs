@@ -56,6 +56,17 @@ impl Codec {
                 .is_some_and(|t| (16..=21).contains(&t)),
         }
     }
+
+    /// The frame's base quantizer, where the bitstream says it cheaply: VP8's `y_ac_qi`
+    /// (0–127, [`crate::vp8_base_qp`]); `None` for H.264/H.265 (their QP sits in every
+    /// slice header behind Exp-Golomb fields and parameter sets, and x264/NVENC meet their
+    /// targets, so the adaptation goes by rate there).
+    pub fn quantizer(self, data: &[u8]) -> Option<u8> {
+        match self {
+            Codec::Vp8 => crate::vp8_base_qp(data),
+            Codec::H264 | Codec::H265 => None,
+        }
+    }
 }
 
 impl fmt::Display for Codec {

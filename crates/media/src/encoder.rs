@@ -21,15 +21,22 @@ use gstreamer::prelude::*;
 use gstreamer_app as gst_app;
 use gstreamer_video as gst_video;
 
+use crate::adapt::{Adapter, Format};
 use crate::rate_window::RateWindow;
 use crate::source::BuiltSource;
-use crate::{Codec, EncodedFrame, EncoderConfig, EncoderKind, HostTime, MediaError, props};
+use crate::{
+    Codec, EncodedFrame, EncoderConfig, EncoderKind, FrameDropper, HostTime, MediaError, props,
+};
+use gstreamer::glib;
 
 /// Raw frames remembered between the encoder's input and output (bounded: an encoder that
 /// swallows frames cannot make this grow).
 const MAX_PENDING: usize = 256;
 /// Latency samples kept for the windowed mean and maximum.
 const MAX_LATENCY_SAMPLES: usize = 1024;
+/// The frame dropper never drops for longer than this in a row (a freeze is worse than an
+/// overshoot; libwebrtc allows 4 s).
+const MAX_DROP_GAP: Duration = Duration::from_millis(300);
 
 /// A snapshot of the sender's counters.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +78,17 @@ pub struct EncoderStats {
     pub key_frame_requested_after_index: Option<u64>,
     /// PTS of that frame.
     pub key_frame_requested_after_pts: Option<Duration>,
+    /// The format being coded now (the adaptation's choice; see [`crate::adapt`]).
+    pub format: Format,
+    /// Format changes so far.
+    pub format_changes: u64,
+    /// Mean quantizer over the adaptation's quality window, where the codec exposes it
+    /// (VP8: the bitstream's 0–127 q index).
+    pub mean_qp: Option<f64>,
+    /// Raw frames the frame dropper skipped (the output was ahead of the target).
+    pub dropped_rate: u64,
+    /// Raw frames skipped to lower the frame rate (the adaptation's choice).
+    pub skipped_frame_rate: u64,
     /// The first error the pipeline posted, if any (the pipeline stops producing).
     pub error: Option<String>,
 }
@@ -119,6 +137,14 @@ struct State {
     window: Duration,
     last_latency: Duration,
     error: Option<String>,
+    adapter: Adapter,
+    dropper: Option<FrameDropper>,
+    /// The source's frame interval.
+    input_interval: Duration,
+    /// The frame-rate gate: the next PTS a frame is due at the adapted rate.
+    next_due: Option<Duration>,
+    dropped_rate: u64,
+    skipped_frame_rate: u64,
 }
 
 impl Encoder {
@@ -136,7 +162,16 @@ impl Encoder {
         let encoder = kind.make(&config)?;
         props::set(&encoder, "name", "encoder")?;
         let pipeline = gst::Pipeline::with_name("cg-encoder");
-        let mut source = BuiltSource::build(&pipeline, &config)?;
+        let adapter = Adapter::new(
+            config.top_format(),
+            config.adaptation.clone(),
+            config.start_bitrate,
+        );
+        let start = adapter.format();
+        if start != config.top_format() {
+            tracing::info!(target: "cg_media", format = %start, start_bitrate = %config.start_bitrate, "start format chosen from the start bit rate");
+        }
+        let mut source = BuiltSource::build(&pipeline, &config, (start.width, start.height))?;
 
         // One frame of slack between source and encoder, in its own thread: a slow encoder
         // drops the oldest raw frame instead of blocking (and delaying) capture.
@@ -195,10 +230,18 @@ impl Encoder {
                 window: config.stats_window,
                 last_latency: Duration::ZERO,
                 error: None,
+                adapter,
+                input_interval: frame_interval,
+                dropper: config
+                    .frame_dropper
+                    .map(|d| FrameDropper::new(d, MAX_DROP_GAP, config.frame_rate)),
+                next_due: None,
+                dropped_rate: 0,
+                skipped_frame_rate: 0,
             }),
         });
 
-        install_input_probe(&encoder, &shared)?;
+        install_input_probe(&encoder, &source.tail, &shared)?;
         let (tx, rx) = sync_channel(config.frame_queue);
         install_output(&appsink, &encoder, &shared, tx, kind.codec());
 
@@ -268,6 +311,11 @@ impl Encoder {
             target_applied_at_pts: s.target_applied_at_pts,
             key_frame_requested_after_index: s.key_frame_requested_after_index,
             key_frame_requested_after_pts: s.key_frame_requested_after_pts,
+            format: s.adapter.format(),
+            format_changes: s.adapter.changes(),
+            mean_qp: s.adapter.mean_qp(),
+            dropped_rate: s.dropped_rate,
+            skipped_frame_rate: s.skipped_frame_rate,
             error: s.error.clone(),
         }
     }
@@ -347,14 +395,21 @@ fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), Medi
     }
 }
 
-/// Records capture time and index of each raw frame entering the encoder, and applies a
-/// pending target bit rate in front of it.
-fn install_input_probe(encoder: &gst::Element, shared: &Arc<Shared>) -> Result<(), MediaError> {
+/// Records capture time and index of each raw frame entering the encoder, applies a pending
+/// target bit rate in front of it, and runs the adaptation: a new coded size goes to the
+/// scaler's capsfilter (`scaler`), a lower frame rate and the frame dropper drop the frame
+/// here, before the encoder sees it.
+fn install_input_probe(
+    encoder: &gst::Element,
+    scaler: &gst::Element,
+    shared: &Arc<Shared>,
+) -> Result<(), MediaError> {
     let pad = encoder
         .static_pad("sink")
         .ok_or_else(|| MediaError::Pipeline("encoder has no sink pad".to_owned()))?;
     let shared = shared.clone();
     let enc = encoder.downgrade();
+    let scaler = scaler.downgrade();
     pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
         let Some(buffer) = info.buffer() else {
             return gst::PadProbeReturn::Ok;
@@ -384,6 +439,16 @@ fn install_input_probe(encoder: &gst::Element, shared: &Arc<Shared>) -> Result<(
                 Err(e) => s.error = Some(e.to_string()),
             }
         }
+        if let Some(pts) = pts_d
+            && s.skip(pts, &scaler)
+        {
+            // Consumed here and `Handled`: returning `Drop` made GStreamer 1.22 print a
+            // `gst_mini_object_unref: assertion 'mini_object != NULL'` CRITICAL for every
+            // dropped frame.
+            drop(s);
+            drop(info.take_buffer());
+            return gst::PadProbeReturn::Handled;
+        }
         let index = s.frames_in;
         s.frames_in += 1;
         s.last_input_pts = pts_d;
@@ -396,6 +461,53 @@ fn install_input_probe(encoder: &gst::Element, shared: &Arc<Shared>) -> Result<(
         gst::PadProbeReturn::Ok
     });
     Ok(())
+}
+
+impl State {
+    /// Runs the adaptation in front of the raw frame at `pts`; `true` if the frame is to be
+    /// dropped (a lower frame rate, or the frame dropper).
+    fn skip(&mut self, pts: Duration, scaler: &glib::WeakRef<gst::Element>) -> bool {
+        let target = self.applied;
+        self.adapter.on_target(target);
+        let before = self.adapter.format();
+        if let Some(change) = self.adapter.poll(pts) {
+            let f = change.format;
+            tracing::info!(target: "cg_media", from = %before, to = %f, reason = ?change.reason, %target, "adapting the picture");
+            if (f.width, f.height) != (before.width, before.height) {
+                if let Some(scaler) = scaler.upgrade() {
+                    BuiltSource::set_size(
+                        &scaler,
+                        f.width,
+                        f.height,
+                        before.frame_rate.max(f.frame_rate),
+                    );
+                }
+                // The encoder re-initialises on the new size: its rate control starts afresh.
+                if let Some(d) = self.dropper.as_mut() {
+                    d.reset();
+                }
+            }
+        }
+        // The adapted frame rate: keep a frame when it is due (half an input interval early
+        // is on time), skip the rest.
+        let fps = self.adapter.format().frame_rate.max(1);
+        let interval = Duration::from_secs(1) / fps;
+        let due = self.next_due.get_or_insert(pts);
+        if pts + self.input_interval / 2 < *due {
+            self.skipped_frame_rate += 1;
+            return true;
+        }
+        *due = (*due + interval).max(pts);
+        let dropped = self
+            .dropper
+            .as_mut()
+            .is_some_and(|d| d.on_input(pts, target));
+        self.adapter.on_input(pts, dropped);
+        if dropped {
+            self.dropped_rate += 1;
+        }
+        dropped
+    }
 }
 
 /// Turns appsink samples into [`EncodedFrame`]s on the bounded channel; never blocks.
@@ -443,6 +555,10 @@ fn install_output(
                 s.frames_out += 1;
                 s.key_frames += u64::from(key_frame);
                 s.bytes_out += size;
+                s.adapter.on_encoded(pts_d, codec.quantizer(&data));
+                if let Some(d) = s.dropper.as_mut() {
+                    d.on_encoded(DataSize::bytes(size), key_frame);
+                }
                 s.rate.push(pts_d, DataSize::bytes(size));
                 s.last_latency = latency;
                 if s.latencies.len() >= MAX_LATENCY_SAMPLES {

@@ -10,6 +10,7 @@ use gstreamer::prelude::*;
 use gstreamer_app as gst_app;
 
 use crate::file_source::FrameReader;
+use crate::synth::SyntheticVideo;
 use crate::{EncoderConfig, MediaError, SourceConfig, TestPattern, props};
 
 /// [`TestPattern::FaintZonePlate`]: second-order phase terms (`kx2`, `ky2`, in 1/256 cycle
@@ -23,37 +24,96 @@ const FAINT_DARK: u32 = 0xff74_7474;
 
 /// The source part of a sender pipeline, added to the pipeline and linked up to `tail`.
 pub(crate) struct BuiltSource {
-    /// Last element; its src pad carries I420 at the configured size and rate.
+    /// Last element, a capsfilter; its src pad carries I420 at the configured frame rate and
+    /// the size set with [`Self::set_size`] (scaled from the source's own size).
     pub tail: gst::Element,
-    /// Reader thread feeding an `appsrc`, for file sources (started by [`Self::start`]).
-    feeder: Option<FileFeeder>,
+    /// Thread feeding an `appsrc`, for files and in-process pictures (started by
+    /// [`Self::start`]).
+    feeder: Option<Feeder>,
 }
 
-struct FileFeeder {
+/// Where an `appsrc`'s frames come from.
+enum Frames {
+    File(FrameReader),
+    Synthetic(SyntheticVideo),
+}
+
+impl Frames {
+    fn next(&mut self) -> Result<Option<Vec<u8>>, MediaError> {
+        match self {
+            Frames::File(r) => r.next_frame(),
+            Frames::Synthetic(g) => {
+                let mut v = Vec::with_capacity(g.frame_bytes());
+                g.next_frame(&mut v);
+                Ok(Some(v))
+            }
+        }
+    }
+}
+
+struct Feeder {
     appsrc: gst_app::AppSrc,
-    reader: Option<FrameReader>,
+    frames: Option<Frames>,
+    /// Frame interval of the frames.
+    interval: Duration,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl BuiltSource {
-    /// Adds and links the source elements for `config` into `pipeline`.
-    pub fn build(pipeline: &gst::Pipeline, config: &EncoderConfig) -> Result<Self, MediaError> {
-        let raw_caps = gst::Caps::builder("video/x-raw")
-            .field("format", "I420")
-            .field("width", i32::try_from(config.width).unwrap_or(1280))
-            .field("height", i32::try_from(config.height).unwrap_or(720))
-            .field(
-                "framerate",
-                gst::Fraction::new(i32::try_from(config.frame_rate).unwrap_or(30), 1),
-            )
-            .build();
+    /// Adds and links the source elements for `config` into `pipeline`, the scaler's output
+    /// at `width`×`height`.
+    pub fn build(
+        pipeline: &gst::Pipeline,
+        config: &EncoderConfig,
+        (width, height): (u32, u32),
+    ) -> Result<Self, MediaError> {
+        let raw_caps = |w: u32, h: u32| {
+            gst::Caps::builder("video/x-raw")
+                .field("format", "I420")
+                .field("width", i32::try_from(w).unwrap_or(1280))
+                .field("height", i32::try_from(h).unwrap_or(720))
+                .field(
+                    "framerate",
+                    gst::Fraction::new(i32::try_from(config.frame_rate).unwrap_or(30), 1),
+                )
+                .build()
+        };
         let capsfilter = props::make("capsfilter", "core")?;
-        props::set(&capsfilter, "caps", &raw_caps)?;
+        props::set(&capsfilter, "caps", raw_caps(width, height))?;
+        let appsrc = |caps: &gst::Caps| {
+            gst_app::AppSrc::builder()
+                .caps(caps)
+                .is_live(true)
+                .format(gst::Format::Time)
+                .do_timestamp(true)
+                .max_buffers(4)
+                .block(false)
+                .build()
+        };
 
         let mut feeder = None;
         let mut chain: Vec<gst::Element> = Vec::new();
         match &config.source {
+            SourceConfig::TestPattern { pattern }
+                if let Some(g) = SyntheticVideo::new(
+                    *pattern,
+                    config.width,
+                    config.height,
+                    f64::from(config.frame_rate),
+                ) =>
+            {
+                let appsrc = appsrc(&raw_caps(config.width, config.height));
+                chain.push(appsrc.clone().upcast());
+                chain.push(props::make("videoscale", "gstreamer1.0-plugins-base")?);
+                feeder = Some(Feeder {
+                    appsrc,
+                    frames: Some(Frames::Synthetic(g)),
+                    interval: config.frame_interval(),
+                    stop: Arc::new(AtomicBool::new(false)),
+                    thread: None,
+                });
+            }
             SourceConfig::TestPattern { pattern } => {
                 let src = props::make("videotestsrc", "gstreamer1.0-plugins-base")?;
                 props::set(&src, "is-live", true)?;
@@ -79,9 +139,19 @@ impl BuiltSource {
                         props::set(&src, "horizontal-speed", 3i32)?;
                     }
                     TestPattern::Ball => props::set_str(&src, "pattern", "ball")?,
-                    TestPattern::Snow => props::set_str(&src, "pattern", "snow")?,
+                    TestPattern::Snow | TestPattern::Camera | TestPattern::Game => {
+                        props::set_str(&src, "pattern", "snow")?
+                    }
                 }
-                chain.push(src);
+                // Drawn at the configured size, scaled to the coded one (the picture stays
+                // the same picture when the coded size changes).
+                let pin = props::make("capsfilter", "core")?;
+                props::set(&pin, "caps", raw_caps(config.width, config.height))?;
+                chain.extend([
+                    src,
+                    pin,
+                    props::make("videoscale", "gstreamer1.0-plugins-base")?,
+                ]);
             }
             SourceConfig::File {
                 path,
@@ -102,19 +172,15 @@ impl BuiltSource {
                         ),
                     )
                     .build();
-                let appsrc = gst_app::AppSrc::builder()
-                    .caps(&caps)
-                    .is_live(true)
-                    .format(gst::Format::Time)
-                    .do_timestamp(true)
-                    .max_buffers(4)
-                    .block(false)
-                    .build();
+                let appsrc = appsrc(&caps);
                 chain.push(appsrc.clone().upcast());
                 chain.extend(converters(true, false)?);
-                feeder = Some(FileFeeder {
+                feeder = Some(Feeder {
                     appsrc,
-                    reader: Some(reader),
+                    frames: Some(Frames::File(reader)),
+                    interval: Duration::from_secs_f64(
+                        f64::from(info.fps_den) / f64::from(info.fps_num),
+                    ),
                     stop: Arc::new(AtomicBool::new(false)),
                     thread: None,
                 });
@@ -144,25 +210,39 @@ impl BuiltSource {
         })
     }
 
-    /// Starts the file reader thread, if any (after the pipeline is PLAYING).
+    /// Sets the coded size: the scaler in front of `tail` renegotiates on the next frame
+    /// (the encoder then re-initialises on the new caps). Callable from any thread.
+    pub fn set_size(tail: &gst::Element, width: u32, height: u32, frame_rate: u32) {
+        let caps = gst::Caps::builder("video/x-raw")
+            .field("format", "I420")
+            .field("width", i32::try_from(width).unwrap_or(1280))
+            .field("height", i32::try_from(height).unwrap_or(720))
+            .field(
+                "framerate",
+                gst::Fraction::new(i32::try_from(frame_rate).unwrap_or(30), 1),
+            )
+            .build();
+        tail.set_property("caps", &caps);
+    }
+
+    /// Starts the feeder thread, if any (after the pipeline is PLAYING).
     pub fn start(&mut self) -> Result<(), MediaError> {
         let Some(f) = self.feeder.as_mut() else {
             return Ok(());
         };
-        let Some(mut reader) = f.reader.take() else {
+        let Some(mut reader) = f.frames.take() else {
             return Ok(());
         };
         let appsrc = f.appsrc.clone();
         let stop = f.stop.clone();
-        let info = reader.info();
-        let interval = Duration::from_secs_f64(f64::from(info.fps_den) / f64::from(info.fps_num));
+        let interval = f.interval;
         let thread = std::thread::Builder::new()
-            .name("cg-media-file".to_owned())
+            .name("cg-media-feed".to_owned())
             .spawn(move || {
                 let mut epoch = Instant::now();
                 let mut n: u32 = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    let frame = match reader.next_frame() {
+                    let frame = match reader.next() {
                         Ok(Some(frame)) => frame,
                         Ok(None) => {
                             let _ = appsrc.end_of_stream();
