@@ -1,5 +1,6 @@
 //! The running receiver: UDP driver → RTP session → decoder, feedback and PLIs back.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::mpsc::Receiver as StdReceiver;
@@ -254,6 +255,9 @@ struct State {
     last_expected: (u64, i64),
     last_sample: Instant,
     freezes_seen: u64,
+    /// When the frames of the last second were decoded, and the last one's size.
+    decoded_at: VecDeque<HostTime>,
+    decoded_size: (u32, u32),
     last: Stats,
 }
 
@@ -301,6 +305,8 @@ impl State {
             last_expected: (0, 0),
             last_sample: start,
             freezes_seen: 0,
+            decoded_at: VecDeque::new(),
+            decoded_size: (0, 0),
             last: Stats::default(),
         }
     }
@@ -367,12 +373,20 @@ impl State {
             if let Some(l) = r.glass_to_glass {
                 g2g.push(l.as_secs_f64() * 1e3);
             }
+            self.decoded_at.push_back(r.decoded_at);
+            self.decoded_size = (r.width, r.height);
         }
         g2g.sort_by(f64::total_cmp);
         let dec = decoder.stats();
         let new = dec.freezes.saturating_sub(self.freezes_seen);
         self.freezes_seen = dec.freezes;
         let host_now = HostTime::now();
+        // The decoded frame rate: frames shown over the last second.
+        while self.decoded_at.front().is_some_and(|&t| {
+            host_now.checked_duration_since(t).unwrap_or_default() > Duration::from_secs(1)
+        }) {
+            self.decoded_at.pop_front();
+        }
         let new_freezes = dec
             .recent_freezes
             .iter()
@@ -398,6 +412,9 @@ impl State {
             new_freezes,
             g2g_ms: (!g2g.is_empty()).then(|| g2g[g2g.len() / 2]),
             g2g_p95_ms: dec.p95_glass_to_glass.map(|d| d.as_secs_f64() * 1e3),
+            width: self.decoded_size.0,
+            height: self.decoded_size.1,
+            decoded_fps: self.decoded_at.len() as u32,
             foreign_datagrams: foreign,
             ..Stats::default()
         };

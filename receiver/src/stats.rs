@@ -47,6 +47,15 @@ pub struct Stats {
     pub frames_lost: u64,
     /// Frames decoded.
     pub frames_decoded: u64,
+    /// Size of the last decoded frame (it follows the sender's resolution changes), pixels.
+    #[serde(default)]
+    pub width: u32,
+    /// See `width`.
+    #[serde(default)]
+    pub height: u32,
+    /// Frames decoded over the last second.
+    #[serde(default)]
+    pub decoded_fps: u32,
     /// Decoder errors.
     pub decode_errors: u64,
     /// Freezes so far (gaps over 3 frame intervals between decoded frames).
@@ -82,12 +91,15 @@ impl Stats {
     /// A one-line human summary for a terminal status line.
     pub fn status_line(&self) -> String {
         format!(
-            "{:7.1}s rate {:>6} loss {:>5} jitter {:>6} g2g {:>6} frames {} decoded / {} lost, freezes {} (max {:.0}ms){}",
+            "{:7.1}s rate {:>6} loss {:>5} jitter {:>6} g2g {:>6} {}x{}@{} frames {} decoded / {} lost, freezes {} (max {:.0}ms){}",
             self.t,
             kbps(self.recv_rate_bps),
             pct(self.loss),
             ms(Some(self.jitter_ms)),
             ms(self.g2g_ms),
+            self.width,
+            self.height,
+            self.decoded_fps,
             self.frames_decoded,
             self.frames_lost,
             self.freezes,

@@ -206,6 +206,14 @@ pub struct SenderConfig {
     /// RTP media SSRC (RFC 3550 §8: should be random; the receiver must be told if it is not
     /// the default). Default 0x6367_0001 (cg-rtp's default).
     pub ssrc: u32,
+    /// Resolution and frame-rate adaptation (`width`, `height` and `frame_rate` are the
+    /// largest format): cg-media's [`cg_media::AdaptationConfig`], default
+    /// `maintain-framerate` down to 320×180.
+    pub adaptation: cg_media::AdaptationConfig,
+    /// The encoder's frame dropper bound (cg-media's `EncoderConfig::frame_dropper`); default
+    /// 500 ms, `None` off.
+    #[serde(with = "humantime_serde")]
+    pub frame_dropper: Option<Duration>,
 }
 
 impl Default for SenderConfig {
@@ -230,6 +238,8 @@ impl Default for SenderConfig {
             stats_interval: Duration::from_millis(100),
             key_frame_interval: Some(3000),
             ssrc: cg_rtp::SenderConfig::default().ssrc,
+            adaptation: cg_media::AdaptationConfig::default(),
+            frame_dropper: cg_media::EncoderConfig::default().frame_dropper,
         }
     }
 }
@@ -270,6 +280,7 @@ impl SenderConfig {
                 "stats interval and RTCP timeout must be positive".into(),
             ));
         }
+        self.encoder_config().validate()?;
         if self.peer.port() == 0 || self.peer.ip().is_unspecified() {
             return Err(Error::Config(format!(
                 "peer address {} needs a host and a non-zero port",
@@ -314,6 +325,8 @@ impl SenderConfig {
             frame_rate: self.frame_rate,
             start_bitrate: self.start_bitrate,
             key_frame_interval: self.key_frame_interval,
+            adaptation: self.adaptation.clone(),
+            frame_dropper: self.frame_dropper,
             ..EncoderConfig::default()
         }
     }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use cg_media::{FileFormat, SourceConfig, TestPattern};
+use cg_media::{DegradationPreference, FileFormat, SourceConfig, TestPattern};
 use cg_sender::output::StatsOutput;
 use cg_sender::{ControllerKind, EcnMode, Error, Sender, SenderConfig};
 use cg_types::Bitrate;
@@ -38,9 +38,10 @@ struct Args {
     /// Picture source: videotest (videotestsrc), file (--file), screen (X11), camera (V4L2).
     #[arg(long, default_value = "videotest")]
     source: String,
-    /// videotestsrc picture: zone-plate (moving, hard to code), faint-zone-plate (low-contrast
-    /// moving rings: VP8 at 720p follows targets from 0.3 to 4 Mbit/s), smpte (scrolling bars),
-    /// ball (nearly static), snow (incompressible).
+    /// Test picture: camera (camera-like: natural texture, panning, sensor noise), game
+    /// (fast motion, sprites, a HUD, a scene cut every 4 s), zone-plate (moving, hard to
+    /// code), faint-zone-plate (low-contrast moving rings: VP8 at 720p follows targets from
+    /// 0.3 to 4 Mbit/s), smpte (scrolling bars), ball (nearly static), snow (incompressible).
     #[arg(long, default_value = "zone-plate")]
     pattern: String,
     /// Video file for `--source file`: a .y4m file, or raw I420 (give --file-size and
@@ -56,15 +57,31 @@ struct Args {
     /// Camera device for `--source camera`.
     #[arg(long, default_value = "/dev/video0")]
     device: PathBuf,
-    /// Encoded width in pixels.
+    /// Encoded width in pixels (the largest: see --degradation).
     #[arg(long, default_value_t = 1280)]
     width: u32,
-    /// Encoded height in pixels.
+    /// Encoded height in pixels (the largest).
     #[arg(long, default_value_t = 720)]
     height: u32,
-    /// Frames per second.
+    /// Frames per second (the most).
     #[arg(long, default_value_t = 30)]
     fps: u32,
+    /// What the encoder gives up when the target is too low for the picture:
+    /// maintain-framerate (lower the resolution; for games and cameras), maintain-resolution
+    /// (lower the frame rate; for screen content), balanced (both), disabled (code
+    /// --width x --height at --fps whatever the target).
+    #[arg(long, default_value = "maintain-framerate", value_name = "PREF")]
+    degradation: String,
+    /// Smallest picture the adaptation may code, WxH.
+    #[arg(long, default_value = "320x180", value_name = "WxH")]
+    min_size: String,
+    /// Lowest frame rate the adaptation may code.
+    #[arg(long, default_value_t = 7, value_name = "FPS")]
+    min_fps: u32,
+    /// Frame dropper: raw frames are skipped while the encoder's output runs more than this
+    /// much of the target ahead (e.g. 500ms); `off` lets the encoder overshoot.
+    #[arg(long, default_value = "500ms", value_name = "DURATION|off")]
+    frame_dropper: String,
     /// Start bit rate (e.g. 300k, 2.5M, 1Mbit).
     #[arg(long, default_value = "300k")]
     start_bitrate: Bitrate,
@@ -224,8 +241,43 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         stats_interval: a.stats_interval,
         key_frame_interval: (a.key_interval > 0).then_some(a.key_interval),
         pacer_max_queue_delay: a.pacer_queue_bound,
+        adaptation: adaptation(a)?,
+        frame_dropper: match a.frame_dropper.as_str() {
+            "off" | "none" | "0" => None,
+            d => Some(humantime::parse_duration(d).map_err(|e| {
+                Error::Config(format!(
+                    "bad --frame-dropper {d:?} ({e}); expected e.g. 500ms or off"
+                ))
+            })?),
+        },
         ..SenderConfig::default()
     };
     config.validate()?;
     Ok(config)
+}
+
+fn adaptation(a: &Args) -> Result<cg_media::AdaptationConfig, Error> {
+    let preference = DegradationPreference::from_name(&a.degradation).ok_or_else(|| {
+        let names: Vec<&str> = DegradationPreference::ALL
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        Error::Config(format!(
+            "unknown --degradation {:?}; expected one of {}",
+            a.degradation,
+            names.join(", ")
+        ))
+    })?;
+    let (min_width, min_height) = a
+        .min_size
+        .split_once('x')
+        .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
+        .ok_or_else(|| Error::Config(format!("bad --min-size {:?}; expected WxH", a.min_size)))?;
+    Ok(cg_media::AdaptationConfig {
+        preference,
+        min_width,
+        min_height,
+        min_frame_rate: a.min_fps,
+        ..cg_media::AdaptationConfig::default()
+    })
 }

@@ -47,6 +47,26 @@ pub struct Stats {
     /// Frames dropped before the wire (pacer queue bound, controller discard, breaker,
     /// encoder back-pressure).
     pub frames_dropped: u64,
+    /// Raw frames skipped in front of the encoder: by the frame dropper (its output ran
+    /// ahead of the target) and to lower the frame rate (the adaptation's choice).
+    #[serde(default)]
+    pub frames_skipped: u64,
+    /// The coded picture now: width, height (pixels) and frame rate (the adaptation's
+    /// choice; see `--degradation`).
+    #[serde(default)]
+    pub width: u32,
+    /// See `width`.
+    #[serde(default)]
+    pub height: u32,
+    /// See `width`.
+    #[serde(default)]
+    pub fps: u32,
+    /// Format changes so far.
+    #[serde(default)]
+    pub format_changes: u64,
+    /// Mean quantizer over the adaptation's window (VP8: 0–127 q index), where known.
+    #[serde(default)]
+    pub qp: Option<f64>,
     /// Key frames the encoder produced.
     pub key_frames: u64,
     /// Key-frame requests passed to the encoder (PLI/FIR, queue discards, breaker recovery).
@@ -74,11 +94,14 @@ impl Stats {
     /// A one-line human summary for a terminal status line.
     pub fn status_line(&self) -> String {
         format!(
-            "{:7.1}s {:>8} rate {:>6} target {:>6} rtt {:>6} loss {:>5} qdelay {:>6} frames {} sent / {} dropped{}",
+            "{:7.1}s {:>8} rate {:>6} target {:>6} {}x{}@{} rtt {:>6} loss {:>5} qdelay {:>6} frames {} sent / {} dropped{}",
             self.t,
             self.controller,
             kbps(self.send_rate_bps),
             kbps(self.target_bps),
+            self.width,
+            self.height,
+            self.fps,
             ms(self.rtt_ms),
             pct(self.loss),
             ms(self.qdelay_ms),

@@ -9,13 +9,15 @@
 //! 5.2 ms per 1280×720 camera frame, 0.17 ms per game frame; videotestsrc's zone plate
 //! takes 7.5 ms):
 //!
-//! - **camera**: a natural texture — value noise summed over octaves of equal power, so its
-//!   amplitude spectrum falls as 1/f like natural images' (Field 1987; van der Schaaf &
-//!   van Hateren 1996) — panning 4 pixels a frame with a slow
-//!   vertical sway (a hand-held camera), plus Gaussian sensor noise of σ = 2 luma levels
-//!   (σ = 1 in chroma), fresh every frame. Noise cannot be predicted from the previous frame,
-//!   so every frame costs bits at every rate, and the texture's fine detail costs more bits
-//!   the finer the quantizer: at 1280×720 VP8 cannot code it below about 0.6 Mbit/s.
+//! - **camera**: a natural scene — a dead-leaves picture (occluding discs with a power law
+//!   of sizes, which gives natural images' 1/f spectrum and their sharp edges) with surface
+//!   texture of 1/f value noise — seen by a hand-held camera: panning 4 pixels a frame with
+//!   a slow sub-pixel sway and a ±3 % breathing zoom (motion that block-based prediction
+//!   follows only approximately), plus Gaussian sensor noise of σ = 2 luma levels (σ = 1 in
+//!   chroma), fresh every frame. At 1280×720 VP8 (speed 6, quantizer ≤ 63) cannot code it
+//!   below about 340 kbit/s: 337 kbit/s for a 150 kbit/s target, and 290 kbit/s for
+//!   450 kbit/s after that stretch (libvpx repaying its buffer debt); the issue's own
+//!   camera-like picture was harder still (550–700 kbit/s for 150–450 kbit/s).
 //! - **game**: rendered content with fast motion — a textured backdrop scrolling 8–24
 //!   pixels a frame in a direction that changes with each scene, a dozen sharp-edged sprites
 //!   moving faster still, a heads-up display whose counters change every frame, and a
