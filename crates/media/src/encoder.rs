@@ -555,7 +555,14 @@ fn install_output(
                 s.frames_out += 1;
                 s.key_frames += u64::from(key_frame);
                 s.bytes_out += size;
-                s.adapter.on_encoded(pts_d, codec.quantizer(&data));
+                // Key frames are coded at their own budget (libvpx boosts them); their QP
+                // says nothing about whether the deltas meet the target at this size.
+                let qp = if key_frame {
+                    None
+                } else {
+                    codec.quantizer(&data)
+                };
+                s.adapter.on_encoded(pts_d, qp);
                 if let Some(d) = s.dropper.as_mut() {
                     d.on_encoded(DataSize::bytes(size), key_frame);
                 }

@@ -6,7 +6,8 @@
 //!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too;
 //!   then the end-to-end media tests (`netlab/tests/cg_flows.rs`: real cg-send/cg-recv through
 //!   namespaces, judged on rate, delay and frames) in a release build, as users run them — in
-//!   a debug build they are ignored.
+//!   a debug build they are ignored. `test --long` also runs the 200 s scenarios of issue #14
+//!   (the papers' schedules on camera and game content, about 40 minutes), ignored otherwise.
 //! - `demo`: setup, then the project's main job.
 //! - `bench`: the criterion benchmarks.
 //! - `procbench`: CPU and RSS of the real cg-send and cg-recv processes at a fixed rate
@@ -79,7 +80,8 @@ fn usage() {
         "usage: cargo xtask <command> [args]\n\n\
          commands:\n  \
          setup   install the Debian packages the workspace needs (apt-get, as root)\n  \
-         test    setup, then cargo fmt --check, clippy -D warnings, cargo test --workspace (all features)\n  \
+         test    setup, then cargo fmt --check, clippy -D warnings, cargo test --workspace (all features);\n          \
+         --long adds the 200 s end-to-end scenarios (camera/game content, ~40 min)\n  \
          demo    setup, then run the project's main job (the netlab demo)\n  \
          bench   run the criterion benchmarks (extra args go to cargo bench)\n  \
          procbench [--rate 2M] [--size 1280x720] [--pattern P] [--fps 30] [--duration 60s] [--warmup 10s]\n          \
@@ -201,6 +203,10 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 }
 
 fn test(extra: &[String]) -> Result<(), String> {
+    // `--long` adds the 200 s end-to-end scenarios of the papers on camera and game content
+    // (about 40 minutes more); everything else is passed to cargo test.
+    let long = extra.iter().any(|a| a == "--long");
+    let extra: Vec<&String> = extra.iter().filter(|a| *a != "--long").collect();
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo().args([
         "clippy",
@@ -213,10 +219,17 @@ fn test(extra: &[String]) -> Result<(), String> {
     ]))?;
     run(cargo()
         .args(["test", "--workspace", "--all-features"])
-        .args(extra))?;
-    run(cargo()
-        .args(["test", "--release", "-p", "cg-netlab", "--test", "cg_flows"])
-        .args(extra))
+        .args(&extra))?;
+    let mut e2e = cargo();
+    e2e.args(["test", "--release", "-p", "cg-netlab", "--test", "cg_flows"])
+        .args(&extra);
+    if long {
+        if !extra.iter().any(|a| *a == "--") {
+            e2e.arg("--");
+        }
+        e2e.arg("--include-ignored");
+    }
+    run(&mut e2e)
 }
 
 fn demo(extra: &[String]) -> Result<(), String> {
