@@ -795,8 +795,7 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
             let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
             let at = |v: &[Value], t: f64, k: &str| {
                 v.iter()
-                    .filter(|l| run_t(l, t0) <= t)
-                    .next_back()
+                    .rfind(|l| run_t(l, t0) <= t)
                     .map_or(f64::NAN, |l| num(l, k))
             };
             let (w_before, w_after) = (at(&sent, 19.5, "width"), at(&sent, 39.0, "width"));
