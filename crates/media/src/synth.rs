@@ -189,26 +189,10 @@ impl SyntheticVideo {
                 let oy = (s.origin.1 + s.velocity.1 * t).rem_euclid(TEX_H as f64) as usize;
                 copy_wrapped(y_plane, w, h, &self.luma[s.backdrop], TEX_W, TEX_H, ox, oy);
                 let (u, v) = &self.chroma[s.backdrop];
-                copy_wrapped(
-                    u_plane,
-                    w / 2,
-                    h / 2,
-                    u,
-                    TEX_W / 2,
-                    TEX_H / 2,
-                    ox / 2,
-                    oy / 2,
-                );
-                copy_wrapped(
-                    v_plane,
-                    w / 2,
-                    h / 2,
-                    v,
-                    TEX_W / 2,
-                    TEX_H / 2,
-                    ox / 2,
-                    oy / 2,
-                );
+                for (plane, tex) in [(&mut *u_plane, u), (&mut *v_plane, v)] {
+                    let (cw, ch, cx, cy) = (w / 2, h / 2, ox / 2, oy / 2);
+                    copy_wrapped(plane, cw, ch, tex, TEX_W / 2, TEX_H / 2, cx, cy);
+                }
                 tint(u_plane, s.tint.0);
                 tint(v_plane, s.tint.1);
                 for sp in &mut s.sprites {
