@@ -112,6 +112,7 @@ fn receiver<M: Measurement>(c: &mut Criterion<M>, name: &str) {
                 size: DataSize::bytes(1000),
                 group: frame,
                 ssrc: 1,
+                kind: PacketKind::Media,
             }));
         })
     });

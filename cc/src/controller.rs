@@ -212,11 +212,15 @@ pub struct ReceivedPacket {
     pub group: u64,
     /// SSRC of the stream.
     pub ssrc: u32,
+    /// Media, retransmission or padding (a packet with no payload, sent for a probe): a
+    /// receive-side estimator detects probe clusters from the padding's send and arrival
+    /// times.
+    pub kind: PacketKind,
 }
 
 /// A congestion estimator that runs at the receiver and answers with REMB values.
 pub trait ReceiveSideEstimator: Send + fmt::Debug {
-    /// A media packet has arrived.
+    /// An RTP packet (media, retransmission or padding) has arrived.
     fn on_packet_received(&mut self, packet: &ReceivedPacket);
 
     /// A timer has fired (or a spurious wake-up).

@@ -298,10 +298,12 @@ pub struct GccConfig {
     /// (`cc/tests/gcc_camera.rs`, seed 1). In REMB mode, same test, seeds 1–4: q95 80–109 ms
     /// and loss 0.36–0.73 % (without: 132–284 ms, 0.43–2.55 %).
     pub standing_queue_decrease: Option<Duration>,
-    /// Send-side mode: the pacer gets at most `max(A, k·C)` where `C` is the link-capacity
-    /// estimate of [`IncreaseMode::LinkCapacity`] (the receive rate at past over-uses) and
-    /// `k` this factor, instead of `f·A`. `None`: `f·A` always (the paper). Default
-    /// `Some(1.1)`.
+    /// The pacer gets at most `max(A, k·C)` where `C` is the link-capacity estimate of
+    /// [`IncreaseMode::LinkCapacity`] (the receive rate at past over-uses) and `k` this
+    /// factor, instead of `f·A`. In REMB mode `C` is the sender's own estimate of the same
+    /// kind, from the REMB values: each REMB below the previous one is the receiver's
+    /// `α·R`, a REMB a probe raised enters with weight 0.5, and a REMB above its mean + 3σ
+    /// forgets it. `None`: `f·A` always (the paper). Default `Some(1.1)`.
     ///
     /// A cg addition. `f·A` above the bottleneck rate moves each large frame's excess into
     /// the bottleneck queue; with camera-like frames (10× key frames, 3–5× frames about once
@@ -312,20 +314,31 @@ pub struct GccConfig {
     /// of noisy 500 ms rates and may sit below the capacity: with `k` = 1.0, cg-rtp's
     /// `e2e_sim` (send-side, 2 Mbit/s, DropTail 300 ms) had its pacer drop 30 frames at its
     /// 250 ms limit and glass-to-glass p95 rose from 72.5 ms (no cap) to 235.8 ms; with
-    /// 1.1 it is 63.8 ms with 1 frame dropped.
+    /// 1.1 it is 63.8 ms with 1 frame dropped. REMB mode, same seeds: with probing, §6.1
+    /// q95 63–71 ms and constant 2 Mbit/s 61–69 ms with the cap, 125–141 ms and 73–97 ms
+    /// without (after a probe raised the target, frames paced at 1.5× it queued at the
+    /// bottleneck); without probing, §6.1 q95 66–78 ms with the cap, 79–109 ms without.
     pub pacing_link_capacity_factor: Option<f64>,
     /// Window of [`GccConfig::standing_queue_decrease`]. Default 1 s: a camera burst's queue
     /// drains within it, a standing queue does not.
     pub standing_queue_window: Duration,
 
-    /// Send-side mode: libwebrtc's bandwidth probing and ALR detection
-    /// ([`crate::gcc::probe_controller`], [`crate::gcc::probe_estimator`],
+    /// libwebrtc's bandwidth probing and ALR detection ([`crate::gcc::probe_controller`],
     /// [`crate::gcc::alr`]): initial probes at 3× and 6× the start rate, further probes at
     /// 2× a result above 0.7× the probe rate, probes when the maximum rate rises in ALR, a
-    /// recovery probe after a large drop. Not in the papers. Default `true`; `false` gives
-    /// the papers' GCC. REMB mode never probes: cg-rtp's receiver feeds only packets with a
-    /// payload to the estimator (padding has no frame group) and the sender has no
-    /// per-packet feedback to measure a probe with, so a probe could not be validated.
+    /// recovery probe after a large drop, and cg's capacity probe. Not in the papers.
+    /// Default `true`; `false` gives the papers' GCC in either mode.
+    ///
+    /// Send-side mode measures each cluster from transport-wide feedback
+    /// ([`crate::gcc::probe_estimator`]). REMB mode does it as libwebrtc's receive-side
+    /// estimator (`RemoteBitrateEstimatorAbsSendTime`): the receiver finds the clusters by
+    /// their padding, with its abs-send-time and arrival times, and raises `Ar` (and at once
+    /// the REMB) to a valid one's rate ([`crate::gcc::probe_detector`]); the sender takes a
+    /// REMB that rose within 1 s of a cluster as its result. Clusters wait for the pacer to
+    /// run out of media and are 50 ms apart, so that the receiver sees them. Measured
+    /// (`cc/tests/gcc_camera.rs`, REMB mode, seeds 1–4): §6.1 U 0.858–0.889 and t90 after
+    /// 1 → 2.5 Mbit/s 4.1–10.4 s (0.702–0.799 and 20.5 s to not within 50 s without);
+    /// constant 2 Mbit/s U 0.898–0.909 (0.719–0.748).
     pub probing: bool,
     /// With `probing`: also probe at 2× the estimate when the link-capacity estimate is
     /// forgotten because the rate went above it (a cg addition, see

@@ -64,6 +64,10 @@ pub struct DelayBasedController {
     standing: Option<StandingQueue>,
     standing_decreases: u64,
     stats: DelayBasedStats,
+    latest_us: i64,
+    window_us: i64,
+    /// The last probe result applied, with the arrival time it came at.
+    probe_rate: Option<(i64, Bitrate)>,
 }
 
 impl DelayBasedController {
@@ -140,6 +144,9 @@ impl DelayBasedController {
                 .filter(|_| c.mode == GccMode::ReceiverSideRemb)
                 .map(|limit| StandingQueue::new(limit, c.standing_queue_window)),
             standing_decreases: 0,
+            latest_us: i64::MIN,
+            window_us: i64::try_from(c.receive_rate_window.as_micros()).unwrap_or(i64::MAX),
+            probe_rate: None,
         }
     }
 
@@ -153,6 +160,7 @@ impl DelayBasedController {
         key: GroupKey,
     ) -> bool {
         self.receive_rate.on_packet(arrival_us, size);
+        self.latest_us = self.latest_us.max(arrival_us);
         let mut forced = false;
         if self
             .standing
@@ -164,6 +172,28 @@ impl DelayBasedController {
             forced = true;
         }
         self.on_group_packet(send_us, arrival_us, size, key) || forced
+    }
+
+    /// A padding packet (REMB mode: the receiver got it with its send time): it counts in
+    /// `R` and in the standing-queue check, but joins no group of eq. (4). Padding carries
+    /// the RTP timestamp of the last frame sent, so in that frame's group a probe cluster
+    /// above the capacity made one `dm` of its whole queue build-up (up to 30 ms) and the
+    /// detector signalled over-use right after the probe had raised `Ar`
+    /// (`cc/tests/gcc_camera.rs` §6.1, seed 2: 2.44 Mbit/s, cut to 1.63 Mbit/s 300 ms
+    /// later). Returns `true` when a standing queue decreased `Ar`.
+    pub fn on_padding(&mut self, send_us: i64, arrival_us: i64, size: DataSize) -> bool {
+        self.receive_rate.on_packet(arrival_us, size);
+        self.latest_us = self.latest_us.max(arrival_us);
+        if self
+            .standing
+            .as_mut()
+            .is_some_and(|s| s.on_packet(send_us, arrival_us))
+        {
+            self.force_decrease();
+            self.standing_decreases += 1;
+            return true;
+        }
+        false
     }
 
     fn on_group_packet(
@@ -193,7 +223,7 @@ impl DelayBasedController {
                 f64::NAN,
             ),
         };
-        let r = self.receive_rate.rate();
+        let r = self.rate_for_control();
         // The detector compares m(ti) with the threshold in force before this sample,
         // then the threshold adapts (libwebrtc's order).
         let gamma_before = self.threshold.gamma();
@@ -219,6 +249,21 @@ impl DelayBasedController {
             groups: self.stats.groups + 1,
         };
         true
+    }
+
+    /// `R` for eq. (3): the receive rate, but at least a probe result applied within the
+    /// last window. `R` is an average over 500 ms, so just after a probe raised `Ar` it
+    /// still holds the rate before; an over-use then (the cluster's own queue, or the first
+    /// large frames at the new rate) cut `Ar` to `α·R` of the old rate (§6.1, 1 → 2.5
+    /// Mbit/s: 2.38 → 1.45 Mbit/s).
+    fn rate_for_control(&self) -> Option<Bitrate> {
+        let r = self.receive_rate.rate();
+        match self.probe_rate {
+            Some((at, p)) if self.latest_us.saturating_sub(at) <= self.window_us => {
+                Some(r.map_or(p, |r| r.max(p)))
+            }
+            _ => r,
+        }
     }
 
     /// Decreases the receiver made on a standing queue (REMB mode).
@@ -251,7 +296,28 @@ impl DelayBasedController {
     /// while the detector signals over-use, as libwebrtc's `DelayBasedBwe` does.
     /// Returns whether it was applied.
     pub fn on_probe_result(&mut self, rate: Bitrate) -> bool {
-        if self.detector.signal() == Signal::Overuse || !self.rate.on_probe_result(rate) {
+        if self.detector.signal() == Signal::Overuse {
+            return false;
+        }
+        self.take_probe_result(rate)
+    }
+
+    /// A validated probe result found at the receiver (REMB mode), applied whatever the
+    /// detector signals, as libwebrtc's `RemoteBitrateEstimatorAbsSendTime` takes one: a
+    /// cluster above the capacity queues the media sent with it, so the detector often
+    /// signals over-use just as the cluster's last packet brings its result. For one
+    /// receive-rate window the result also stands in for a smaller `R` in eq. (3) (see
+    /// [`Self::rate_for_control`]). Returns whether it was applied.
+    pub fn apply_probe_result(&mut self, rate: Bitrate) -> bool {
+        if !self.take_probe_result(rate) {
+            return false;
+        }
+        self.probe_rate = Some((self.latest_us, rate));
+        true
+    }
+
+    fn take_probe_result(&mut self, rate: Bitrate) -> bool {
+        if !self.rate.on_probe_result(rate) {
             return false;
         }
         self.stats.a_r = self.rate.estimate();

@@ -45,7 +45,7 @@ const FURTHER_THRESHOLD: f64 = 0.7;
 /// A further probe's rate in results.
 const FURTHER_FACTOR: f64 = 2.0;
 /// How long results are awaited before probing counts as complete.
-const RESULT_WAIT: Duration = Duration::from_secs(1);
+pub const RESULT_WAIT: Duration = Duration::from_secs(1);
 /// A drop below this share of the estimate is large.
 const LARGE_DROP: f64 = 0.66;
 /// The recovery probe's share of the rate before the drop.
@@ -105,6 +105,8 @@ pub struct ProbeController {
     large_drop: Option<(Instant, Bitrate)>,
     last_recovery_probe: Option<Instant>,
     last_capacity_probe: Option<Instant>,
+    gap: Duration,
+    last_end: Option<Instant>,
 }
 
 impl ProbeController {
@@ -123,10 +125,21 @@ impl ProbeController {
             large_drop: None,
             last_recovery_probe: None,
             last_capacity_probe: None,
+            gap: Duration::ZERO,
+            last_end: None,
         };
         let rates = INITIAL_FACTORS.map(|f| start.mul_f64(f));
         c.initiate(&rates, true, now);
         c
+    }
+
+    /// Leaves at least `gap` between the end of a cluster and the start of the next (REMB
+    /// mode: the receiver tells clusters apart by the gap between them,
+    /// [`super::probe_detector`]). Default none: send-side feedback names each packet's
+    /// cluster.
+    pub fn with_cluster_gap(mut self, gap: Duration) -> Self {
+        self.gap = gap;
+        self
     }
 
     /// Queues clusters at `rates` (capped at the maximum); with `further`, a result above
@@ -159,12 +172,24 @@ impl ProbeController {
         };
     }
 
+    /// Ends the running cluster if its time is up, without starting the next (the caller
+    /// holds clusters back for now).
+    pub fn end_finished(&mut self, now: Instant) {
+        if let Some(a) = self.active.filter(|a| now >= a.until) {
+            self.active = None;
+            self.last_end = Some(a.until);
+        }
+    }
+
+    /// When the running cluster ends, if one runs.
+    pub fn active_until(&self) -> Option<Instant> {
+        self.active.map(|a| a.until)
+    }
+
     /// Ends a finished cluster and starts the next pending one: returns it (the caller
     /// emits [`crate::ControllerEvent::Probe`] with [`PROBE_DURATION`]).
     pub fn poll_start(&mut self, now: Instant) -> Option<ActiveProbe> {
-        if self.active.is_some_and(|a| now >= a.until) {
-            self.active = None;
-        }
+        self.end_finished(now);
         if let State::Waiting { deadline, .. } = self.state
             && now >= deadline
             && self.pending.is_empty()
@@ -172,7 +197,7 @@ impl ProbeController {
         {
             self.state = State::Complete;
         }
-        if self.active.is_some() {
+        if self.active.is_some() || self.last_end.is_some_and(|e| now < e + self.gap) {
             return None;
         }
         let rate = self.pending.pop_front()?;
@@ -215,10 +240,24 @@ impl ProbeController {
     /// When [`poll_start`](Self::poll_start) has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let mut t = self.active.map(|a| a.until);
+        if self.active.is_none()
+            && !self.pending.is_empty()
+            && let Some(e) = self.last_end
+        {
+            t = Some(e + self.gap);
+        }
         if let State::Waiting { deadline, .. } = self.state {
             t = Some(t.map_or(deadline, |x| x.min(deadline)));
         }
         t
+    }
+
+    /// Whether a cluster started within `window` before `now`.
+    pub fn started_within(&self, now: Instant, window: Duration) -> bool {
+        self.started
+            .back()
+            .and_then(|p| p.until.checked_sub(p.duration))
+            .is_some_and(|start| now.saturating_duration_since(start) <= window)
     }
 
     /// Whether a cluster is waiting to start while none runs.

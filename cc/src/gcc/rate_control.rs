@@ -144,18 +144,27 @@ pub struct RateControlParams {
 
 /// libwebrtc's `LinkCapacityEstimator`: an EWMA of the receive rate at over-use, in kbit/s,
 /// with a normalised deviation, used to tell whether `Ar` is near the bottleneck rate.
-#[derive(Debug, Clone, Copy, Default)]
-struct LinkCapacity {
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LinkCapacity {
     estimate_kbps: Option<f64>,
     deviation: f64,
 }
 
+impl Default for LinkCapacity {
+    fn default() -> Self {
+        LinkCapacity {
+            estimate_kbps: None,
+            deviation: 0.4,
+        }
+    }
+}
+
 impl LinkCapacity {
-    fn on_overuse(&mut self, r: Bitrate) {
+    pub(crate) fn on_overuse(&mut self, r: Bitrate) {
         self.update(r, 0.05);
     }
 
-    fn update(&mut self, r: Bitrate, alpha: f64) {
+    pub(crate) fn update(&mut self, r: Bitrate, alpha: f64) {
         let sample = r.as_kbps_f64();
         let est = match self.estimate_kbps {
             None => sample,
@@ -172,16 +181,23 @@ impl LinkCapacity {
         (self.deviation * est).sqrt()
     }
 
-    fn upper_bound(&self) -> Option<f64> {
+    /// The mean, if a sample was taken since the last reset.
+    pub(crate) fn estimate(&self) -> Option<Bitrate> {
+        self.estimate_kbps.map(|k| Bitrate::from_bps_f64(k * 1e3))
+    }
+
+    /// Mean + 3σ, kbit/s.
+    pub(crate) fn upper_bound(&self) -> Option<f64> {
         self.estimate_kbps.map(|e| e + 3.0 * self.deviation_kbps(e))
     }
 
-    fn lower_bound(&self) -> Option<f64> {
+    /// Mean − 3σ, kbit/s.
+    pub(crate) fn lower_bound(&self) -> Option<f64> {
         self.estimate_kbps
             .map(|e| (e - 3.0 * self.deviation_kbps(e)).max(0.0))
     }
 
-    fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.estimate_kbps = None;
     }
 }
@@ -206,10 +222,7 @@ impl RemoteRateController {
             state: RateState::Increase,
             ar: start.min(p.max).max(p.min),
             last_us: None,
-            capacity: LinkCapacity {
-                estimate_kbps: None,
-                deviation: 0.4,
-            },
+            capacity: LinkCapacity::default(),
             rtt: p.default_rtt,
             upward_resets: 0,
         }

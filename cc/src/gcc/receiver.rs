@@ -1,18 +1,27 @@
 //! GCC's receiver side in REMB mode (MMSys16 Figure 1): the delay-based controller fed by
 //! received packets, and REMB processing.
+//!
+//! Media and retransmissions feed the delay-based controller; padding counts in `R` and
+//! the standing-queue check but joins no group of eq. (4) (unlike libwebrtc, see
+//! [`DelayBasedController::on_padding`]). Every packet also feeds, with
+//! [`GccConfig::probing`], the
+//! [`ProbeDetector`]: a valid probe cluster's rate raises `Ar` (as a send-side probe
+//! result does, [`DelayBasedController::on_probe_result`]) and the raised value goes out as
+//! REMB at once.
 
 use std::time::Instant;
 
 use cg_types::Bitrate;
 
-use crate::controller::{ReceiveSideEstimator, ReceivedPacket};
+use crate::controller::{PacketKind, ReceiveSideEstimator, ReceivedPacket};
 use crate::gcc::arrival::GroupKey;
 use crate::gcc::config::{GccConfig, Grouping};
 use crate::gcc::delay_based::{DelayBasedController, DelayBasedStats};
+use crate::gcc::probe_detector::ProbeDetector;
 use crate::gcc::remb::RembScheduler;
 use crate::gcc::time::micros_since;
 
-/// The receiver-side estimator: feed it every media packet, send what
+/// The receiver-side estimator: feed it every RTP packet, send what
 /// [`poll_remb`](ReceiveSideEstimator::poll_remb) answers as REMB.
 #[derive(Debug, Clone)]
 pub struct GccReceiver {
@@ -22,6 +31,10 @@ pub struct GccReceiver {
     base: Instant,
     has_estimate: bool,
     last_arrival: Instant,
+    probes: Option<ProbeDetector>,
+    probe_results: u64,
+    min: Bitrate,
+    max: Bitrate,
 }
 
 impl GccReceiver {
@@ -34,7 +47,16 @@ impl GccReceiver {
             base: now,
             has_estimate: false,
             last_arrival: now,
+            probes: c.probing.then(ProbeDetector::default),
+            probe_results: 0,
+            min: c.min_bitrate,
+            max: c.max_bitrate.max(c.min_bitrate),
         }
+    }
+
+    /// Probe clusters whose rate raised `Ar`.
+    pub fn probe_results(&self) -> u64 {
+        self.probe_results
     }
 
     /// The delay-based quantities (`m`, `γ`, signal, state, `Ar`, `R`).
@@ -50,11 +72,27 @@ impl ReceiveSideEstimator for GccReceiver {
             Grouping::SendBurst { span } => GroupKey::Burst { span },
         };
         let arrival_us = micros_since(p.arrival, self.base);
-        if self
-            .delay
-            .on_packet(p.send_time.as_micros(), arrival_us, p.size, key)
-        {
+        let send_us = p.send_time.as_micros();
+        let padding = p.kind == PacketKind::Padding;
+        let updated = if padding {
+            self.delay.on_padding(send_us, arrival_us, p.size)
+        } else {
+            self.delay.on_packet(send_us, arrival_us, p.size, key)
+        };
+        if updated {
             self.has_estimate = true;
+        }
+        if let Some(rate) = self
+            .probes
+            .as_mut()
+            .and_then(|d| d.on_packet(send_us, arrival_us, p.size, padding))
+            && self
+                .delay
+                .apply_probe_result(rate.min(self.max).max(self.min))
+        {
+            self.probe_results += 1;
+            self.has_estimate = true;
+            self.remb.send_now();
         }
         self.last_arrival = self.last_arrival.max(p.arrival);
     }
@@ -94,6 +132,7 @@ impl ReceiveSideEstimator for GccReceiver {
             ("state", s.state.as_f64()),
             ("a_r", s.a_r.as_bps_f64()),
             ("r", s.receive_rate.map_or(f64::NAN, |r| r.as_bps_f64())),
+            ("probe_results", self.probe_results as f64),
         ]
     }
 }
@@ -114,6 +153,7 @@ mod tests {
             size: DataSize::bytes(1000),
             group: frame,
             ssrc: 1,
+            kind: PacketKind::Media,
         }
     }
 
@@ -184,5 +224,66 @@ mod tests {
             rx.delay_stats().link_capacity.is_some(),
             "over-use was seen"
         );
+    }
+
+    #[test]
+    fn a_probe_cluster_raises_the_estimate_and_goes_out_as_remb_at_once() {
+        let t0 = Instant::now();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        let run = |cfg: &GccConfig| {
+            let mut rx = cfg.build_receiver(t0);
+            // 300 kbit/s of media for 2 s (1250 bytes a frame), 25 ms away.
+            for f in 0..60u64 {
+                let send = f * 33_333;
+                rx.on_packet_received(&ReceivedPacket {
+                    arrival: at(send + 25_000),
+                    send_time: RemoteTime::from_micros(send as i64),
+                    size: DataSize::bytes(1250),
+                    group: f,
+                    ssrc: 1,
+                    kind: PacketKind::Media,
+                });
+                rx.poll_remb(at(send + 25_000));
+            }
+            let before = rx.estimate();
+            // A 40 ms cluster of 280-byte padding at 900 kbit/s (2.49 ms apart), then the
+            // next frame, more than 25 ms after the last padding, which ends it.
+            let start = 60 * 33_333;
+            for i in 0..17u64 {
+                let send = start + i * 2_489;
+                rx.on_packet_received(&ReceivedPacket {
+                    arrival: at(send + 25_000),
+                    send_time: RemoteTime::from_micros(send as i64),
+                    size: DataSize::bytes(280),
+                    group: 59,
+                    ssrc: 1,
+                    kind: PacketKind::Padding,
+                });
+            }
+            let send = start + 70_000;
+            let now = at(send + 25_000);
+            rx.on_packet_received(&ReceivedPacket {
+                arrival: now,
+                send_time: RemoteTime::from_micros(send as i64),
+                size: DataSize::bytes(1250),
+                group: 61,
+                ssrc: 1,
+                kind: PacketKind::Media,
+            });
+            (before, rx.poll_remb(now), rx.probe_results())
+        };
+        let (before, remb, n) = run(&GccConfig::default());
+        assert!(before < Bitrate::kbps(400), "{before}");
+        assert_eq!(n, 1);
+        let remb = remb.expect("a REMB at once, not a second after the last");
+        assert!(remb >= Bitrate::kbps(850), "{remb}");
+        // Without probing (the papers), the same packets do not raise it.
+        let off = GccConfig {
+            probing: false,
+            ..GccConfig::default()
+        };
+        let (_, remb, n) = run(&off);
+        assert_eq!(n, 0);
+        assert!(remb.is_none_or(|r| r < Bitrate::kbps(400)), "{remb:?}");
     }
 }

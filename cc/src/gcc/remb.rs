@@ -1,6 +1,9 @@
 //! REMB processing (MMSys16 §3.3): send `Ar` every second, or at once when it has fallen by
 //! more than 3 %. The fall is measured against the last value *sent* (as libwebrtc does), so
-//! that a slow slide over many frames also triggers an early REMB.
+//! that a slow slide over many frames also triggers an early REMB. Beyond the papers, a
+//! probe result that raised `Ar` goes out at once too ([`RembScheduler::send_now`]), as
+//! libwebrtc's `RemoteBitrateEstimatorAbsSendTime` reports it at once: the sender's probe
+//! controller waits for it for 1 s only.
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +15,7 @@ pub struct RembScheduler {
     interval: Duration,
     drop_ratio: f64,
     last: Option<(Instant, Bitrate)>,
+    now_due: bool,
 }
 
 impl RembScheduler {
@@ -21,21 +25,29 @@ impl RembScheduler {
             interval,
             drop_ratio,
             last: None,
+            now_due: false,
         }
+    }
+
+    /// The next [`poll`](Self::poll) sends whatever the value (a probe raised it).
+    pub fn send_now(&mut self) {
+        self.now_due = true;
     }
 
     /// The value to send now, if one is due, given the current `Ar`; records it as sent.
     pub fn poll(&mut self, now: Instant, ar: Bitrate) -> Option<Bitrate> {
-        let due = match self.last {
-            None => true,
-            Some((at, value)) => {
-                now.saturating_duration_since(at) >= self.interval
+        let due = self.now_due
+            || match self.last {
+                None => true,
+                Some((at, value)) => {
+                    now.saturating_duration_since(at) >= self.interval
                     || ar.as_bps_f64() < self.drop_ratio * value.as_bps_f64()
                     // Time went backwards: resynchronise rather than stay silent.
                     || now < at
-            }
-        };
+                }
+            };
         if due {
+            self.now_due = false;
             self.last = Some((now, ar));
             Some(ar)
         } else {
@@ -45,14 +57,15 @@ impl RembScheduler {
 
     /// Whether a REMB would be due now for `ar`, without recording anything.
     pub fn is_due(&self, now: Instant, ar: Bitrate) -> bool {
-        match self.last {
-            None => true,
-            Some((at, value)) => {
-                now.saturating_duration_since(at) >= self.interval
-                    || ar.as_bps_f64() < self.drop_ratio * value.as_bps_f64()
-                    || now < at
+        self.now_due
+            || match self.last {
+                None => true,
+                Some((at, value)) => {
+                    now.saturating_duration_since(at) >= self.interval
+                        || ar.as_bps_f64() < self.drop_ratio * value.as_bps_f64()
+                        || now < at
+                }
             }
-        }
     }
 
     /// When the next periodic REMB is due (`None` before the first one).
@@ -95,5 +108,14 @@ mod tests {
             s.poll(ms(1300), Bitrate::kbps(920)),
             Some(Bitrate::kbps(920))
         );
+        // An increase asked for at once (a probe result) does not wait for the period.
+        assert!(!s.is_due(ms(1400), Bitrate::kbps(2000)));
+        s.send_now();
+        assert!(s.is_due(ms(1400), Bitrate::kbps(2000)));
+        assert_eq!(
+            s.poll(ms(1400), Bitrate::kbps(2000)),
+            Some(Bitrate::kbps(2000))
+        );
+        assert_eq!(s.poll(ms(1500), Bitrate::kbps(2000)), None);
     }
 }

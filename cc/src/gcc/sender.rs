@@ -19,6 +19,12 @@
 //! While it is above [`GccConfig::standing_queue_pacing`] the pacer gets `A`, so that a full
 //! bottleneck queue drains instead of dropping a key frame paced faster than the capacity.
 //! Every rate stays within `[min_bitrate, max_bitrate]`.
+//!
+//! With [`GccConfig::probing`] both modes send libwebrtc's probe clusters
+//! ([`crate::gcc::probe_controller`]). Send-side mode measures them from its feedback; in
+//! REMB mode the receiver measures them ([`crate::gcc::probe_detector`]) and the REMB
+//! brings the result; the sender there keeps its own
+//! link-capacity estimate from the REMB values for the capacity probe and the pacing cap.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -27,7 +33,7 @@ use cg_types::{Bitrate, DataSize};
 
 use crate::base_delay::BaseDelay;
 use crate::controller::{
-    Controller, ControllerEvent, ControllerStats, Feedback, FeedbackKind, SentPacket,
+    Controller, ControllerEvent, ControllerStats, Feedback, FeedbackKind, MediaQueue, SentPacket,
 };
 use crate::gcc::alr::AlrDetector;
 use crate::gcc::arrival::GroupKey;
@@ -36,8 +42,10 @@ use crate::gcc::delay_based::{DelayBasedController, DelayBasedStats};
 use crate::gcc::detector::Signal;
 use crate::gcc::history::{Fate, SentHistory};
 use crate::gcc::loss::{LossBand, LossController, LossParams};
-use crate::gcc::probe_controller::{AlrState, ProbeController};
+use crate::gcc::probe_controller::{AlrState, ProbeController, RESULT_WAIT};
+use crate::gcc::probe_detector::MAX_PADDING_GAP;
 use crate::gcc::probe_estimator::ClusterStats;
+use crate::gcc::rate_control::LinkCapacity;
 use crate::gcc::time::micros_since;
 
 /// Probe clusters whose feedback is still awaited, at most.
@@ -125,6 +133,15 @@ pub struct GccController {
     upward_resets: u64,
     last_signal: Signal,
     probe_results: u64,
+    /// REMB mode: `α` of eq. (3), to take the receiver's `R` at a decrease from the REMB.
+    alpha: f64,
+    /// REMB mode: the link capacity as the receiver saw it at its decreases (each REMB
+    /// below the previous one is `α·R`), for the capacity probe.
+    remb_capacity: LinkCapacity,
+    /// REMB mode: the last REMB value, and whether it was below the one before.
+    last_remb: Option<(Bitrate, bool)>,
+    /// REMB mode: media waits in the pacer, so a cluster would not start now.
+    media_waiting: bool,
 }
 
 impl GccController {
@@ -182,13 +199,18 @@ impl GccController {
             queue_samples: VecDeque::new(),
             last_standing_decrease: None,
             standing_decreases: 0,
-            probe: (c.probing && c.mode == GccMode::SendSideTwcc).then(|| {
-                ProbeController::new(
+            probe: c.probing.then(|| {
+                let p = ProbeController::new(
                     c.clamp(c.start_bitrate),
                     c.max_bitrate.max(c.min_bitrate),
                     c.capacity_probing,
                     now,
-                )
+                );
+                match c.mode {
+                    GccMode::SendSideTwcc => p,
+                    // The receiver tells clusters apart by a padding-free gap.
+                    GccMode::ReceiverSideRemb => p.with_cluster_gap(MAX_PADDING_GAP * 2),
+                }
             }),
             alr: AlrDetector::default(),
             clusters: VecDeque::new(),
@@ -198,20 +220,45 @@ impl GccController {
             upward_resets: 0,
             last_signal: Signal::Normal,
             probe_results: 0,
+            alpha: c.alpha,
+            remb_capacity: LinkCapacity::default(),
+            last_remb: None,
+            media_waiting: false,
         }
         .with_probes_started(now)
     }
 
+    /// Send-side mode starts the initial probes at once; REMB mode when the pacer first
+    /// runs out of media (see [`Self::probe_held`]), or at the first packet sent for a
+    /// driver that does not report its media queue.
     fn with_probes_started(mut self, now: Instant) -> Self {
-        self.step_probes(now);
+        if self.mode == GccMode::SendSideTwcc {
+            self.step_probes(now);
+        }
         self
+    }
+
+    /// Whether a cluster must wait for the pacer's media queue to empty: in REMB mode the
+    /// receiver finds a cluster by its padding ([`super::probe_detector`]), and the pacer
+    /// pads only while no media waits; a cluster started behind a key frame was all media
+    /// (camera §6.1, 300 kbit/s at start: the 3× cluster started with the 11 packets of
+    /// the first key frame queued, the 6× one with 5, and the receiver found no cluster in
+    /// the first 25 s).
+    fn probe_held(&self) -> bool {
+        self.mode == GccMode::ReceiverSideRemb && self.media_waiting
     }
 
     /// Starts the next probe cluster when one is due; keeps the probing rate for the pacer.
     fn step_probes(&mut self, now: Instant) {
+        let held = self.probe_held();
         let Some(p) = self.probe.as_mut() else {
             return;
         };
+        if held {
+            p.end_finished(now);
+            self.probing_rate = p.active(now).map(|a| a.rate);
+            return;
+        }
         if let Some(a) = p.poll_start(now) {
             self.events.push_back(ControllerEvent::Probe {
                 rate: a.rate,
@@ -255,6 +302,78 @@ impl GccController {
             if let Some(p) = self.probe.as_mut() {
                 p.on_result(rate, now);
             }
+        }
+    }
+
+    /// A REMB value (REMB mode): the sender's link-capacity estimate, and the probe
+    /// triggers. The receiver measures the clusters and raises `Ar` to a
+    /// valid result ([`super::probe_detector`]), so a REMB is the only result the sender
+    /// sees: as libwebrtc's `ProbeController::SetEstimatedBitrate`, a REMB above 0.7× the
+    /// last probe's rate within 1 s asks for a further probe, and (as libwebrtc's start
+    /// phase, where the target follows the REMB) a REMB raised within 1 s of a cluster
+    /// lifts `As` to it, or eq. (5)'s 5 % per report would hold the target far below. A REMB
+    /// no lower than the previous one after a decrease is the recovery (the send-side
+    /// trigger is the detector's over-use ending, which the sender does not see here). A
+    /// REMB below the previous one is the receiver's `α·R`: `R` enters a link-capacity
+    /// estimate like the receiver's, and a REMB above its mean + 3σ (the receiver's `Ar`
+    /// went past the capacity seen at its decreases: the link got faster) forgets it and
+    /// asks for the capacity probe — unless a probe raised it: then it enters the estimate
+    /// with weight 0.5, as a probe result does at the receiver.
+    fn on_remb(&mut self, remb: Bitrate, now: Instant) {
+        let previous = self.last_remb;
+        let fell = previous.is_some_and(|(prev, _)| remb < prev);
+        self.last_remb = Some((remb, fell));
+        if fell {
+            let r = remb.mul_f64(1.0 / self.alpha.max(0.01));
+            if self
+                .remb_capacity
+                .lower_bound()
+                .is_some_and(|lb| r.as_kbps_f64() < lb)
+            {
+                self.remb_capacity.reset();
+            }
+            self.remb_capacity.on_overuse(r);
+        }
+        let above = self
+            .remb_capacity
+            .upper_bound()
+            .is_some_and(|ub| remb.as_kbps_f64() > ub);
+        let probed = !fell
+            && previous.is_some()
+            && self
+                .probe
+                .as_ref()
+                .is_some_and(|p| p.started_within(now, RESULT_WAIT));
+        let within = self
+            .remb_capacity
+            .upper_bound()
+            .is_some_and(|ub| remb.as_kbps_f64() <= ub);
+        if probed && !within {
+            // A probe raised it: a result, weight 0.5 as the receiver takes it
+            // (`RemoteRateController::on_probe_result`).
+            self.remb_capacity.update(remb, 0.5);
+        } else if above {
+            self.remb_capacity.reset();
+        }
+        let alr = AlrState {
+            in_alr: self.alr.alr_start().is_some(),
+            ended: self.alr.alr_ended(),
+        };
+        let Some(p) = self.probe.as_mut() else {
+            return;
+        };
+        if p.started_within(now, RESULT_WAIT) && remb > self.loss.estimate() {
+            self.loss.raise_to(remb, now);
+        }
+        let a_s = self.loss.estimate();
+        let target = remb.min(a_s).min(self.max).max(self.min);
+        p.on_estimate(target, now);
+        p.on_result(remb, now);
+        if !fell && previous.is_some_and(|(_, was_falling)| was_falling) {
+            p.on_recovered(alr, now);
+        }
+        if above && !probed {
+            p.on_capacity_reset(now);
         }
     }
 
@@ -513,9 +632,13 @@ impl Controller for GccController {
                 }
                 if let Some(remb) = feedback.remb {
                     self.apply_ar(remb, now);
+                    self.on_remb(remb, now);
                 }
                 if let Some(loss) = feedback.loss {
                     let _band = self.on_loss_fraction(loss.fraction_lost, now);
+                }
+                if self.probe.is_some() {
+                    self.after_update(now);
                 }
             }
             GccMode::SendSideTwcc => {
@@ -532,7 +655,22 @@ impl Controller for GccController {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.probe.as_ref().and_then(ProbeController::poll_timeout)
+        let p = self.probe.as_ref()?;
+        if self.probe_held() {
+            // The media queue's emptying (`on_media_queue`) starts the next cluster.
+            return p.active_until();
+        }
+        p.poll_timeout()
+    }
+
+    fn on_media_queue(&mut self, queue: MediaQueue, now: Instant) {
+        if self.mode != GccMode::ReceiverSideRemb || self.probe.is_none() {
+            return;
+        }
+        self.media_waiting = queue.size > DataSize::ZERO;
+        if !self.media_waiting {
+            self.step_probes(now);
+        }
     }
 
     fn poll_event(&mut self) -> Option<ControllerEvent> {
@@ -556,8 +694,12 @@ impl Controller for GccController {
         let f = if standing { 1.0 } else { self.pacing_factor };
         let target = self.target_bitrate();
         let mut rate = target.mul_f64(f);
+        let capacity = match self.delay.as_ref() {
+            Some(d) => d.stats().link_capacity,
+            None => self.remb_capacity.estimate(),
+        };
         if let Some(k) = self.pace_at_capacity
-            && let Some(cap) = self.delay.as_ref().and_then(|d| d.stats().link_capacity)
+            && let Some(cap) = capacity
         {
             // Not much faster than the bottleneck rate seen at over-uses (never below `A`):
             // most of a large frame's excess then waits in the pacer, not the bottleneck.
@@ -744,15 +886,79 @@ mod tests {
             "{}",
             c.target_bitrate()
         );
-        // REMB mode does not probe.
-        let mut r = GccController::new(&GccConfig::default(), t0);
-        assert_eq!(r.poll_event(), None);
+    }
+
+    fn probes(c: &mut GccController) -> Vec<Bitrate> {
+        std::iter::from_fn(|| c.poll_event())
+            .filter_map(|e| match e {
+                ControllerEvent::Probe { rate, .. } => Some(rate),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn remb_mode_probes_once_the_pacer_runs_out_of_media_and_follows_a_raised_remb() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let cfg = GccConfig {
+            max_bitrate: Bitrate::mbps(5),
+            ..GccConfig::default()
+        };
+        let mut c = GccController::new(&cfg, t0);
+        assert!(probes(&mut c).is_empty(), "not at once");
+        let waiting = MediaQueue {
+            size: DataSize::bytes(12_000),
+            delay: Duration::ZERO,
+        };
+        c.on_media_queue(waiting, ms(1));
+        c.handle_timeout(ms(2));
+        assert!(probes(&mut c).is_empty(), "not behind a key frame");
+        c.on_media_queue(MediaQueue::default(), ms(40));
+        assert_eq!(probes(&mut c), [Bitrate::kbps(900)]);
+        assert_eq!(c.pacing_rate(), Bitrate::kbps(900));
+        // The 6× cluster starts 50 ms after the first one ended (64 ms long), so that the
+        // receiver measures the two apart.
+        let end = ms(40 + 64);
+        assert_eq!(c.poll_timeout(), Some(end));
+        c.handle_timeout(end);
+        assert_eq!(c.poll_timeout(), Some(end + Duration::from_millis(50)));
+        c.handle_timeout(end + Duration::from_millis(49));
+        assert!(probes(&mut c).is_empty());
+        c.handle_timeout(end + Duration::from_millis(50));
+        assert_eq!(probes(&mut c), [Bitrate::kbps(1800)]);
+        // The receiver measured the 6× cluster: its REMB (above 0.7 × 1.8 Mbit/s) lifts
+        // the target at once (not by eq. (5)'s 5 % per report) and asks for 2× it.
+        c.handle_timeout(ms(300));
+        let remb = Feedback {
+            remb: Some(Bitrate::kbps(1500)),
+            ..Default::default()
+        };
+        c.on_feedback(&remb, ms(300));
+        assert_eq!(c.target_bitrate(), Bitrate::kbps(1500));
+        assert_eq!(probes(&mut c), [Bitrate::kbps(3000)]);
+
+        // Off: the papers' REMB mode never probes.
+        let off = GccConfig {
+            probing: false,
+            ..cfg
+        };
+        let mut c = GccController::new(&off, t0);
+        c.on_media_queue(MediaQueue::default(), ms(40));
+        c.on_feedback(&remb, ms(300));
+        assert!(probes(&mut c).is_empty());
+        assert!(c.target_bitrate() < Bitrate::kbps(1500));
     }
 
     #[test]
     fn remb_mode_takes_the_queue_from_receiver_report_round_trips() {
         let t0 = Instant::now();
-        let mut c = GccController::new(&GccConfig::default(), t0);
+        // The pacing rule alone: no probes.
+        let cfg = GccConfig {
+            probing: false,
+            ..GccConfig::default()
+        };
+        let mut c = GccController::new(&cfg, t0);
         let report = |c: &mut GccController, at_ms: u64, rtt_ms: u64| {
             let feedback = Feedback {
                 rtt: Some(Duration::from_millis(rtt_ms)),

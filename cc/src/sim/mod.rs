@@ -21,7 +21,8 @@
 //!   [`ControllerEvent`](crate::ControllerEvent)s (`DiscardQueue` clears the queue and asks for
 //!   a key frame; `RequestKeyFrame`; `Probe` sends padding packets of
 //!   [`SenderConfig::padding_size`] at the probe's rate while no media waits, as cg-rtp's
-//!   pacer does; the receiver reports them but does not feed them to a REMB estimator). The encoder target is re-read
+//!   pacer does; the receiver reports them and feeds them, with their send times, to a REMB
+//!   estimator as cg-rtp's receiver does). The encoder target is re-read
 //!   at every frame. [`SimSender::samples`] keeps the controller's
 //!   [`ControllerStats`](crate::ControllerStats) every 100 ms for plots and assertions.
 //! - [`SimReceiver`]: answers with the feedback the controller asked for

@@ -28,9 +28,10 @@ pub struct MediaPacket {
     pub size: DataSize,
     /// Last packet of its frame (RTP marker bit).
     pub marker: bool,
-    /// Padding sent for a probe ([`crate::ControllerEvent::Probe`]): no frame, not fed to
-    /// a receive-side estimator (as cg-rtp's receiver, which feeds it only packets with a
-    /// payload).
+    /// Padding sent for a probe ([`crate::ControllerEvent::Probe`]): no payload; `frame` is
+    /// the last frame sent (cg-rtp's padding carries the last media RTP timestamp). The
+    /// receiver feeds it to a receive-side estimator as [`crate::PacketKind::Padding`], as
+    /// cg-rtp's receiver does.
     pub padding: bool,
 }
 

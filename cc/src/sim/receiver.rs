@@ -1,5 +1,6 @@
 //! The simulated media receiver: per-packet feedback generator, optional receive-side
-//! estimator (REMB), and RR-like loss reports.
+//! estimator (REMB) fed with every packet (padding included, with its send time), and
+//! RR-like loss reports.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -8,7 +9,7 @@ use cg_link::sim::{Delivered, Endpoint, Transmit};
 use cg_types::{DataSize, Ecn, RemoteTime};
 
 use crate::controller::{
-    FeedbackKind, LossReport, PacketResult, ReceiveSideEstimator, ReceivedPacket,
+    FeedbackKind, LossReport, PacketKind, PacketResult, ReceiveSideEstimator, ReceivedPacket,
 };
 use crate::sim::packet::{FeedbackMessage, SimPacket};
 
@@ -263,16 +264,22 @@ impl Endpoint for SimReceiver {
                 self.flush_feedback(now);
             }
         }
-        if let Some(est) = self.estimator.as_mut().filter(|_| !m.padding) {
+        if let Some(est) = self.estimator.as_mut() {
             // abs-send-time: the sender's clock, whose epoch is unknown here; the
             // simulation's sender clock is the shared Instant, expressed from our epoch.
             let send_time = RemoteTime::from_micros(super::signed_micros(m.send_time, self.epoch));
+            // Padding too, as cg-rtp's receiver: the estimator finds probe clusters by it.
             est.on_packet_received(&ReceivedPacket {
                 arrival: now,
                 send_time,
                 size: packet.size,
                 group: m.frame,
                 ssrc: self.cfg.ssrc,
+                kind: if m.padding {
+                    PacketKind::Padding
+                } else {
+                    PacketKind::Media
+                },
             });
         }
         self.poll_remb(now);

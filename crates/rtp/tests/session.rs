@@ -808,3 +808,77 @@ fn a_key_frame_cuts_the_frame_leaving_short_and_the_receiver_skips_to_it() {
     assert_eq!(r.frames_lost, 1, "{r:?}");
     assert_eq!(r.frames_undecodable, 0, "{r:?}");
 }
+
+/// Records what reaches the receive-side estimator.
+#[derive(Debug, Default)]
+struct Recording {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<cg_cc::ReceivedPacket>>>,
+}
+
+impl cg_cc::ReceiveSideEstimator for Recording {
+    fn on_packet_received(&mut self, p: &cg_cc::ReceivedPacket) {
+        self.seen.lock().unwrap().push(*p);
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn poll_remb(&mut self, _now: Instant) -> Option<Bitrate> {
+        None
+    }
+    fn estimate(&self) -> Bitrate {
+        Bitrate::kbps(500)
+    }
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![]
+    }
+}
+
+#[test]
+fn padding_reaches_the_receive_side_estimator_with_its_send_times() {
+    let t0 = Instant::now();
+    let (mut cc, _seen) = Fixed::new(Bitrate::kbps(500), FeedbackKind::Remb);
+    cc.events.push_back(ControllerEvent::Probe {
+        rate: Bitrate::mbps(1),
+        duration: Duration::from_millis(500),
+    });
+    let tx = SenderSession::new(SenderConfig::default(), cc, t0).unwrap();
+    let rec = Recording::default();
+    let got = rec.seen.clone();
+    let rx = ReceiverSession::new(
+        ReceiverConfig {
+            feedback: FeedbackConfig::for_kind(FeedbackKind::Remb),
+            ..ReceiverConfig::default()
+        },
+        Some(Box::new(rec)),
+        t0,
+    )
+    .unwrap();
+    let mut w = Wire::new(tx, rx, t0, DELAY);
+    w.run(
+        t0 + Duration::from_secs(2),
+        &mut cbr_source(Codec::Vp8, 30, 1000, 60),
+    );
+    let got = got.lock().unwrap();
+    let padding: Vec<_> = got
+        .iter()
+        .filter(|p| p.kind == cg_cc::PacketKind::Padding)
+        .collect();
+    let pads = w.receiver.stats().padding_packets;
+    assert!(pads > 100, "{pads}");
+    assert_eq!(padding.len() as u64, pads, "every padding packet");
+    assert_eq!(
+        got.iter()
+            .filter(|p| p.kind == cg_cc::PacketKind::Media)
+            .count() as u64,
+        w.receiver.stats().media_packets
+    );
+    // With their abs-send-time: the padding went out over the probe's 500 ms at up to
+    // 1 Mbit/s (send times in 1/2^18 s units, unwrapped to µs).
+    let span = padding.last().unwrap().send_time.as_micros() - padding[0].send_time.as_micros();
+    assert!((400_000..=500_000).contains(&span), "{span} µs");
+    let bytes: u64 = padding.iter().map(|p| p.size.as_bytes()).sum();
+    let rate = bytes as f64 * 8.0 / (span as f64 / 1e6);
+    assert!(rate > 500e3 && rate <= 1.05e6, "{rate} bit/s");
+    assert!(padding.iter().all(|p| p.size > DataSize::bytes(255)));
+}

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cg_cc::{FeedbackKind, ReceiveSideEstimator, ReceivedPacket};
+use cg_cc::{FeedbackKind, PacketKind, ReceiveSideEstimator, ReceivedPacket};
 use cg_types::{DataSize, Ecn, RemoteTime, Rng};
 
 pub use config::{FeedbackConfig, ReceiverConfig};
@@ -358,9 +358,16 @@ impl ReceiverSession {
         let Some(abs) = p.abs_send_time else {
             return;
         };
-        if p.payload.is_empty() {
-            return; // padding: no frame group
-        }
+        // Padding (an RTX packet with no payload, sent for a probe) reaches the estimator
+        // too: it finds the sender's probe clusters by it. Its RTP timestamp is the last
+        // media packet's, so it joins that frame's group.
+        let kind = if p.ssrc != self.config.rtx_ssrc {
+            PacketKind::Media
+        } else if p.payload.is_empty() {
+            PacketKind::Padding
+        } else {
+            PacketKind::Retransmission
+        };
         // abs-send-time: 6.18 fixed-point seconds, wrapping every 64 s.
         let units = self.abs_unwrap.unwrap(abs as u64, 24);
         let send_us = units * 1_000_000 / (1 << 18);
@@ -371,6 +378,7 @@ impl ReceiverSession {
             size: DataSize::bytes(size as u64),
             group,
             ssrc: p.ssrc,
+            kind,
         });
     }
 

@@ -447,6 +447,8 @@ impl SenderSession {
             },
             Release::Padding(_) => self.send_rtx(None, now),
         };
+        // The controller may have asked for something (a probe once the queue emptied).
+        self.drain_controller(now);
         match t {
             Ok(t) => Some(t),
             Err(e) => {
