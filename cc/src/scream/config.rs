@@ -215,6 +215,21 @@ pub struct ScreamConfig {
     pub rate_adjust_gain: f64,
     /// Upper bound of the integral term. Default 0.5 (draft).
     pub max_rate_adjust: f64,
+    /// Our addition (issue #14, in both sets): a frame larger than this × the nominal frame
+    /// (`target × frame_period`) is "large" — a key frame, a scene change. While it is
+    /// queued, the frames arriving behind it are not fed to the RTP-queue integral, and the
+    /// queue is discarded only above [`discard_recovery_max_delay`](Self::discard_recovery_max_delay)
+    /// instead of `max_rtp_queue_delay`. `None` gives the draft's rule (every arrival
+    /// integrated, one discard limit).
+    ///
+    /// Reason: a key frame (~10 nominal frames) or a 3–5× scene-change frame is still being
+    /// paced out when the next frames arrive; they find a queue 1–4 frame periods old and the
+    /// integral jumps by up to its 0.5 bound, then decays by 1/64 per frame (about a second
+    /// at 30 fps): with a camera-like source (one such frame a second) the target sat far
+    /// below the window's rate. And a key frame that needs more than 100 ms to be paced out
+    /// was discarded while being sent (see `discard_recovery_max_delay`). RFC 8593's narrow
+    /// frame sizes are rarely large, so those scenarios are unchanged. Default 2.
+    pub large_frame_factor: Option<f64>,
     /// Media frame period, for the integral controller and adaptive pacing. Default 1/60 s
     /// (TMA24: 1080p at 60 fps).
     pub frame_period: Duration,
@@ -223,6 +238,21 @@ pub struct ScreamConfig {
     pub max_rtp_queue_delay: Duration,
     /// Shortest time between two discards. Default 0.25 s (`kMinRtpQueueDiscardInterval`).
     pub min_discard_interval: Duration,
+    /// Our addition (issue #14, in both sets): after a discard, and after a large frame
+    /// (see [`large_frame_factor`](Self::large_frame_factor)), the queue is discarded only
+    /// above this delay until it has been empty once (after new media arrived, for a
+    /// discard): the key frame the discard asked for, and what queued behind it, can leave.
+    /// `None` gives the reference's rule (`ScreamV2TxStream.cpp`: the oldest packet's age
+    /// against `max_rtp_queue_delay` every `min_discard_interval`, whatever is being sent).
+    ///
+    /// Reason: a key frame is ~10 nominal frames (a third of a second of the target at
+    /// 30 fps); paced at 1.5 × 1.5 × target it needs ~150 ms to leave, so its age passed
+    /// `max_rtp_queue_delay` while it was being sent, the reference rule threw it away and
+    /// asked for another one — a discard → key frame → discard loop (cg-send through netlab,
+    /// §6.1: 851 frames dropped, 109 freezes in 200 s; cc/tests/scream_camera.rs: 291–323
+    /// frames dropped over seeds 1–4). Default 0.35 s: `max_rtp_queue_delay` +
+    /// `min_discard_interval`, the oldest queue the reference rule itself lets through.
+    pub discard_recovery_max_delay: Option<Duration>,
     /// Bound on tracked sent packets (older ones are forgotten). Default 65 536.
     pub max_tracked_packets: usize,
 }
@@ -282,6 +312,8 @@ impl ScreamConfig {
             frame_period: Duration::from_micros(16_667),
             max_rtp_queue_delay: Duration::from_millis(100),
             min_discard_interval: Duration::from_millis(250),
+            discard_recovery_max_delay: Some(Duration::from_millis(350)),
+            large_frame_factor: Some(2.0),
             max_tracked_packets: 65_536,
         }
     }

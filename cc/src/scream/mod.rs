@@ -51,6 +51,13 @@
 //!   the transport may report the queue after every send, but only a report whose size grew
 //!   (new media) is integrated, so the age of the frame being paced out does not count.
 //!
+//! - **No RTP-queue discard loop** ([`ScreamConfig::discard_recovery_max_delay`]): after a
+//!   discard, and while a large frame (key frame) is being sent, the queue is discarded only
+//!   above 0.35 s until it has drained once, so the key frame a discard asks for can leave
+//!   (see `media.rs`).
+//! - **Large frames do not drive the RTP-queue integral** ([`ScreamConfig::large_frame_factor`]):
+//!   frames queued behind a frame larger than 2 × nominal are not integrated (see `media.rs`).
+//!
 //! Not implemented (optional in the draft, off by default in the reference): competing-flow
 //! compensation (qdelay-target adaptation, draft §4.2.1.4.1), clock-drift compensation and the
 //! base-delay reset (draft §4.5), multi-stream scheduling.
@@ -521,13 +528,28 @@ impl Scream {
         self.last_progress.map(|t| t + self.cfg.feedback_timeout)
     }
 
+    fn queue_params(&self) -> media::QueueParams {
+        let cfg = &self.cfg;
+        media::QueueParams {
+            frame_period: cfg.frame_period,
+            gain: cfg.rate_adjust_gain,
+            max_adjust: cfg.max_rate_adjust,
+            max_delay: cfg.max_rtp_queue_delay,
+            min_discard_interval: cfg.min_discard_interval,
+            recovery_max_delay: cfg.discard_recovery_max_delay,
+            large_frame_factor: cfg.large_frame_factor,
+            target: self.target,
+        }
+    }
+
     fn discard_deadline(&self) -> Option<Instant> {
         let at = self.media_report_time?;
         let q = self.media.queue;
         if q.size == DataSize::ZERO && q.delay == Duration::ZERO {
             return None;
         }
-        let left = self.cfg.max_rtp_queue_delay.saturating_sub(q.delay);
+        let p = self.queue_params();
+        let left = self.media.discard_limit(&p).saturating_sub(q.delay);
         Some(at + left + Duration::from_micros(1))
     }
 }
@@ -668,16 +690,8 @@ impl Controller for Scream {
     fn on_media_queue(&mut self, queue: MediaQueue, now: Instant) {
         self.media_report_time = Some(now);
         self.media_rate.on_queue(queue.size.as_bytes(), now);
-        let cfg = &self.cfg;
-        if self.media.on_queue(
-            queue,
-            now,
-            cfg.frame_period,
-            cfg.rate_adjust_gain,
-            cfg.max_rate_adjust,
-            cfg.max_rtp_queue_delay,
-            cfg.min_discard_interval,
-        ) {
+        let params = self.queue_params();
+        if self.media.on_queue(queue, now, &params) {
             self.push_event(ControllerEvent::DiscardQueue);
         }
         self.update_rates();
@@ -740,6 +754,10 @@ impl Controller for Scream {
                 ("lost_packets", self.lost_packets as f64),
                 ("ce_packets", self.ce_packets as f64),
                 ("discards", self.media.discards as f64),
+                (
+                    "discard_recovering",
+                    f64::from(u8::from(self.media.recovering)),
+                ),
                 (
                     "rtp_queue_delay_ms",
                     self.media.queue.delay.as_secs_f64() * 1e3,
@@ -1048,7 +1066,12 @@ mod tests {
 
     #[test]
     fn rtp_queue_over_100ms_emits_one_discard() {
-        let mut d = Driver::new(ScreamConfig::default());
+        // The reference's rule: one limit, at most one discard every 250 ms.
+        let mut d = Driver::new(ScreamConfig {
+            discard_recovery_max_delay: None,
+            large_frame_factor: None,
+            ..ScreamConfig::default()
+        });
         let q = |ms| MediaQueue {
             size: DataSize::bytes(50_000),
             delay: Duration::from_millis(ms),
@@ -1065,6 +1088,75 @@ mod tests {
         d.s.on_media_queue(q(150), t + Duration::from_millis(100));
         assert_eq!(d.s.poll_event(), None);
         d.s.on_media_queue(q(150), t + Duration::from_millis(250));
+        assert_eq!(d.s.poll_event(), Some(ControllerEvent::DiscardQueue));
+    }
+
+    /// Issue #14's discard loop: the key frame a discard asks for (~200 ms of the target at
+    /// the pacing rate) must leave, not be discarded while it is being sent.
+    #[test]
+    fn the_key_frame_after_a_discard_is_not_discarded_while_it_leaves() {
+        let mut d = Driver::new(ScreamConfig::default());
+        let target = d.s.target_bitrate();
+        let q = |bytes: u64, ms: u64| MediaQueue {
+            size: DataSize::bytes(bytes),
+            delay: Duration::from_millis(ms),
+        };
+        let t0 = d.t;
+        // A backlog of small frames grows older than 100 ms: discarded.
+        d.s.on_media_queue(q(1_500, 0), t0);
+        d.s.on_media_queue(q(3_000, 101), t0 + Duration::from_millis(101));
+        assert_eq!(d.s.poll_event(), Some(ControllerEvent::DiscardQueue));
+        // The key frame: 200 ms of the target, enqueued 33 ms later and paced out over
+        // 300 ms while the next frames queue behind it, reported after every 1200-byte packet.
+        let key = (target.as_bps_f64() / 8.0 * 0.2) as u64;
+        let start = t0 + Duration::from_millis(134);
+        // (enqueued, bytes) of each queued frame, oldest first.
+        let mut frames = std::collections::VecDeque::from([(start, key)]);
+        d.s.on_media_queue(q(key, 0), start);
+        let mut now = start;
+        let step = Duration::from_millis(300) / (key / 1200) as u32;
+        let mut next_frame = start + Duration::from_millis(33);
+        while !frames.is_empty() {
+            now += step;
+            let mut sent = 1200;
+            while sent > 0
+                && let Some(f) = frames.front_mut()
+            {
+                let n = f.1.min(sent);
+                f.1 -= n;
+                sent -= n;
+                if f.1 == 0 {
+                    frames.pop_front();
+                }
+            }
+            // Reported after the send, and again after a frame was enqueued.
+            let report = |d: &mut Driver, frames: &std::collections::VecDeque<(Instant, u64)>| {
+                let left: u64 = frames.iter().map(|f| f.1).sum();
+                let age = frames.front().map_or(0, |f| (now - f.0).as_millis() as u64);
+                d.s.on_media_queue(q(left, age), now);
+            };
+            report(&mut d, &frames);
+            if now >= next_frame && now < start + Duration::from_millis(300) {
+                frames.push_back((now, 1_000));
+                next_frame += Duration::from_millis(33);
+                report(&mut d, &frames);
+            }
+            if let Some(t) = d.s.poll_timeout()
+                && t <= now
+            {
+                d.s.handle_timeout(now);
+            }
+            assert_eq!(
+                d.s.poll_event(),
+                None,
+                "discarded {:?} after the key frame entered",
+                now - start
+            );
+        }
+        // Drained: the next backlog over 100 ms is discarded again.
+        let t1 = now + Duration::from_millis(10);
+        d.s.on_media_queue(q(1_500, 0), t1);
+        d.s.on_media_queue(q(3_000, 101), t1 + Duration::from_millis(101));
         assert_eq!(d.s.poll_event(), Some(ControllerEvent::DiscardQueue));
     }
 

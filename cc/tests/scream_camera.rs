@@ -1,0 +1,362 @@
+//! SCReAM v2 with a camera-like source (issue #14) in simulated time: MMSys16 §6.1 and
+//! constant links through a 300 ms DropTail queue, no ECN, RTT 50 ms, 30 fps frames with 10×
+//! key frames and 3–5× delta frames ([`EncoderConfig::camera`]).
+//!
+//! Every bound holds for the worst of encoder seeds 1–4 (`SEED=n` runs one seed; `PHASES=1`
+//! prints per-phase numbers, `TRACE=from-to` the sender's samples in that time window).
+
+use std::time::{Duration, Instant};
+
+use cg_cc::ControllerConfig;
+use cg_cc::scream::ScreamConfig;
+use cg_cc::sim::{
+    self, EncoderConfig, ReceiverConfig, SenderConfig, SimReceiver, SimSender, metrics,
+};
+use cg_link::qdisc::DropTailConfig;
+use cg_link::sim::Sim;
+use cg_link::{CapacityConfig, EventKind, Link, LinkConfig, QdiscConfig, RateStep};
+use cg_types::{Bitrate, Ecn};
+
+const ONE_WAY: Duration = Duration::from_millis(25);
+const FPS: f64 = 30.0;
+/// Seeds of the camera-like encoder; every assertion holds for the worst of them.
+const SEEDS: [u64; 4] = [1, 2, 3, 4];
+
+fn seeds() -> Vec<u64> {
+    match std::env::var("SEED") {
+        Ok(v) => vec![v.parse().expect("SEED=n")],
+        Err(_) => SEEDS.to_vec(),
+    }
+}
+
+/// The default (draft) constants, no ECN, 30 fps; the encoder may go up to 5 Mbit/s (as the
+/// GCC camera tests: with the papers' 2 Mbit/s VP8 cap the 2.5 Mbit/s phase cannot be filled).
+fn scream_cfg() -> ScreamConfig {
+    ScreamConfig {
+        ecn: Ecn::NotEct,
+        max_bitrate: Bitrate::mbps(5),
+        frame_period: Duration::from_secs_f64(1.0 / FPS),
+        ..ScreamConfig::default()
+    }
+}
+
+fn links(
+    capacity: CapacityConfig,
+    nominal: Bitrate,
+) -> (Link<sim::SimPacket>, Link<sim::SimPacket>) {
+    let forward = LinkConfig {
+        capacity,
+        event_limit: None,
+        ..LinkConfig::constant(nominal)
+    }
+    .with_delay(ONE_WAY)
+    .with_qdisc(QdiscConfig::DropTail(DropTailConfig::time(
+        Duration::from_millis(300),
+    )));
+    let reverse = LinkConfig::constant(Bitrate::mbps(100)).with_delay(ONE_WAY);
+    (
+        Link::new(forward).expect("valid forward link"),
+        Link::new(reverse).expect("valid reverse link"),
+    )
+}
+
+fn run(
+    cfg: &ScreamConfig,
+    seed: u64,
+    capacity: CapacityConfig,
+    nominal: Bitrate,
+    secs: u64,
+) -> Run {
+    let start = Instant::now();
+    let (f, r) = links(capacity, nominal);
+    let mut s = Sim::new(f, r, start);
+    let sender = SenderConfig {
+        encoder: EncoderConfig {
+            seed,
+            fps: FPS,
+            max_rate: cfg.max_bitrate,
+            ..EncoderConfig::camera()
+        },
+        ecn: cfg.ecn,
+        ..SenderConfig::default()
+    };
+    let (tx, rx) = sim::pair(
+        sender,
+        ReceiverConfig::default(),
+        cfg.build(start),
+        None,
+        start,
+    );
+    s.add_pair(tx, rx);
+    let end = start + Duration::from_secs(secs);
+    s.run_until(end);
+    if let Ok(w) = std::env::var("TRACE") {
+        trace(&s, start, &w);
+    }
+    Run { s, start, end }
+}
+
+struct Run {
+    s: Sim<SimSender, SimReceiver>,
+    start: Instant,
+    end: Instant,
+}
+
+impl Run {
+    fn at(&self, secs: u64) -> Instant {
+        self.start + Duration::from_secs(secs)
+    }
+
+    /// Longest time without a delivered packet at the bottleneck (a stall the receiver sees
+    /// as a freeze).
+    fn longest_gap(&self) -> Duration {
+        let mut last = self.start;
+        let mut gap = Duration::ZERO;
+        for e in self.s.forward().events().iter() {
+            if matches!(e.kind, EventKind::Delivered { .. }) {
+                gap = gap.max(e.time.saturating_duration_since(last));
+                last = e.time;
+            }
+        }
+        gap.max(self.end.saturating_duration_since(last))
+    }
+
+    fn dropped_frames(&self) -> u64 {
+        self.s.sender(0).dropped_frames()
+    }
+}
+
+fn extra(stats: &cg_cc::ControllerStats, name: &str) -> f64 {
+    stats
+        .extra
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(f64::NAN, |(_, v)| *v)
+}
+
+fn trace(s: &Sim<SimSender, SimReceiver>, start: Instant, window: &str) {
+    let (lo, hi) = window.split_once('-').expect("TRACE=from-to");
+    let (lo, hi): (f64, f64) = (lo.parse().expect("from"), hi.parse().expect("to"));
+    for smp in s.sender(0).samples() {
+        let t = (smp.time - start).as_secs_f64();
+        if t < lo || t > hi {
+            continue;
+        }
+        eprintln!(
+            "{t:6.1} rtt {:5.1} tgt {:5.0} enc {:5.0} pace {:5.0} cwnd {:6} q {:5.1} qavg {:5.1} rtpq {:5.0} ms {:6} B ra {:.3} fsd {:.3} disc {} ev {}",
+            smp.stats.rtt.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
+            smp.stats.target.as_kbps_f64(),
+            smp.encoder_rate.as_kbps_f64(),
+            smp.stats.pacing.as_kbps_f64(),
+            smp.stats.cwnd.map_or(0, |c| c.as_bytes()),
+            smp.stats
+                .queue_delay
+                .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
+            extra(&smp.stats, "qdelay_avg_ms"),
+            extra(&smp.stats, "rtp_queue_delay_ms"),
+            smp.queue.as_bytes(),
+            extra(&smp.stats, "rate_adjust"),
+            extra(&smp.stats, "frame_size_dev"),
+            extra(&smp.stats, "discards"),
+            extra(&smp.stats, "last_event"),
+        );
+    }
+}
+
+/// Seconds from `at` until the delivered rate (1 s bins, sliding by 100 ms) first reaches
+/// 90 % of `cap`; `None` within `limit`.
+fn t90(r: &Run, at: Instant, cap: Bitrate, limit: Duration) -> Option<f64> {
+    let ev = r.s.forward().events();
+    let series = metrics::rate_series(ev.iter(), None, at, at + limit, Duration::from_millis(100));
+    let need = 0.9 * cap.as_bps_f64();
+    (0..series.len().saturating_sub(9)).find_map(|i| {
+        let mean = series[i..i + 10]
+            .iter()
+            .map(|(_, r)| r.as_bps_f64())
+            .sum::<f64>()
+            / 10.0;
+        (mean >= need).then(|| (i + 10) as f64 / 10.0)
+    })
+}
+
+#[derive(Debug)]
+struct Outcome {
+    seed: u64,
+    u: f64,
+    phases: Vec<f64>,
+    q95: Duration,
+    loss: f64,
+    t90: Vec<Option<f64>>,
+    dropped: u64,
+    gap: Duration,
+}
+
+impl Outcome {
+    fn worst_t90(&self) -> f64 {
+        self.t90
+            .iter()
+            .map(|t| t.unwrap_or(f64::INFINITY))
+            .fold(0.0, f64::max)
+    }
+}
+
+/// MMSys16 §6.1: 1 → 2.5 → 0.5 → 1 Mbit/s, 50 s each.
+fn steps(cfg: &ScreamConfig, seed: u64) -> Outcome {
+    let caps = [1000u64, 2500, 500, 1000].map(Bitrate::kbps);
+    let steps = caps
+        .iter()
+        .map(|&rate| RateStep {
+            duration: Duration::from_secs(50),
+            rate,
+        })
+        .collect();
+    let schedule = CapacityConfig::Schedule {
+        steps,
+        repeat: false,
+    };
+    let r = run(cfg, seed, schedule, Bitrate::kbps(1250), 200);
+    let ev = r.s.forward().events();
+    let phases = (0..4u64)
+        .map(|i| {
+            let (a, b) = (r.at(50 * i), r.at(50 * i + 50));
+            metrics::utilisation(ev.iter(), caps[i as usize], a, b)
+        })
+        .collect();
+    let q = metrics::queuing_delays(ev.iter(), None, r.start, r.end);
+    // Increases: at 0 s (from the start rate), 50 s and 150 s.
+    let t90 = [(0, 0usize), (50, 1), (150, 3)]
+        .iter()
+        .map(|&(at, i)| t90(&r, r.at(at), caps[i], Duration::from_secs(50)))
+        .collect();
+    Outcome {
+        seed,
+        u: metrics::utilisation(ev.iter(), Bitrate::kbps(1250), r.start, r.end),
+        phases,
+        q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
+        loss: metrics::loss_ratio(ev.iter(), None, r.start, r.end),
+        t90,
+        dropped: r.dropped_frames(),
+        gap: r.longest_gap(),
+    }
+}
+
+fn constant(cfg: &ScreamConfig, seed: u64, cap: Bitrate) -> Outcome {
+    let r = run(cfg, seed, CapacityConfig::constant(cap), cap, 120);
+    let ev = r.s.forward().events();
+    let q = metrics::queuing_delays(ev.iter(), None, r.start, r.end);
+    Outcome {
+        seed,
+        u: metrics::utilisation(ev.iter(), cap, r.start, r.end),
+        phases: Vec::new(),
+        q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
+        loss: metrics::loss_ratio(ev.iter(), None, r.start, r.end),
+        t90: vec![t90(&r, r.start, cap, Duration::from_secs(60))],
+        dropped: r.dropped_frames(),
+        gap: r.longest_gap(),
+    }
+}
+
+fn report(name: &str, out: &[Outcome]) {
+    eprintln!("{name}:");
+    for o in out {
+        eprintln!(
+            "  seed {}: U {:.3} phases {:.2?} q95 {:.1} ms loss {:.4} t90 {:?} dropped frames {} longest gap {:?}",
+            o.seed,
+            o.u,
+            o.phases,
+            o.q95.as_secs_f64() * 1e3,
+            o.loss,
+            o.t90,
+            o.dropped,
+            o.gap
+        );
+    }
+}
+
+/// Issue #14's discard loop, through §6.1: the key frame a discard asks for must leave.
+/// Measured, seeds 1–4: 22, 33, 10, 22 frames dropped in 200 s (the reference's discard rule,
+/// `discard_recovery_max_delay: None, large_frame_factor: None`: 323, 311, 291, 318), with
+/// q95 ≤ 46.4 ms and loss ≤ 0.07 %.
+#[test]
+fn camera_capacity_steps_do_not_loop_discards() {
+    let cfg = scream_cfg();
+    let out: Vec<Outcome> = seeds().into_iter().map(|s| steps(&cfg, s)).collect();
+    report("SCReAM camera §6.1", &out);
+    for o in &out {
+        assert!(
+            o.dropped <= 50,
+            "seed {}: {} frames dropped",
+            o.seed,
+            o.dropped
+        );
+        assert!(
+            o.q95 <= Duration::from_millis(60),
+            "seed {}: q95 {:?}",
+            o.seed,
+            o.q95
+        );
+        assert!(o.loss <= 0.005, "seed {}: loss {:.4}", o.seed, o.loss);
+    }
+}
+
+/// Issue #14's bounds for §6.1: U ≥ 0.92, t90 ≤ 8 s after each increase, q95 ≤ 60 ms, loss
+/// ≤ 0.5 %, no delivery gap over 1 s.
+///
+/// Measured, seeds 1–4: U 0.740, 0.744, 0.748, 0.755 (per phase 0.66–0.79); t90 up to 20.7 s;
+/// q95 44–46 ms; loss ≤ 0.07 %; longest delivery gap 65 ms.
+#[test]
+#[ignore = "issue #14 goal not met: SCReAM camera §6.1 U 0.74–0.76 against 0.92, t90 up to 20.7 s"]
+fn camera_capacity_steps_meet_issue_14_bounds() {
+    let cfg = scream_cfg();
+    let out: Vec<Outcome> = seeds().into_iter().map(|s| steps(&cfg, s)).collect();
+    report("SCReAM camera §6.1", &out);
+    for o in &out {
+        assert!(o.u >= 0.92, "seed {}: U {:.3}", o.seed, o.u);
+        assert!(o.worst_t90() <= 8.0, "seed {}: t90 {:?}", o.seed, o.t90);
+        assert!(
+            o.q95 <= Duration::from_millis(60),
+            "seed {}: q95 {:?}",
+            o.seed,
+            o.q95
+        );
+        assert!(o.loss <= 0.005, "seed {}: loss {:.4}", o.seed, o.loss);
+        assert!(
+            o.gap <= Duration::from_secs(1),
+            "seed {}: gap {:?}",
+            o.seed,
+            o.gap
+        );
+    }
+}
+
+fn constant_bounds(cap: Bitrate) {
+    let cfg = scream_cfg();
+    let out: Vec<Outcome> = seeds()
+        .into_iter()
+        .map(|s| constant(&cfg, s, cap))
+        .collect();
+    report(&format!("SCReAM camera {cap}"), &out);
+    for o in &out {
+        assert!(o.u >= 0.90, "seed {}: U {:.3}", o.seed, o.u);
+        assert!(
+            o.gap <= Duration::from_secs(1),
+            "seed {}: gap {:?}",
+            o.seed,
+            o.gap
+        );
+    }
+}
+
+/// Measured, seeds 1–4: U 0.775, 0.781, 0.781, 0.782; no frame dropped.
+#[test]
+#[ignore = "issue #14 goal not met: SCReAM camera at 1 Mbit/s U 0.78 against 0.90"]
+fn camera_constant_1mbps_utilisation() {
+    constant_bounds(Bitrate::mbps(1));
+}
+
+/// Measured, seeds 1–4: U 0.768, 0.778, 0.789, 0.779; 0–37 frames dropped in 120 s.
+#[test]
+#[ignore = "issue #14 goal not met: SCReAM camera at 2 Mbit/s U 0.77–0.79 against 0.90"]
+fn camera_constant_2mbps_utilisation() {
+    constant_bounds(Bitrate::mbps(2));
+}
