@@ -28,8 +28,9 @@
 //!   encoder re-initialisation, one key frame), instead of libwebrtc's one step per 2–5 s.
 //! - **Down on quality**: when the encoder cannot meet the target at this size — its QP
 //!   (where the codec exposes it; VP8's from the bitstream) averaged over `quality_window`
-//!   above `qp_high`, or the frame dropper dropping more than `max_drop_ratio` of the frames
-//!   — one format down, and this format's need is raised by the ratio the encoder missed by,
+//!   above `qp_high`, or more than `max_drop_ratio` of the frames dropped by the frame
+//!   dropper or by the host (frames the encoder could not take in time: libwebrtc's CPU
+//!   adaptation) — one format down, and this format's need is raised by the ratio the encoder missed by,
 //!   so the ladder learns the content (libwebrtc has no such memory: it scales up again as
 //!   soon as QP is low, and tries again).
 //! - **Up with hysteresis**: to the best format the target meets, once it has met it for

@@ -51,8 +51,9 @@ pub struct EncoderStats {
     pub produced_bitrate: Bitrate,
     /// Raw frames the source delivered.
     pub frames_captured: u64,
-    /// Raw frames that entered the encoder (`frames_captured − frames_in` were dropped in
-    /// front of it because the encoder could not keep up: an overloaded host).
+    /// Raw frames that entered the encoder (`frames_captured − frames_in − dropped_rate −
+    /// skipped_frame_rate` were dropped in front of it because the encoder could not keep
+    /// up: an overloaded host).
     pub frames_in: u64,
     /// Encoded frames that left it.
     pub frames_out: u64,
@@ -145,6 +146,8 @@ struct State {
     next_due: Option<Duration>,
     dropped_rate: u64,
     skipped_frame_rate: u64,
+    /// Frames the leaky queue in front of the encoder dropped, as far as counted.
+    overload_drops: u64,
 }
 
 impl Encoder {
@@ -238,6 +241,7 @@ impl Encoder {
                 next_due: None,
                 dropped_rate: 0,
                 skipped_frame_rate: 0,
+                overload_drops: 0,
             }),
         });
 
@@ -440,7 +444,7 @@ fn install_input_probe(
             }
         }
         if let Some(pts) = pts_d
-            && s.skip(pts, &scaler)
+            && s.skip(pts, &scaler, shared.captured.load(Ordering::Relaxed))
         {
             // Consumed here and `Handled`: returning `Drop` made GStreamer 1.22 print a
             // `gst_mini_object_unref: assertion 'mini_object != NULL'` CRITICAL for every
@@ -465,8 +469,20 @@ fn install_input_probe(
 
 impl State {
     /// Runs the adaptation in front of the raw frame at `pts`; `true` if the frame is to be
-    /// dropped (a lower frame rate, or the frame dropper).
-    fn skip(&mut self, pts: Duration, scaler: &glib::WeakRef<gst::Element>) -> bool {
+    /// dropped (a lower frame rate, or the frame dropper). `captured`: raw frames that have
+    /// reached the queue in front of the encoder so far.
+    fn skip(&mut self, pts: Duration, scaler: &glib::WeakRef<gst::Element>, captured: u64) -> bool {
+        // Frames the leaky queue dropped since the last one (the host could not encode them
+        // in time: libwebrtc's CPU-overuse signal, `OveruseFrameDetector`) count as drops
+        // in the adaptation's quality window, so an overloaded host scales the picture down.
+        // One frame may be waiting in the queue, so it is not counted as lost.
+        let probed = self.frames_in + self.dropped_rate + self.skipped_frame_rate + 1;
+        let lost = captured.saturating_sub(probed + 1);
+        let new = lost.saturating_sub(self.overload_drops);
+        self.overload_drops = self.overload_drops.max(lost);
+        for _ in 0..new.min(u64::from(self.adapter.format().frame_rate)) {
+            self.adapter.on_input(pts, true);
+        }
         let target = self.applied;
         self.adapter.on_target(target);
         let before = self.adapter.format();
