@@ -156,9 +156,9 @@ impl MediaQueueControl {
                 large = frame as f64 > k * nominal;
             }
         }
-        if arrival && self.large_backlog && !large {
-            // A frame queued behind a large one: its wait is that frame's size, not a rate
-            // the link cannot carry. Not integrated.
+        if arrival && self.large_backlog {
+            // A frame queued behind a large one (itself large or not): its wait is that
+            // frame's size, not a rate the link cannot carry. Not integrated.
         } else if arrival {
             let elapsed = match self.last_update {
                 // Weight by elapsed frames, at most one frame per arrival (a long silence is
