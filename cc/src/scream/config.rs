@@ -216,10 +216,11 @@ pub struct ScreamConfig {
     /// Upper bound of the integral term. Default 0.5 (draft).
     pub max_rate_adjust: f64,
     /// Our addition (issue #14, in both sets): a frame larger than this × the nominal frame
-    /// (`target × frame_period`) is "large" — a key frame, a scene change. While it is
-    /// queued, the frames arriving behind it are not fed to the RTP-queue integral, and the
-    /// queue is discarded only above [`discard_recovery_max_delay`](Self::discard_recovery_max_delay)
-    /// instead of `max_rtp_queue_delay`. `None` gives the draft's rule (every arrival
+    /// (`target × frame_period`) is "large" — a key frame, a scene change. Until the queue
+    /// has been empty once after it, the frames arriving behind it are not fed to the
+    /// RTP-queue integral, and the queue is discarded only above
+    /// [`discard_recovery_max_delay`](Self::discard_recovery_max_delay) instead of
+    /// `max_rtp_queue_delay`. `None` gives the draft's rule (every arrival
     /// integrated, one discard limit).
     ///
     /// Reason: a key frame (~10 nominal frames) or a 3–5× scene-change frame is still being

@@ -57,6 +57,8 @@
 //!   (see `media.rs`).
 //! - **Large frames do not drive the RTP-queue integral** ([`ScreamConfig::large_frame_factor`]):
 //!   frames queued behind a frame larger than 2 × nominal are not integrated (see `media.rs`).
+//!   With the camera-like source at 2 Mbit/s (seed 1) the mean `rate_adjust` fell from 0.13
+//!   to 0.007 and the mean target rose from 1.36 to 1.52 Mbit/s.
 //!
 //! Not implemented (optional in the draft, off by default in the reference): competing-flow
 //! compensation (qdelay-target adaptation, draft §4.2.1.4.1), clock-drift compensation and the
