@@ -98,9 +98,9 @@ pub struct QueueParams {
     /// After a discard, hold further discards until the queue has drained (`Some`), except
     /// above this queue delay; `None`: the reference's rule.
     pub recovery_max_delay: Option<Duration>,
-    /// A frame larger than this × the nominal frame is "large": while it is queued, frame
-    /// arrivals are not integrated and the discard limit is `recovery_max_delay`. `None`:
-    /// the draft's rule.
+    /// A frame larger than this × the nominal frame is "large": until the queue has been
+    /// empty once after it, frame arrivals are not integrated and the discard limit is
+    /// `recovery_max_delay`. `None`: the draft's rule.
     pub large_frame_factor: Option<f64>,
     /// The current target, for the nominal frame size `target × frame_period`.
     pub target: Bitrate,
@@ -156,9 +156,10 @@ impl MediaQueueControl {
                 large = frame as f64 > k * nominal;
             }
         }
-        if arrival && self.large_backlog {
-            // A frame queued behind a large one (itself large or not): its wait is that
-            // frame's size, not a rate the link cannot carry. Not integrated.
+        if arrival && (self.large_backlog || self.recovering) {
+            // A frame queued behind a large one (itself large or not) or behind the key frame
+            // a discard asked for: its wait is that frame's size, not a rate the link cannot
+            // carry. Not integrated.
         } else if arrival {
             let elapsed = match self.last_update {
                 // Weight by elapsed frames, at most one frame per arrival (a long silence is
