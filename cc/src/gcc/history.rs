@@ -31,6 +31,8 @@ pub struct SentRecord {
     pub frame: u64,
     /// The probe cluster it was sent in, if any.
     pub probe: Option<u32>,
+    /// Padding (a probe's filler): counts in the receive rate, joins no group of eq. (4).
+    pub padding: bool,
     /// Feedback so far.
     pub fate: Fate,
 }
@@ -64,12 +66,14 @@ impl SentHistory {
         size: DataSize,
         frame: u64,
         probe: Option<u32>,
+        padding: bool,
     ) {
         self.slots[seq as usize & (CAPACITY - 1)] = Some(Slot {
             seq,
             rec: SentRecord {
                 send_us,
                 size,
+                padding,
                 frame,
                 probe,
                 fate: Fate::Unreported,
@@ -93,10 +97,17 @@ mod tests {
     #[test]
     fn finds_recent_packets_and_forgets_overwritten_ones() {
         let mut h = SentHistory::default();
-        h.insert(5, 100, DataSize::bytes(1200), 0, None);
+        h.insert(5, 100, DataSize::bytes(1200), 0, None, false);
         assert_eq!(h.get_mut(5).map(|r| r.send_us), Some(100));
         assert!(h.get_mut(6).is_none());
-        h.insert(5 + CAPACITY as u64, 200, DataSize::bytes(1), 0, Some(1));
+        h.insert(
+            5 + CAPACITY as u64,
+            200,
+            DataSize::bytes(1),
+            0,
+            Some(1),
+            true,
+        );
         assert!(h.get_mut(5).is_none());
         assert!(h.get_mut(u64::MAX).is_none());
     }

@@ -40,6 +40,9 @@ pub const PROBE_DURATION: Duration = Duration::from_millis(30);
 const PROBE_MIN_BYTES: u64 = 6 * 1200;
 /// Initial probe factors of the start rate.
 const INITIAL_FACTORS: [f64; 2] = [3.0, 6.0];
+/// Cluster ids of the initial probes (ids start at 1): they are sent blind, at multiples of
+/// the start rate that may be far above the capacity.
+pub(crate) const INITIAL_CLUSTERS: u32 = INITIAL_FACTORS.len() as u32;
 /// A result above this share of the last probe rate asks for a further probe.
 const FURTHER_THRESHOLD: f64 = 0.7;
 /// A further probe's rate in results.
