@@ -159,18 +159,7 @@ impl DelayBasedController {
         size: DataSize,
         key: GroupKey,
     ) -> bool {
-        self.receive_rate.on_packet(arrival_us, size);
-        self.latest_us = self.latest_us.max(arrival_us);
-        let mut forced = false;
-        if self
-            .standing
-            .as_mut()
-            .is_some_and(|s| s.on_packet(send_us, arrival_us))
-        {
-            self.force_decrease();
-            self.standing_decreases += 1;
-            forced = true;
-        }
+        let forced = self.on_padding(send_us, arrival_us, size);
         self.on_group_packet(send_us, arrival_us, size, key) || forced
     }
 

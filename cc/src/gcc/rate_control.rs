@@ -260,19 +260,7 @@ impl RemoteRateController {
             }
             RateState::Decrease => {
                 if let Some(r) = r {
-                    // Never a raise: with a sender that outran `Ar` (not GCC's own), `α·R`
-                    // could exceed it (libwebrtc keeps the lower value too).
-                    self.ar = self.ar.min(r.mul_f64(self.p.alpha));
-                    if self.p.increase == IncreaseMode::LinkCapacity
-                        && self
-                            .capacity
-                            .lower_bound()
-                            .is_some_and(|lb| r.as_kbps_f64() < lb)
-                    {
-                        // The bottleneck got slower: start the estimate again from this `R`.
-                        self.capacity.reset();
-                    }
-                    self.capacity.on_overuse(r);
+                    self.decrease_to(r);
                 }
             }
             RateState::Hold => {}
@@ -361,6 +349,16 @@ impl RemoteRateController {
     /// `Ar ← min(Ar, α·R)` as eq. (3)'s Decrease, then Hold; `R` enters the link-capacity
     /// estimate as at an over-use. Returns `Ar`.
     pub fn force_decrease(&mut self, r: Bitrate) -> Bitrate {
+        self.decrease_to(r);
+        self.state = RateState::Hold;
+        self.ar = self.ar.min(self.p.max).max(self.p.min);
+        self.ar
+    }
+
+    /// Eq. (3)'s decrease, `Ar ← min(Ar, α·R)` (never a raise: with a sender that outran
+    /// `Ar`, `α·R` could exceed it; libwebrtc keeps the lower value too), and `R` into the
+    /// link-capacity estimate, which starts again from it if the bottleneck got slower.
+    fn decrease_to(&mut self, r: Bitrate) {
         self.ar = self.ar.min(r.mul_f64(self.p.alpha));
         if self.p.increase == IncreaseMode::LinkCapacity
             && self
@@ -371,9 +369,6 @@ impl RemoteRateController {
             self.capacity.reset();
         }
         self.capacity.on_overuse(r);
-        self.state = RateState::Hold;
-        self.ar = self.ar.min(self.p.max).max(self.p.min);
-        self.ar
     }
 
     /// `Ar`.
