@@ -131,6 +131,13 @@ pub struct ControllerStats {
     pub extra: Vec<(&'static str, f64)>,
 }
 
+impl ControllerStats {
+    /// The [`extra`](Self::extra) quantity called `name`, if the controller reports it.
+    pub fn extra_value(&self, name: &str) -> Option<f64> {
+        self.extra.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    }
+}
+
 /// A sender-side congestion controller.
 ///
 /// Every method that changes state takes `now`; none reads a clock. Bad input (arrival before

@@ -71,10 +71,7 @@ impl<C: Controller + Sync> WebrtcEstimator<C> {
     fn stat(&self, name: &str) -> Option<f64> {
         self.controller
             .stats()
-            .extra
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
+            .extra_value(name)
             .filter(|v| v.is_finite())
     }
 }

@@ -1,69 +1,23 @@
 //! GCC with a camera-like source (issue #14) in simulated time.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use cg_cc::gcc::{GccConfig, GccMode};
-use cg_cc::sim::{
-    self, EncoderConfig, ReceiverConfig, SenderConfig, SimReceiver, SimSender, metrics,
-};
-use cg_cc::{ControllerConfig, ReceiveSideEstimator};
-use cg_link::qdisc::DropTailConfig;
+use cg_cc::sim::{EncoderConfig, SimReceiver, SimSender, metrics};
+use cg_link::CapacityConfig;
 use cg_link::sim::Sim;
-use cg_link::{CapacityConfig, Link, LinkConfig, RateStep};
 use cg_types::Bitrate;
-
-const ONE_WAY: Duration = Duration::from_millis(25);
-
-fn links(
-    capacity: CapacityConfig,
-    nominal: Bitrate,
-) -> (Link<sim::SimPacket>, Link<sim::SimPacket>) {
-    let forward = LinkConfig {
-        capacity,
-        event_limit: None,
-        ..LinkConfig::constant(nominal)
-    }
-    .with_delay(ONE_WAY)
-    .with_qdisc(cg_link::QdiscConfig::DropTail(DropTailConfig::time(
-        Duration::from_millis(300),
-    )));
-    let reverse = LinkConfig::constant(Bitrate::mbps(100)).with_delay(ONE_WAY);
-    (
-        Link::new(forward).expect("valid forward link"),
-        Link::new(reverse).expect("valid reverse link"),
-    )
-}
+use common::{MMSYS16_6_1, gcc_pair, links, mmsys16_6_1, seeds, t90};
 
 fn pair(cfg: &GccConfig, seed: u64, now: Instant) -> (SimSender, SimReceiver) {
-    let estimator: Option<Box<dyn ReceiveSideEstimator>> = match cfg.mode {
-        GccMode::ReceiverSideRemb => Some(Box::new(cfg.build_receiver(now))),
-        GccMode::SendSideTwcc => None,
+    let encoder = EncoderConfig {
+        seed,
+        max_rate: cfg.max_bitrate,
+        ..EncoderConfig::camera()
     };
-    let sender = SenderConfig {
-        encoder: EncoderConfig {
-            seed,
-            max_rate: cfg.max_bitrate,
-            ..EncoderConfig::camera()
-        },
-        ..SenderConfig::default()
-    };
-    sim::pair(
-        sender,
-        ReceiverConfig::default(),
-        cfg.build(now),
-        estimator,
-        now,
-    )
-}
-
-/// Seeds of the camera-like encoder; every assertion holds for the worst of them.
-const SEEDS: [u64; 4] = [1, 2, 3, 4];
-
-fn seeds() -> Vec<u64> {
-    match std::env::var("SEED") {
-        Ok(v) => vec![v.parse().expect("SEED=n")],
-        Err(_) => SEEDS.to_vec(),
-    }
+    gcc_pair(cfg, encoder, now)
 }
 
 fn camera_config(mode: GccMode) -> GccConfig {
@@ -161,22 +115,6 @@ fn no_backoff_on_large_frames_send_side() {
     no_backoff_without_queue(GccMode::SendSideTwcc);
 }
 
-/// Seconds from `at` until the delivered rate (1 s bins, sliding by 100 ms) first reaches
-/// 90 % of `cap`; `None` within `limit`.
-fn t90(s: &Sim<SimSender, SimReceiver>, at: Instant, cap: Bitrate, limit: Duration) -> Option<f64> {
-    let ev = s.forward().events();
-    let series = metrics::rate_series(ev.iter(), None, at, at + limit, Duration::from_millis(100));
-    let need = 0.9 * cap.as_bps_f64();
-    (0..series.len().saturating_sub(9)).find_map(|i| {
-        let mean = series[i..i + 10]
-            .iter()
-            .map(|(_, r)| r.as_bps_f64())
-            .sum::<f64>()
-            / 10.0;
-        (mean >= need).then(|| (i + 10) as f64 / 10.0)
-    })
-}
-
 struct StepsResult {
     u: f64,
     q95: Duration,
@@ -187,19 +125,9 @@ struct StepsResult {
 /// MMSys16 §6.1 with the camera-like source: 1 → 2.5 → 0.5 → 1 Mbit/s, 50 s each.
 fn camera_steps(cfg: &GccConfig, seed: u64) -> StepsResult {
     let start = Instant::now();
-    let caps = [1000u64, 2500, 500, 1000].map(Bitrate::kbps);
-    let steps = caps
-        .iter()
-        .map(|&rate| RateStep {
-            duration: Duration::from_secs(50),
-            rate,
-        })
-        .collect();
-    let schedule = CapacityConfig::Schedule {
-        steps,
-        repeat: false,
-    };
-    let (f, r) = links(schedule, Bitrate::kbps(1250));
+    let caps = MMSYS16_6_1.map(Bitrate::kbps);
+    let (schedule, mean) = mmsys16_6_1();
+    let (f, r) = links(schedule, mean);
     let mut s = Sim::new(f, r, start);
     let (tx, rx) = pair(cfg, seed, start);
     s.add_pair(tx, rx);
@@ -214,13 +142,7 @@ fn camera_steps(cfg: &GccConfig, seed: u64) -> StepsResult {
             if t < lo || t > hi {
                 continue;
             }
-            let get = |n: &str| {
-                smp.stats
-                    .extra
-                    .iter()
-                    .find(|(k, _)| *k == n)
-                    .map_or(f64::NAN, |(_, v)| *v)
-            };
+            let get = |n: &str| smp.stats.extra_value(n).unwrap_or(f64::NAN);
             eprintln!(
                 "{t:6.1} tgt {:5.0} ar {:5.0} as {:5.0} r {:5.0} q {:?} sig {} st {} pr {} enc {:.0} m {:.3} g {:.3} nv {:.1} k {:.4}",
                 smp.stats.target.as_kbps_f64(),
@@ -261,7 +183,7 @@ fn camera_steps(cfg: &GccConfig, seed: u64) -> StepsResult {
         .iter()
         .map(|&(at, i)| {
             t90(
-                &s,
+                s.forward(),
                 start + Duration::from_secs(at),
                 caps[i],
                 Duration::from_secs(50),
@@ -269,7 +191,7 @@ fn camera_steps(cfg: &GccConfig, seed: u64) -> StepsResult {
         })
         .collect();
     StepsResult {
-        u: metrics::utilisation(ev.iter(), Bitrate::kbps(1250), start, end),
+        u: metrics::utilisation(ev.iter(), mean, start, end),
         q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
         loss: metrics::loss_ratio(ev.iter(), None, start, end),
         t90,

@@ -4,19 +4,16 @@
 //! Each scenario is deterministic (seeded encoder and link). Metrics come from the
 //! bottleneck's per-packet events (`cg_cc::sim::metrics`).
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use cg_cc::gcc::{GccConfig, GccMode};
-use cg_cc::sim::{
-    self, EncoderConfig, ReceiverConfig, SenderConfig, SimReceiver, SimSender, metrics,
-};
-use cg_cc::{ControllerConfig, ReceiveSideEstimator};
-use cg_link::qdisc::DropTailConfig;
+use cg_cc::sim::{EncoderConfig, SimReceiver, SimSender, metrics};
+use cg_link::CapacityConfig;
 use cg_link::sim::Sim;
-use cg_link::{CapacityConfig, Link, LinkConfig, RateStep};
 use cg_types::Bitrate;
-
-const ONE_WAY: Duration = Duration::from_millis(25);
+use common::{MMSYS16_6_1, gcc_pair, links, mmsys16_6_1};
 
 /// The encoder seed (`GCC_SEED` overrides it to check robustness by hand).
 fn seed() -> u64 {
@@ -26,50 +23,16 @@ fn seed() -> u64 {
         .unwrap_or(1)
 }
 
-fn links(
-    capacity: CapacityConfig,
-    nominal: Bitrate,
-) -> (Link<sim::SimPacket>, Link<sim::SimPacket>) {
-    let forward = LinkConfig {
-        capacity,
-        event_limit: None,
-        ..LinkConfig::constant(nominal)
-    }
-    .with_delay(ONE_WAY)
-    .with_qdisc(cg_link::QdiscConfig::DropTail(DropTailConfig::time(
-        Duration::from_millis(300),
-    )));
-    let reverse = LinkConfig::constant(Bitrate::mbps(100)).with_delay(ONE_WAY);
-    (
-        Link::new(forward).expect("valid forward link"),
-        Link::new(reverse).expect("valid reverse link"),
-    )
-}
-
-fn gcc_pair(mode: GccMode, seed: u64, now: Instant) -> (SimSender, SimReceiver) {
+fn pair(mode: GccMode, seed: u64, now: Instant) -> (SimSender, SimReceiver) {
     let cfg = GccConfig {
         mode,
         ..GccConfig::default()
     };
-
-    let estimator: Option<Box<dyn ReceiveSideEstimator>> = match mode {
-        GccMode::ReceiverSideRemb => Some(Box::new(cfg.build_receiver(now))),
-        GccMode::SendSideTwcc => None,
+    let encoder = EncoderConfig {
+        seed,
+        ..EncoderConfig::default()
     };
-    let sender = SenderConfig {
-        encoder: EncoderConfig {
-            seed,
-            ..EncoderConfig::default()
-        },
-        ..SenderConfig::default()
-    };
-    sim::pair(
-        sender,
-        ReceiverConfig::default(),
-        cfg.build(now),
-        estimator,
-        now,
-    )
+    gcc_pair(&cfg, encoder, now)
 }
 
 struct Summary {
@@ -99,7 +62,7 @@ fn single_flow(mode: GccMode) {
     let start = Instant::now();
     let (f, r) = links(CapacityConfig::constant(Bitrate::mbps(1)), Bitrate::mbps(1));
     let mut s = Sim::new(f, r, start);
-    let (tx, rx) = gcc_pair(mode, seed(), start);
+    let (tx, rx) = pair(mode, seed(), start);
     s.add_pair(tx, rx);
     let warm = start + Duration::from_secs(30);
     let end = start + Duration::from_secs(90);
@@ -154,22 +117,12 @@ fn mean_target(tx: &SimSender, from: Instant, to: Instant) -> Bitrate {
 /// MMSys16 §6.1: capacity 1 → 2.5 → 0.5 → 1 Mbit/s, 50 s each.
 fn capacity_steps(mode: GccMode) {
     let start = Instant::now();
-    let caps = [1000u64, 2500, 500, 1000].map(Bitrate::kbps);
-    let steps = caps
-        .iter()
-        .map(|&rate| RateStep {
-            duration: Duration::from_secs(50),
-            rate,
-        })
-        .collect();
-    let schedule = CapacityConfig::Schedule {
-        steps,
-        repeat: false,
-    };
+    let caps = MMSYS16_6_1.map(Bitrate::kbps);
+    let (schedule, mean) = mmsys16_6_1();
     // DT/300 at the schedule's mean rate, as the link converts time limits.
-    let (f, r) = links(schedule, Bitrate::kbps(1250));
+    let (f, r) = links(schedule, mean);
     let mut s = Sim::new(f, r, start);
-    let (tx, rx) = gcc_pair(mode, seed(), start);
+    let (tx, rx) = pair(mode, seed(), start);
     s.add_pair(tx, rx);
     let end = start + Duration::from_secs(200);
     s.run_until(end);
@@ -224,7 +177,7 @@ fn three_flows(mode: GccMode) {
     for i in 0..3u64 {
         let at = start + Duration::from_secs(30 * i);
         s.run_until(at);
-        let (tx, rx) = gcc_pair(mode, seed() + i, at);
+        let (tx, rx) = pair(mode, seed() + i, at);
         s.add_pair(tx, rx);
     }
     let end = start + Duration::from_secs(200);

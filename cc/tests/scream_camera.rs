@@ -20,6 +20,8 @@
 //! Every bound is asserted for each of encoder seeds 1–4, so it holds for the worst
 //! (`SEED=n` runs one seed; `TRACE=from-to` prints the sender's samples in that window).
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use cg_cc::ControllerConfig;
@@ -27,22 +29,12 @@ use cg_cc::scream::ScreamConfig;
 use cg_cc::sim::{
     self, EncoderConfig, ReceiverConfig, SenderConfig, SimReceiver, SimSender, metrics,
 };
-use cg_link::qdisc::DropTailConfig;
 use cg_link::sim::Sim;
-use cg_link::{CapacityConfig, EventKind, Link, LinkConfig, QdiscConfig, RateStep};
+use cg_link::{CapacityConfig, EventKind};
 use cg_types::{Bitrate, Ecn};
+use common::{MMSYS16_6_1, links, mmsys16_6_1, seeds, t90};
 
-const ONE_WAY: Duration = Duration::from_millis(25);
 const FPS: f64 = 30.0;
-/// Seeds of the camera-like encoder; every assertion holds for the worst of them.
-const SEEDS: [u64; 4] = [1, 2, 3, 4];
-
-fn seeds() -> Vec<u64> {
-    match std::env::var("SEED") {
-        Ok(v) => vec![v.parse().expect("SEED=n")],
-        Err(_) => SEEDS.to_vec(),
-    }
-}
 
 /// The default (draft) constants, no ECN, 30 fps; the encoder may go up to 5 Mbit/s (as the
 /// GCC camera tests: with the papers' 2 Mbit/s VP8 cap the 2.5 Mbit/s phase cannot be filled).
@@ -53,26 +45,6 @@ fn scream_cfg() -> ScreamConfig {
         frame_period: Duration::from_secs_f64(1.0 / FPS),
         ..ScreamConfig::default()
     }
-}
-
-fn links(
-    capacity: CapacityConfig,
-    nominal: Bitrate,
-) -> (Link<sim::SimPacket>, Link<sim::SimPacket>) {
-    let forward = LinkConfig {
-        capacity,
-        event_limit: None,
-        ..LinkConfig::constant(nominal)
-    }
-    .with_delay(ONE_WAY)
-    .with_qdisc(QdiscConfig::DropTail(DropTailConfig::time(
-        Duration::from_millis(300),
-    )));
-    let reverse = LinkConfig::constant(Bitrate::mbps(100)).with_delay(ONE_WAY);
-    (
-        Link::new(forward).expect("valid forward link"),
-        Link::new(reverse).expect("valid reverse link"),
-    )
 }
 
 fn run(
@@ -176,11 +148,7 @@ impl Run {
 }
 
 fn extra(stats: &cg_cc::ControllerStats, name: &str) -> f64 {
-    stats
-        .extra
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or(f64::NAN, |(_, v)| *v)
+    stats.extra_value(name).unwrap_or(f64::NAN)
 }
 
 fn trace(s: &Sim<SimSender, SimReceiver>, start: Instant, window: &str) {
@@ -212,22 +180,6 @@ fn trace(s: &Sim<SimSender, SimReceiver>, start: Instant, window: &str) {
     }
 }
 
-/// Seconds from `at` until the delivered rate (1 s bins, sliding by 100 ms) first reaches
-/// 90 % of `cap`; `None` within `limit`.
-fn t90(r: &Run, at: Instant, cap: Bitrate, limit: Duration) -> Option<f64> {
-    let ev = r.s.forward().events();
-    let series = metrics::rate_series(ev.iter(), None, at, at + limit, Duration::from_millis(100));
-    let need = 0.9 * cap.as_bps_f64();
-    (0..series.len().saturating_sub(9)).find_map(|i| {
-        let mean = series[i..i + 10]
-            .iter()
-            .map(|(_, r)| r.as_bps_f64())
-            .sum::<f64>()
-            / 10.0;
-        (mean >= need).then(|| (i + 10) as f64 / 10.0)
-    })
-}
-
 #[derive(Debug)]
 struct Outcome {
     seed: u64,
@@ -242,6 +194,29 @@ struct Outcome {
 }
 
 impl Outcome {
+    /// Issue #14's queue p95 ≤ 60 ms and loss ≤ 0.5 %, and no freeze over 1 s from a
+    /// discard.
+    fn assert_queue_loss_and_freeze(&self) {
+        assert!(
+            self.q95 <= Duration::from_millis(60),
+            "seed {}: q95 {:?}",
+            self.seed,
+            self.q95
+        );
+        assert!(
+            self.loss <= 0.005,
+            "seed {}: loss {:.4}",
+            self.seed,
+            self.loss
+        );
+        assert!(
+            self.freeze <= Duration::from_secs(1),
+            "seed {}: a discard froze the picture up to {:?}",
+            self.seed,
+            self.freeze
+        );
+    }
+
     fn worst_t90(&self) -> f64 {
         self.t90
             .iter()
@@ -252,19 +227,9 @@ impl Outcome {
 
 /// MMSys16 §6.1: 1 → 2.5 → 0.5 → 1 Mbit/s, 50 s each.
 fn steps(cfg: &ScreamConfig, seed: u64) -> Outcome {
-    let caps = [1000u64, 2500, 500, 1000].map(Bitrate::kbps);
-    let steps = caps
-        .iter()
-        .map(|&rate| RateStep {
-            duration: Duration::from_secs(50),
-            rate,
-        })
-        .collect();
-    let schedule = CapacityConfig::Schedule {
-        steps,
-        repeat: false,
-    };
-    let r = run(cfg, seed, schedule, Bitrate::kbps(1250), 200);
+    let caps = MMSYS16_6_1.map(Bitrate::kbps);
+    let (schedule, mean) = mmsys16_6_1();
+    let r = run(cfg, seed, schedule, mean, 200);
     let ev = r.s.forward().events();
     let phases = (0..4u64)
         .map(|i| {
@@ -276,7 +241,7 @@ fn steps(cfg: &ScreamConfig, seed: u64) -> Outcome {
     // Increases: at 0 s (from the start rate), 50 s and 150 s.
     let t90 = [(0, 0usize), (50, 1), (150, 3)]
         .iter()
-        .map(|&(at, i)| t90(&r, r.at(at), caps[i], Duration::from_secs(50)))
+        .map(|&(at, i)| t90(r.s.forward(), r.at(at), caps[i], Duration::from_secs(50)))
         .collect();
     Outcome {
         seed,
@@ -301,7 +266,7 @@ fn constant(cfg: &ScreamConfig, seed: u64, cap: Bitrate) -> Outcome {
         phases: Vec::new(),
         q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
         loss: metrics::loss_ratio(ev.iter(), None, r.start, r.end),
-        t90: vec![t90(&r, r.start, cap, Duration::from_secs(60))],
+        t90: vec![t90(r.s.forward(), r.start, cap, Duration::from_secs(60))],
         dropped: r.dropped_frames(),
         gap: r.longest_gap(),
         freeze: r.longest_discard_freeze(cfg),
@@ -343,19 +308,7 @@ fn camera_capacity_steps_do_not_loop_discards() {
             o.seed,
             o.dropped
         );
-        assert!(
-            o.freeze <= Duration::from_secs(1),
-            "seed {}: a discard froze the picture up to {:?}",
-            o.seed,
-            o.freeze
-        );
-        assert!(
-            o.q95 <= Duration::from_millis(60),
-            "seed {}: q95 {:?}",
-            o.seed,
-            o.q95
-        );
-        assert!(o.loss <= 0.005, "seed {}: loss {:.4}", o.seed, o.loss);
+        o.assert_queue_loss_and_freeze();
     }
 }
 
@@ -373,24 +326,12 @@ fn camera_capacity_steps_meet_issue_14_bounds() {
     for o in &out {
         assert!(o.u >= 0.92, "seed {}: U {:.3}", o.seed, o.u);
         assert!(o.worst_t90() <= 8.0, "seed {}: t90 {:?}", o.seed, o.t90);
-        assert!(
-            o.q95 <= Duration::from_millis(60),
-            "seed {}: q95 {:?}",
-            o.seed,
-            o.q95
-        );
-        assert!(o.loss <= 0.005, "seed {}: loss {:.4}", o.seed, o.loss);
+        o.assert_queue_loss_and_freeze();
         assert!(
             o.gap <= Duration::from_secs(1),
             "seed {}: gap {:?}",
             o.seed,
             o.gap
-        );
-        assert!(
-            o.freeze <= Duration::from_secs(1),
-            "seed {}: freeze {:?}",
-            o.seed,
-            o.freeze
         );
     }
 }

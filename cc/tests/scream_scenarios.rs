@@ -69,11 +69,7 @@ fn links(forward: LinkConfig, one_way: Duration) -> (Link<sim::SimPacket>, Link<
 }
 
 fn extra(stats: &cg_cc::ControllerStats, name: &str) -> f64 {
-    stats
-        .extra
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or(f64::NAN, |(_, v)| *v)
+    stats.extra_value(name).unwrap_or(f64::NAN)
 }
 
 fn ms(d: Option<Duration>) -> f64 {

@@ -47,6 +47,7 @@ use crate::gcc::probe_controller::{AlrState, ProbeController, RESULT_WAIT};
 use crate::gcc::probe_detector::MAX_PADDING_GAP;
 use crate::gcc::probe_estimator::ClusterStats;
 use crate::gcc::rate_control::LinkCapacity;
+use crate::gcc::standing::StandingQueue;
 use crate::gcc::time::micros_since;
 
 /// Probe clusters whose feedback is still awaited, at most.
@@ -116,12 +117,8 @@ pub struct GccController {
     standing_queue: Option<Duration>,
     base_delay: BaseDelay,
     queue_delay: Option<Duration>,
-    standing_decrease: Option<Duration>,
-    standing_window: Duration,
+    standing_decrease: Option<StandingQueue>,
     pace_at_capacity: Option<f64>,
-    /// (time, queuing delay) samples of the last `standing_window`, for their minimum.
-    queue_samples: VecDeque<(Instant, Duration)>,
-    last_standing_decrease: Option<Instant>,
     standing_decreases: u64,
     probe: Option<ProbeController>,
     alr: AlrDetector,
@@ -194,11 +191,10 @@ impl GccController {
             standing_queue: c.standing_queue_pacing,
             base_delay: BaseDelay::new(BASE_DELAY_SLOTS, BASE_DELAY_SLOT),
             queue_delay: None,
-            standing_decrease: c.standing_queue_decrease,
-            standing_window: c.standing_queue_window,
+            standing_decrease: c
+                .standing_queue_decrease
+                .map(|limit| StandingQueue::new(limit, c.standing_queue_window)),
             pace_at_capacity: c.pacing_link_capacity_factor,
-            queue_samples: VecDeque::new(),
-            last_standing_decrease: None,
             standing_decreases: 0,
             probe: c.probing.then(|| {
                 let p = ProbeController::new(
@@ -380,36 +376,16 @@ impl GccController {
 
     /// The standing-queue decrease ([`GccConfig::standing_queue_decrease`]).
     fn on_queue_sample(&mut self, q: Duration, now: Instant) {
-        let Some(limit) = self.standing_decrease else {
-            return;
-        };
-        if self.queue_samples.len() >= 4096 {
-            self.queue_samples.pop_front();
-        }
-        self.queue_samples.push_back((now, q));
-        let Some(&(oldest, _)) = self.queue_samples.front() else {
-            return;
-        };
-        let covered = now.saturating_duration_since(oldest) >= self.standing_window;
-        while self
-            .queue_samples
-            .get(1)
-            .is_some_and(|(t, _)| now.saturating_duration_since(*t) >= self.standing_window)
-        {
-            self.queue_samples.pop_front();
-        }
-        let min = self.queue_samples.iter().map(|(_, q)| *q).min();
-        let due = self
-            .last_standing_decrease
-            .is_none_or(|t| now.saturating_duration_since(t) >= self.standing_window);
-        if covered
-            && due
-            && min.is_some_and(|m| m > limit)
+        let q_us = i64::try_from(q.as_micros()).unwrap_or(i64::MAX);
+        let now_us = micros_since(now, self.base);
+        if self
+            .standing_decrease
+            .as_mut()
+            .is_some_and(|s| s.on_queue(now_us, q_us))
             && let Some(d) = self.delay.as_mut()
         {
             d.force_decrease();
             let ar = d.estimate();
-            self.last_standing_decrease = Some(now);
             self.standing_decreases += 1;
             self.apply_ar(ar, now);
         }
@@ -845,11 +821,7 @@ mod tests {
     }
 
     fn extra(c: &GccController, name: &str) -> f64 {
-        c.stats()
-            .extra
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(f64::NAN, |(_, v)| *v)
+        c.stats().extra_value(name).unwrap_or(f64::NAN)
     }
 
     #[test]

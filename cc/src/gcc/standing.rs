@@ -1,11 +1,13 @@
 //! The standing-queue check behind [`GccConfig::standing_queue_decrease`]
 //! (a cg addition; see there for the measurement).
 //!
-//! The queuing delay of a packet is its one-way delay (arrival time on the receiver's clock
-//! minus send time on the sender's, µs; the clock offset cancels) over the smallest one of
-//! the open 30 s slot and the one before (as the sender's base delay). When the
-//! smallest queuing delay of the last `window` is above `limit`, the queue has stood for the
-//! whole window: a decrease is due, at most once per window.
+//! When the smallest queuing delay of the last `window` is above `limit`, the queue has stood
+//! for the whole window: a decrease is due, at most once per window. One check for both
+//! sides: the send-side controller feeds it the queuing delays it computes from feedback
+//! ([`StandingQueue::on_queue`]); the receiver (REMB) feeds it packets
+//! ([`StandingQueue::on_packet`]), whose queuing delay is the one-way delay (arrival time on
+//! the receiver's clock minus send time on the sender's, µs; the clock offset cancels) over
+//! the smallest one of the open 30 s slot and the one before (as the sender's base delay).
 //!
 //! [`GccConfig::standing_queue_decrease`]: crate::gcc::GccConfig::standing_queue_decrease
 
@@ -25,7 +27,7 @@ pub struct StandingQueue {
     slot_start: Option<i64>,
     current: i64,
     previous: i64,
-    /// (arrival µs, queuing delay µs) of the last window.
+    /// (time µs, queuing delay µs) of the last window.
     samples: VecDeque<(i64, i64)>,
     last_decrease: Option<i64>,
 }
@@ -58,27 +60,33 @@ impl StandingQueue {
         }
         self.current = self.current.min(owd);
         let q = owd.saturating_sub(self.current.min(self.previous)).max(0);
+        self.on_queue(arrival_us, q)
+    }
+
+    /// One queuing delay `q_us` at `t_us` (µs on any clock that does not go back); returns
+    /// whether a decrease is due now (and records it).
+    pub fn on_queue(&mut self, t_us: i64, q_us: i64) -> bool {
         if self.samples.len() >= MAX_SAMPLES {
             self.samples.pop_front();
         }
-        self.samples.push_back((arrival_us, q));
+        self.samples.push_back((t_us, q_us));
         let Some(&(oldest, _)) = self.samples.front() else {
             return false;
         };
-        let covered = arrival_us.saturating_sub(oldest) >= self.window_us;
+        let covered = t_us.saturating_sub(oldest) >= self.window_us;
         while self
             .samples
             .get(1)
-            .is_some_and(|(t, _)| arrival_us.saturating_sub(*t) >= self.window_us)
+            .is_some_and(|(t, _)| t_us.saturating_sub(*t) >= self.window_us)
         {
             self.samples.pop_front();
         }
         let due = self
             .last_decrease
-            .is_none_or(|t| arrival_us.saturating_sub(t) >= self.window_us || arrival_us < t);
+            .is_none_or(|t| t_us.saturating_sub(t) >= self.window_us || t_us < t);
         let standing = self.samples.iter().all(|(_, q)| *q > self.limit_us);
         if covered && due && standing {
-            self.last_decrease = Some(arrival_us);
+            self.last_decrease = Some(t_us);
             self.samples.clear();
             true
         } else {

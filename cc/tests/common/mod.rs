@@ -1,0 +1,106 @@
+//! What the simulated scenario tests share: the papers' path (RTP 50 ms, a 300 ms DropTail
+//! bottleneck, a 100 Mbit/s return path), the MMSys16 §6.1 schedule, the encoder seeds and
+//! the t90 measure.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::time::{Duration, Instant};
+
+use cg_cc::gcc::{GccConfig, GccMode};
+use cg_cc::sim::{
+    self, EncoderConfig, ReceiverConfig, SenderConfig, SimReceiver, SimSender, metrics,
+};
+use cg_cc::{ControllerConfig, ReceiveSideEstimator};
+use cg_link::qdisc::DropTailConfig;
+use cg_link::{CapacityConfig, Link, LinkConfig, QdiscConfig, RateStep};
+use cg_types::Bitrate;
+
+/// One-way delay each way (RTT 50 ms).
+pub const ONE_WAY: Duration = Duration::from_millis(25);
+/// Seeds of the camera-like encoder; every assertion holds for the worst of them.
+pub const SEEDS: [u64; 4] = [1, 2, 3, 4];
+
+/// [`SEEDS`], or the one seed `SEED=n` names (to look at one run by hand).
+pub fn seeds() -> Vec<u64> {
+    match std::env::var("SEED") {
+        Ok(v) => vec![v.parse().expect("SEED=n")],
+        Err(_) => SEEDS.to_vec(),
+    }
+}
+
+/// The forward bottleneck (`capacity`, DropTail 300 ms at `nominal`, as the link converts
+/// time limits) and a 100 Mbit/s return path, [`ONE_WAY`] each.
+pub fn links(
+    capacity: CapacityConfig,
+    nominal: Bitrate,
+) -> (Link<sim::SimPacket>, Link<sim::SimPacket>) {
+    let forward = LinkConfig {
+        capacity,
+        event_limit: None,
+        ..LinkConfig::constant(nominal)
+    }
+    .with_delay(ONE_WAY)
+    .with_qdisc(QdiscConfig::DropTail(DropTailConfig::time(
+        Duration::from_millis(300),
+    )));
+    let reverse = LinkConfig::constant(Bitrate::mbps(100)).with_delay(ONE_WAY);
+    (
+        Link::new(forward).expect("valid forward link"),
+        Link::new(reverse).expect("valid reverse link"),
+    )
+}
+
+/// MMSys16 §6.1's capacities: 1 → 2.5 → 0.5 → 1 Mbit/s, 50 s each.
+pub const MMSYS16_6_1: [u64; 4] = [1000, 2500, 500, 1000];
+
+/// [`MMSYS16_6_1`] as a link schedule, with its mean rate (for the DropTail limit).
+pub fn mmsys16_6_1() -> (CapacityConfig, Bitrate) {
+    let steps = MMSYS16_6_1
+        .iter()
+        .map(|&kbps| RateStep {
+            duration: Duration::from_secs(50),
+            rate: Bitrate::kbps(kbps),
+        })
+        .collect();
+    let schedule = CapacityConfig::Schedule {
+        steps,
+        repeat: false,
+    };
+    (schedule, Bitrate::kbps(1250))
+}
+
+/// Seconds from `at` until the delivered rate over the bottleneck `link` (1 s bins, sliding
+/// by 100 ms) first reaches 90 % of `cap`; `None` within `limit`.
+pub fn t90(link: &Link<sim::SimPacket>, at: Instant, cap: Bitrate, limit: Duration) -> Option<f64> {
+    let ev = link.events();
+    let series = metrics::rate_series(ev.iter(), None, at, at + limit, Duration::from_millis(100));
+    let need = 0.9 * cap.as_bps_f64();
+    (0..series.len().saturating_sub(9)).find_map(|i| {
+        let mean = series[i..i + 10]
+            .iter()
+            .map(|(_, r)| r.as_bps_f64())
+            .sum::<f64>()
+            / 10.0;
+        (mean >= need).then(|| (i + 10) as f64 / 10.0)
+    })
+}
+
+/// A GCC sender and receiver (with the REMB estimator in [`GccMode::ReceiverSideRemb`]) for
+/// the simulated `encoder`.
+pub fn gcc_pair(cfg: &GccConfig, encoder: EncoderConfig, now: Instant) -> (SimSender, SimReceiver) {
+    let estimator: Option<Box<dyn ReceiveSideEstimator>> = match cfg.mode {
+        GccMode::ReceiverSideRemb => Some(Box::new(cfg.build_receiver(now))),
+        GccMode::SendSideTwcc => None,
+    };
+    let sender = SenderConfig {
+        encoder,
+        ..SenderConfig::default()
+    };
+    sim::pair(
+        sender,
+        ReceiverConfig::default(),
+        cfg.build(now),
+        estimator,
+        now,
+    )
+}
