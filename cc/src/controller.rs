@@ -81,6 +81,10 @@ pub struct Feedback<'a> {
     pub loss: Option<LossReport>,
     /// A round-trip-time sample (from LSR/DLSR or from feedback timing).
     pub rtt: Option<Duration>,
+    /// When the receiver wrote this report, on its own clock (RFC 8888's report timestamp;
+    /// transport-wide CC has none). Minus a packet's arrival it is how long the receiver held
+    /// that packet's result before reporting it.
+    pub report_time: Option<RemoteTime>,
 }
 
 /// The state of the media (RTP) queue in front of the pacer, for controllers that steer it

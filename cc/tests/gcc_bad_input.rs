@@ -254,6 +254,8 @@ fn random_garbage_never_panics_and_stays_within_bounds() {
                     remb,
                     loss,
                     rtt: (rng.below(3) == 0).then(|| Duration::from_micros(rng.below(1 << 40))),
+                    report_time: (rng.below(3) == 0)
+                        .then(|| RemoteTime::from_micros(rng.next_u64() as i64)),
                 };
                 c.on_feedback(&fb, now);
                 if rng.below(4) == 0 {

@@ -94,6 +94,13 @@ fn hostile_run(cfg: ScreamConfig, seed: u64) {
                 let fb = Feedback {
                     packets: &results,
                     rtt: Some(Duration::from_secs(r.below(1_000_000))),
+                    report_time: match r.below(3) {
+                        0 => None,
+                        1 => Some(RemoteTime::from_micros(r.next_u64() as i64)),
+                        _ => Some(RemoteTime::from_micros(
+                            (now - start).as_micros() as i64 + r.below(300_000) as i64,
+                        )),
+                    },
                     ..Feedback::default()
                 };
                 s.on_feedback(&fb, now);

@@ -79,7 +79,7 @@ mod send;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use cg_types::{Bitrate, DataSize, Ecn};
+use cg_types::{Bitrate, DataSize, Ecn, RemoteTime};
 
 pub use config::{LossGate, RelaxedPacing, ScreamConfig};
 
@@ -583,7 +583,7 @@ impl Controller for Scream {
 
     fn on_feedback(&mut self, feedback: &Feedback<'_>, now: Instant) {
         let mut delivered = 0u64;
-        let mut newest: Option<i64> = None;
+        let mut newest: Option<(i64, RemoteTime)> = None;
         let mut last_owd: Option<i64> = None;
         self.base.rotate(now);
         for r in feedback.packets {
@@ -620,7 +620,7 @@ impl Controller for Scream {
             self.base.observe(owd);
             last_owd = Some(owd);
             if a.is_new_edge {
-                newest = Some(rec.sent_us);
+                newest = Some((rec.sent_us, arrival));
             }
         }
         if let Some(owd) = last_owd {
@@ -628,8 +628,19 @@ impl Controller for Scream {
             // every sample's minimum).
             self.delay.qdelay = self.base.sample(owd);
         }
-        if let Some(sent_us) = newest {
-            let rtt_us = self.micros_since_epoch(now).saturating_sub(sent_us);
+        if let Some((sent_us, arrival)) = newest {
+            let hold_us = match feedback.report_time {
+                Some(report) if self.cfg.rtt_without_feedback_hold => {
+                    // A hold outside [0, 1 s] is a broken or foreign clock: ignored.
+                    let h = report.as_micros().saturating_sub(arrival.as_micros());
+                    if (0..=1_000_000).contains(&h) { h } else { 0 }
+                }
+                _ => 0,
+            };
+            let rtt_us = self
+                .micros_since_epoch(now)
+                .saturating_sub(sent_us)
+                .saturating_sub(hold_us);
             let rtt = Duration::from_micros(u64::try_from(rtt_us).unwrap_or(0));
             let gain = if self.app_limited() && rtt < self.delay.srtt {
                 self.cfg.srtt_gain_app_limited
@@ -920,6 +931,55 @@ mod tests {
         fn epoch(&self) -> Instant {
             self.s.epoch
         }
+    }
+
+    /// sRTT after 100 rounds of a 50 ms path whose receiver holds each report 40 ms, with
+    /// or without the report timestamp.
+    fn srtt_with_hold(cfg: ScreamConfig, report_time: bool) -> Duration {
+        let mut d = Driver::new(cfg);
+        for _ in 0..100 {
+            let sent = d.send(4);
+            let sent_at = d.t;
+            d.t += 90 * MS;
+            // Receiver clock: 5 s ahead of the sender's epoch.
+            let arrival_us = 5_000_000 + (sent_at - d.epoch()).as_micros() as i64 + 25_000;
+            let results: Vec<PacketResult> = sent
+                .iter()
+                .map(|&(seq, _)| PacketResult {
+                    seq,
+                    arrival: Some(RemoteTime::from_micros(arrival_us)),
+                    ecn: Ecn::Ect1,
+                })
+                .collect();
+            d.s.on_feedback(
+                &Feedback {
+                    packets: &results,
+                    report_time: report_time.then(|| RemoteTime::from_micros(arrival_us + 40_000)),
+                    ..Feedback::default()
+                },
+                d.t,
+            );
+        }
+        d.s.srtt()
+    }
+
+    #[test]
+    fn srtt_leaves_out_the_time_the_receiver_held_the_report() {
+        let on = srtt_with_hold(ScreamConfig::default(), true);
+        assert!((on.as_secs_f64() - 0.050).abs() < 0.002, "{on:?}");
+        let without_timestamp = srtt_with_hold(ScreamConfig::default(), false);
+        assert!(
+            (without_timestamp.as_secs_f64() - 0.090).abs() < 0.002,
+            "{without_timestamp:?}"
+        );
+        let off = srtt_with_hold(
+            ScreamConfig {
+                rtt_without_feedback_hold: false,
+                ..ScreamConfig::default()
+            },
+            true,
+        );
+        assert!((off.as_secs_f64() - 0.090).abs() < 0.002, "{off:?}");
     }
 
     #[test]

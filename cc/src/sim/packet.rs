@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use cg_types::{Bitrate, DataSize};
+use cg_types::{Bitrate, DataSize, RemoteTime};
 
 use crate::controller::{LossReport, PacketResult};
 
@@ -47,6 +47,8 @@ pub struct FeedbackMessage {
     /// For RTT: the newest sequence number received and how long the receiver held it
     /// before sending this message (the role of RR's LSR/DLSR).
     pub echo: Option<(u64, Duration)>,
+    /// When the receiver wrote the message, on its clock (RFC 8888 reports only).
+    pub report_time: Option<RemoteTime>,
 }
 
 impl FeedbackMessage {

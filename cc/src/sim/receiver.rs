@@ -189,9 +189,12 @@ impl SimReceiver {
         }
         if !packets.is_empty() {
             let echo = self.echo(now);
+            let report_time =
+                (self.cfg.feedback == FeedbackKind::Rfc8888).then(|| self.remote(now));
             self.out.push_back(FeedbackMessage {
                 packets,
                 echo,
+                report_time,
                 ..FeedbackMessage::default()
             });
         }

@@ -301,6 +301,7 @@ impl Endpoint for SimSender {
             remb: msg.remb,
             loss: msg.loss,
             rtt,
+            report_time: msg.report_time,
         };
         self.controller.on_feedback(&fb, now);
         self.drain_events_at(now);

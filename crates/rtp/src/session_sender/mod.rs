@@ -975,6 +975,7 @@ impl SenderSession {
             self.controller.on_feedback(
                 &Feedback {
                     packets: &results,
+                    report_time: Some(RemoteTime::from_micros(ts_us)),
                     ..Default::default()
                 },
                 now,
