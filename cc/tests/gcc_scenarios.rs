@@ -187,7 +187,7 @@ fn three_flows(mode: GccMode) {
     let rates: Vec<f64> = (0..3)
         .map(|i| metrics::throughput(ev.iter(), Some(s.flow(i)), from, end).as_bps_f64())
         .collect();
-    let jain = metrics::jain_index(&rates);
+    let jain = metrics::jain_index(&rates).unwrap_or(0.0);
     let all = summarise(&s, cap, start + Duration::from_secs(60), end);
     eprintln!(
         "{mode:?} three flows: rates {rates:?} Jain {jain:.3}; with all three U={:.3} q50={:?} q95={:?} loss={:.4}",

@@ -223,7 +223,7 @@ fn two_flows_share_a_droptail_bottleneck_fairly() {
             metrics::throughput(ev.iter(), Some(FlowId::from_index(i)), from, end).as_mbps_f64()
         })
         .collect();
-    let jain = metrics::jain_index(&rates);
+    let jain = metrics::jain_index(&rates).unwrap_or(0.0);
     let u = metrics::utilisation(ev.iter(), cap, from, end);
     eprintln!(
         "two flows: {:.2} / {:.2} Mbit/s, Jain {jain:.3}, U {u:.3}",
@@ -384,7 +384,7 @@ fn two_l4s_flows_share_a_dualpi2_bottleneck_fairly() {
             metrics::throughput(ev.iter(), Some(FlowId::from_index(i)), from, end).as_mbps_f64()
         })
         .collect();
-    let jain = metrics::jain_index(&rates);
+    let jain = metrics::jain_index(&rates).unwrap_or(0.0);
     let q = metrics::queuing_delays(ev.iter(), None, from, end);
     let p99 = metrics::percentile(&q, 99.0);
     eprintln!(

@@ -74,19 +74,6 @@ impl Dist {
     }
 }
 
-/// Jain's fairness index of `x` (1 = perfectly fair; 1/n = one flow takes all).
-pub fn jain(x: &[f64]) -> Option<f64> {
-    if x.is_empty() {
-        return None;
-    }
-    let s: f64 = x.iter().sum();
-    let s2: f64 = x.iter().map(|v| v * v).sum();
-    if s2 == 0.0 {
-        return None;
-    }
-    Some(s * s / (x.len() as f64 * s2))
-}
-
 /// One time-series row of a flow.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FlowBin {
@@ -558,7 +545,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                     sel.iter().sum::<f64>() / sel.len().max(1) as f64
                 })
                 .collect();
-            jain_v = jain(&x);
+            jain_v = cg_link::stats::jain_index(&x);
             jain_w = Some((a, b));
         }
     }
@@ -627,17 +614,6 @@ mod tests {
         assert_eq!(v[1].rtt_ms, Some(51.5));
         assert_eq!(v[1].n_dd, None);
         std::fs::remove_dir_all(&dir).ok();
-    }
-
-    #[test]
-    fn jain_index_limits() {
-        assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
-        let j = jain(&[1.0, 0.0, 0.0, 0.0]).unwrap();
-        assert!((j - 0.25).abs() < 1e-12);
-        assert_eq!(jain(&[]), None);
-        // MMSys16-like shares 1.3 vs 1.0.
-        let j = jain(&[1.3, 1.0]).unwrap();
-        assert!((j - 2.3f64.powi(2) / (2.0 * (1.69 + 1.0))).abs() < 1e-12);
     }
 
     #[test]

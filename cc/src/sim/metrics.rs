@@ -125,17 +125,7 @@ pub fn loss_ratio<'a>(
     }
 }
 
-/// Jain's fairness index `(Σx)² / (n·Σx²)`: 1 for equal shares, `1/n` for one taker.
-/// Returns 1 for an empty or all-zero input.
-pub fn jain_index(xs: &[f64]) -> f64 {
-    let sum: f64 = xs.iter().sum();
-    let sq: f64 = xs.iter().map(|x| x * x).sum();
-    if xs.is_empty() || sq == 0.0 {
-        1.0
-    } else {
-        sum * sum / (xs.len() as f64 * sq)
-    }
-}
+pub use cg_link::stats::jain_index;
 
 /// Delivered throughput per `bin` from `from` to `to` (a rate time series for plots and
 /// tracking checks).
@@ -169,13 +159,6 @@ pub fn rate_series<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn jain_index_bounds() {
-        assert_eq!(jain_index(&[1.0, 1.0, 1.0]), 1.0);
-        assert!((jain_index(&[1.0, 0.0, 0.0]) - 1.0 / 3.0).abs() < 1e-12);
-        assert_eq!(jain_index(&[]), 1.0);
-    }
 
     #[test]
     fn percentile_is_nearest_rank() {

@@ -9,6 +9,18 @@ use cg_types::DataSize;
 use crate::event::{DropReason, EventKind, EventLog, EventSink, LinkEvent};
 use crate::packet::FlowId;
 
+/// Jain's fairness index `(Σx)² / (n·Σx²)` of per-flow rates: 1 for equal shares, `1/n` for
+/// one taker. `None` for no flows or when every rate is zero (nobody got anything: not
+/// "fair"). The one definition netlab's summaries and cg-cc's simulated scenarios share.
+pub fn jain_index(rates: &[f64]) -> Option<f64> {
+    let sum: f64 = rates.iter().sum();
+    let sq: f64 = rates.iter().map(|x| x * x).sum();
+    if rates.is_empty() || sq == 0.0 || !sq.is_finite() {
+        return None;
+    }
+    Some(sum * sum / (rates.len() as f64 * sq))
+}
+
 /// Flows tracked individually; packets of further flows count only in the totals, so hostile
 /// input (a port scan through netlab) cannot grow the map without bound.
 pub const MAX_TRACKED_FLOWS: usize = 4096;
@@ -186,5 +198,27 @@ impl EventSink for Recorder {
     fn push(&mut self, event: LinkEvent) {
         self.stats.record(&event);
         self.log.push(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_limits() {
+        assert_eq!(jain_index(&[1.0, 1.0, 1.0]), Some(1.0));
+        let j = jain_index(&[1.0, 0.0, 0.0, 0.0]).unwrap();
+        assert!((j - 0.25).abs() < 1e-12);
+        // MMSys16-like shares 1.3 vs 1.0.
+        let j = jain_index(&[1.3, 1.0]).unwrap();
+        assert!((j - 2.3f64.powi(2) / (2.0 * (1.69 + 1.0))).abs() < 1e-12);
+        assert_eq!(jain_index(&[]), None);
+        assert_eq!(
+            jain_index(&[0.0, 0.0]),
+            None,
+            "all flows starved is not fair"
+        );
+        assert_eq!(jain_index(&[f64::NAN, 1.0]), None);
     }
 }
