@@ -36,17 +36,7 @@ impl RembScheduler {
 
     /// The value to send now, if one is due, given the current `Ar`; records it as sent.
     pub fn poll(&mut self, now: Instant, ar: Bitrate) -> Option<Bitrate> {
-        let due = self.now_due
-            || match self.last {
-                None => true,
-                Some((at, value)) => {
-                    now.saturating_duration_since(at) >= self.interval
-                    || ar.as_bps_f64() < self.drop_ratio * value.as_bps_f64()
-                    // Time went backwards: resynchronise rather than stay silent.
-                    || now < at
-                }
-            };
-        if due {
+        if self.is_due(now, ar) {
             self.now_due = false;
             self.last = Some((now, ar));
             Some(ar)
@@ -63,6 +53,7 @@ impl RembScheduler {
                 Some((at, value)) => {
                     now.saturating_duration_since(at) >= self.interval
                         || ar.as_bps_f64() < self.drop_ratio * value.as_bps_f64()
+                        // Time went backwards: resynchronise rather than stay silent.
                         || now < at
                 }
             }
