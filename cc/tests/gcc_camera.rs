@@ -80,12 +80,13 @@ fn no_backoff_without_queue(mode: GccMode) {
     let cfg = camera_config(mode);
     let mut report = Vec::new();
     let mut bad = Vec::new();
+    let cap = Bitrate::mbps(2);
     for seed in seeds() {
-        let (s, start) = constant_run(&cfg, seed, Bitrate::mbps(2), 60);
+        let (s, start) = constant_run(&cfg, seed, cap, 60);
         let d = decreases(&s, start);
         let small: Vec<_> = d
             .iter()
-            .filter(|(_, from, _, q)| *q < Duration::from_millis(5) && *from < Bitrate::mbps(2))
+            .filter(|(_, from, _, q)| *q < Duration::from_millis(5) && *from < cap)
             .collect();
         report.push(format!(
             "seed {seed}: {} decreases, {} below the capacity with a queue under 5 ms",

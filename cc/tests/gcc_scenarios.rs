@@ -151,7 +151,7 @@ fn capacity_steps(mode: GccMode) {
             "{mode:?} phase {i}: target {target} vs {reachable}\n{report:#?}"
         );
     }
-    let all = summarise(&s, Bitrate::kbps(1250), start, end);
+    let all = summarise(&s, mean, start, end);
     eprintln!(
         "{mode:?} steps: {report:#?}\nwhole run U={:.3} q50={:?} q95={:?} loss={:.4}",
         all.utilisation, all.q50, all.q95, all.loss

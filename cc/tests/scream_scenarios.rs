@@ -6,6 +6,8 @@
 //! short enough for debug builds; the long-session test runs 15 simulated minutes at a low
 //! rate to prove nothing collapses after the reference implementation's ~2-minute failure.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use cg_cc::ControllerConfig;
@@ -18,6 +20,7 @@ use cg_link::qdisc::{DropTailConfig, DualPi2Config};
 use cg_link::sim::Sim;
 use cg_link::{CapacityConfig, FlowId, Link, LinkConfig, QdiscConfig};
 use cg_types::{Bitrate, Ecn};
+use common::extra;
 
 const FPS: f64 = 60.0;
 
@@ -66,10 +69,6 @@ fn links(forward: LinkConfig, one_way: Duration) -> (Link<sim::SimPacket>, Link<
         Link::new(forward.with_delay(one_way)).expect("valid forward link"),
         Link::new(reverse).expect("valid reverse link"),
     )
-}
-
-fn extra(stats: &cg_cc::ControllerStats, name: &str) -> f64 {
-    stats.extra_value(name).unwrap_or(f64::NAN)
 }
 
 fn ms(d: Option<Duration>) -> f64 {

@@ -84,6 +84,9 @@ pub struct SimReceiver {
     total_received: u64,
     out: VecDeque<FeedbackMessage>,
     remb_sent: u64,
+    /// When the last frame's last packet (marker) arrived, and the longest time between two.
+    last_frame_end: Option<Instant>,
+    longest_frame_gap: Duration,
 }
 
 impl SimReceiver {
@@ -107,6 +110,8 @@ impl SimReceiver {
             total_received: 0,
             out: VecDeque::new(),
             remb_sent: 0,
+            last_frame_end: None,
+            longest_frame_gap: Duration::ZERO,
             cfg,
         }
     }
@@ -119,6 +124,14 @@ impl SimReceiver {
     /// Media packets received.
     pub fn received(&self) -> u64 {
         self.total_received
+    }
+
+    /// The longest time between the arrivals of two frames' last packets: the freeze a
+    /// receiver shows when frames are dropped at the sender (a discarded RTP queue, an
+    /// encoder that skips). Frames broken by a loss at the bottleneck are not counted out
+    /// (the simulation has no decoder).
+    pub fn longest_frame_gap(&self) -> Duration {
+        self.longest_frame_gap
     }
 
     /// REMB messages sent.
@@ -252,6 +265,14 @@ impl Endpoint for SimReceiver {
         };
         self.total_received += 1;
         self.rr_received += 1;
+        if m.marker && !m.padding {
+            if let Some(last) = self.last_frame_end {
+                self.longest_frame_gap = self
+                    .longest_frame_gap
+                    .max(now.saturating_duration_since(last));
+            }
+            self.last_frame_end = Some(now);
+        }
         if self.highest.is_none_or(|(h, _)| m.seq > h) {
             self.highest = Some((m.seq, now));
         }

@@ -500,7 +500,13 @@ mod tests {
             FeedbackKind::TransportWideCc
         }
         fn stats(&self) -> ControllerStats {
-            ControllerStats::default()
+            ControllerStats {
+                extra: vec![
+                    ("padding", self.padding as f64),
+                    ("padding_bytes", self.padding_bytes as f64),
+                ],
+                ..ControllerStats::default()
+            }
         }
     }
 
@@ -510,6 +516,15 @@ mod tests {
         let mut tx = SimSender::new(SenderConfig::default(), Box::<Prober>::default(), t0);
         let out = drive(&mut tx, t0, Duration::from_secs(1));
         let n = tx.padding_sent();
+        let told = tx.controller().stats();
+        assert_eq!(
+            (
+                told.extra_value("padding"),
+                told.extra_value("padding_bytes")
+            ),
+            (Some(n as f64), Some(280.0 * n as f64)),
+            "the controller is told of each padding packet, as padding"
+        );
         // 2 Mbit/s for 100 ms is 25 kB, 89 packets of 280 bytes, less the time the first
         // frames (about 2.2 kB, paced at 2 Mbit/s) keep the pacer busy.
         assert!((60..=90).contains(&n), "{n} padding packets");

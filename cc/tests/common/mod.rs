@@ -104,3 +104,9 @@ pub fn gcc_pair(cfg: &GccConfig, encoder: EncoderConfig, now: Instant) -> (SimSe
         now,
     )
 }
+
+/// A controller's [`extra`](cg_cc::ControllerStats::extra) quantity, NaN if it reports none
+/// (for traces and sample scans).
+pub fn extra(stats: &cg_cc::ControllerStats, name: &str) -> f64 {
+    stats.extra_value(name).unwrap_or(f64::NAN)
+}
