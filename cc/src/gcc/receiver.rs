@@ -133,6 +133,7 @@ impl ReceiveSideEstimator for GccReceiver {
             ("a_r", s.a_r.as_bps_f64()),
             ("r", s.receive_rate.map_or(f64::NAN, |r| r.as_bps_f64())),
             ("probe_results", self.probe_results as f64),
+            ("standing_decreases", self.delay.standing_decreases() as f64),
         ]
     }
 }

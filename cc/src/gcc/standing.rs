@@ -11,13 +11,10 @@
 //!
 //! [`GccConfig::standing_queue_decrease`]: crate::gcc::GccConfig::standing_queue_decrease
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Length of one base-delay slot.
 const SLOT_US: i64 = 30_000_000;
-/// Samples kept at most.
-const MAX_SAMPLES: usize = 4096;
 
 /// The check.
 #[derive(Debug, Clone)]
@@ -27,9 +24,8 @@ pub struct StandingQueue {
     slot_start: Option<i64>,
     current: i64,
     previous: i64,
-    /// (time µs, queuing delay µs) of the last window.
-    samples: VecDeque<(i64, i64)>,
-    last_decrease: Option<i64>,
+    /// Since when every queuing delay has been above the limit.
+    above_since: Option<i64>,
 }
 
 impl StandingQueue {
@@ -41,8 +37,7 @@ impl StandingQueue {
             slot_start: None,
             current: i64::MAX,
             previous: i64::MAX,
-            samples: VecDeque::new(),
-            last_decrease: None,
+            above_since: None,
         }
     }
 
@@ -63,35 +58,27 @@ impl StandingQueue {
         self.on_queue(arrival_us, q)
     }
 
-    /// One queuing delay `q_us` at `t_us` (µs on any clock that does not go back); returns
-    /// whether a decrease is due now (and records it).
+    /// One queuing delay `q_us` at `t_us` (µs on any clock); returns whether a decrease is
+    /// due now (and records it: the next one needs another whole window above the limit).
+    /// Constant work per sample, at any packet rate.
     pub fn on_queue(&mut self, t_us: i64, q_us: i64) -> bool {
-        if self.samples.len() >= MAX_SAMPLES {
-            self.samples.pop_front();
-        }
-        self.samples.push_back((t_us, q_us));
-        let Some(&(oldest, _)) = self.samples.front() else {
+        if q_us <= self.limit_us {
+            self.above_since = None;
             return false;
+        }
+        // Time going backwards restarts the window rather than firing on it.
+        let since = match self.above_since {
+            Some(s) if s <= t_us => s,
+            _ => {
+                self.above_since = Some(t_us);
+                return false;
+            }
         };
-        let covered = t_us.saturating_sub(oldest) >= self.window_us;
-        while self
-            .samples
-            .get(1)
-            .is_some_and(|(t, _)| t_us.saturating_sub(*t) >= self.window_us)
-        {
-            self.samples.pop_front();
+        if t_us.saturating_sub(since) >= self.window_us {
+            self.above_since = None;
+            return true;
         }
-        let due = self
-            .last_decrease
-            .is_none_or(|t| t_us.saturating_sub(t) >= self.window_us || t_us < t);
-        let standing = self.samples.iter().all(|(_, q)| *q > self.limit_us);
-        if covered && due && standing {
-            self.last_decrease = Some(t_us);
-            self.samples.clear();
-            true
-        } else {
-            false
-        }
+        false
     }
 }
 
@@ -125,5 +112,20 @@ mod tests {
             assert_eq!(feed(&mut s, t, t + 400, 120), 0);
             assert_eq!(feed(&mut s, t + 400, t + 500, 0), 0);
         }
+    }
+
+    #[test]
+    fn a_standing_queue_is_found_at_any_packet_rate() {
+        // 10 000 packets a second (≈ 100 Mbit/s of 1200-byte packets): 1 s without a queue,
+        // then 100 ms of it for 2.5 s: due after 1 s and once more a window later, as at 100
+        // packets a second.
+        let mut s = StandingQueue::new(Duration::from_millis(50), Duration::from_secs(1));
+        let due = (0..35_000i64)
+            .filter(|i| {
+                let queue = if *i < 10_000 { 0 } else { 100_000 };
+                s.on_packet(i * 100, i * 100 + 25_000 + queue)
+            })
+            .count();
+        assert_eq!(due, 2);
     }
 }
