@@ -491,12 +491,7 @@ impl State {
             tracing::info!(target: "cg_media", from = %before, to = %f, reason = ?change.reason, %target, "adapting the picture");
             if (f.width, f.height) != (before.width, before.height) {
                 if let Some(scaler) = scaler.upgrade() {
-                    BuiltSource::set_size(
-                        &scaler,
-                        f.width,
-                        f.height,
-                        before.frame_rate.max(f.frame_rate),
-                    );
+                    BuiltSource::set_size(&scaler, f.width, f.height);
                 }
                 // The encoder re-initialises on the new size: its rate control starts afresh.
                 if let Some(d) = self.dropper.as_mut() {

@@ -211,17 +211,18 @@ impl BuiltSource {
     }
 
     /// Sets the coded size: the scaler in front of `tail` renegotiates on the next frame
-    /// (the encoder then re-initialises on the new caps). Callable from any thread.
-    pub fn set_size(tail: &gst::Element, width: u32, height: u32, frame_rate: u32) {
-        let caps = gst::Caps::builder("video/x-raw")
-            .field("format", "I420")
-            .field("width", i32::try_from(width).unwrap_or(1280))
-            .field("height", i32::try_from(height).unwrap_or(720))
-            .field(
-                "framerate",
-                gst::Fraction::new(i32::try_from(frame_rate).unwrap_or(30), 1),
-            )
-            .build();
+    /// (the encoder then re-initialises on the new caps). Only the size changes: the frame
+    /// rate stays what the source delivers (a reduced rate is the encoder's input gate's
+    /// business; a scaler cannot change it). Callable from any thread.
+    pub fn set_size(tail: &gst::Element, width: u32, height: u32) {
+        let mut caps = tail.property::<gst::Caps>("caps");
+        {
+            let caps = caps.make_mut();
+            for s in caps.iter_mut() {
+                s.set("width", i32::try_from(width).unwrap_or(1280));
+                s.set("height", i32::try_from(height).unwrap_or(720));
+            }
+        }
         tail.set_property("caps", &caps);
     }
 
