@@ -255,9 +255,8 @@ struct State {
     last_expected: (u64, i64),
     last_sample: Instant,
     freezes_seen: u64,
-    /// When the frames of the last second were decoded, and the last one's size.
+    /// When the frames of the last second were decoded.
     decoded_at: VecDeque<HostTime>,
-    decoded_size: (u32, u32),
     last: Stats,
 }
 
@@ -306,7 +305,6 @@ impl State {
             last_sample: start,
             freezes_seen: 0,
             decoded_at: VecDeque::new(),
-            decoded_size: (0, 0),
             last: Stats::default(),
         }
     }
@@ -374,7 +372,6 @@ impl State {
                 g2g.push(l.as_secs_f64() * 1e3);
             }
             self.decoded_at.push_back(r.decoded_at);
-            self.decoded_size = (r.width, r.height);
         }
         g2g.sort_by(f64::total_cmp);
         let dec = decoder.stats();
@@ -412,8 +409,8 @@ impl State {
             new_freezes,
             g2g_ms: (!g2g.is_empty()).then(|| g2g[g2g.len() / 2]),
             g2g_p95_ms: dec.p95_glass_to_glass.map(|d| d.as_secs_f64() * 1e3),
-            width: self.decoded_size.0,
-            height: self.decoded_size.1,
+            width: dec.last_size.map_or(0, |(w, _)| w),
+            height: dec.last_size.map_or(0, |(_, h)| h),
             decoded_fps: self.decoded_at.len() as u32,
             foreign_datagrams: foreign,
             ..Stats::default()

@@ -315,8 +315,6 @@ fn even(x: u32) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Reason {
-    /// Chosen from the start bit rate.
-    Start,
     /// The target fell below what the format needs.
     Bandwidth,
     /// The encoder could not meet the target at this format (QP or drops).
