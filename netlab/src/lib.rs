@@ -14,7 +14,9 @@
 //!    [`cg_link::Link`]s in real time) or the [`kernel`] `tc` backend after probing — checks
 //!    that the measured RTT matches the configured one within 1 ms, starts the [`traffic`]
 //!    helpers at a common t0 (CLOCK_MONOTONIC, shared by all namespaces), relays progress, and
-//!    leaves raw results in `OUT/raw`.
+//!    leaves raw results in `OUT/raw`. A traffic process that exits with an error code before
+//!    the run's end (a `cg-send` refusing its arguments, say) stops the run with its name and
+//!    status; one killed by a signal does not.
 //! 4. [`metrics::compute`] turns the bottleneck's per-packet log ([`emu::record`]) and the
 //!    endpoints' CSVs into throughput, utilisation, loss, queuing-delay distributions, CE
 //!    marks, endpoint RTT and Jain's index; [`report`] writes `summary.json`, per-flow CSVs,

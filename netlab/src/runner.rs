@@ -418,6 +418,14 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     let mut last_progress = mono_ns();
     while mono_ns() < end_ns + 300_000_000 {
         std::thread::sleep(Duration::from_millis(100));
+        let procs = senders
+            .iter_mut()
+            .chain(&mut cg_receivers)
+            .chain(&mut helpers);
+        if let Some(why) = failed_early(procs, t0_ns) {
+            // The PID namespace takes the other processes down with the runner.
+            return Err(Error::Process(why));
+        }
         if forwarder.is_none() && progress_on(opts) && mono_ns() - last_progress > 1_000_000_000 {
             last_progress = mono_ns();
             eprintln!(
@@ -497,6 +505,26 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     std::fs::write(raw.join("run.json"), text).map_err(|e| Error::io("write run.json", e))?;
     std::io::stderr().flush().ok();
     Ok(())
+}
+
+/// A traffic process (sender, sink, `cg-send`, `cg-recv`, echo) that exited with an error
+/// code before the run's end, described for the user. The run stops: its flow would otherwise
+/// be measured as an idle flow for the rest of the run and reported as a result (a mistyped
+/// `--pattern` gave 200 s of U = 0 and exit status 0). A process killed by a signal is not a
+/// failure here: tests and fault experiments kill receivers on purpose.
+fn failed_early<'a>(procs: impl Iterator<Item = &'a mut Helper>, t0_ns: u64) -> Option<String> {
+    for h in procs {
+        if let Ok(Some(st)) = h.child.try_wait()
+            && st.code().is_some_and(|c| c != 0)
+        {
+            let t = (mono_ns() as f64 - t0_ns as f64) / 1e9;
+            return Some(format!(
+                "{} exited with {st} at t = {t:.1} s, before the run's end (its error is printed above); the run is stopped",
+                h.name
+            ));
+        }
+    }
+    None
 }
 
 fn progress_on(opts: &RunOptions) -> bool {

@@ -400,6 +400,35 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
 }
 
 /// The pid of the process whose command line contains `needle`.
+/// A flow process that fails at start (here `cg-send` with an unknown `--pattern`) stops the
+/// run with its name and exit status instead of 60 s of an idle flow reported as a result.
+#[test]
+fn a_sender_that_fails_at_start_stops_the_run_with_its_error() {
+    let _guard = lock();
+    let toml = scenario(
+        "cg-bad-sender",
+        60,
+        r#"capacity = "2Mbit"
+delay = "10ms""#,
+        "gcc",
+        "not_ect",
+        r#""--pattern", "no-such-pattern""#,
+    )
+    .replace("@DELAY@", "10ms")
+    .replace("@START@", "300k");
+    let started = std::time::Instant::now();
+    let err = run_netlab("cg-bad-sender", &toml, |_| {}).expect_err("the run must fail");
+    assert!(
+        err.contains("unknown pattern") && err.contains("cg-send cg exited with exit status: 1"),
+        "{err}"
+    );
+    // Stopped at the failure, not at the scenario's end.
+    assert!(started.elapsed() < Duration::from_secs(50), "{err}");
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("netlab-cg-cg-bad-sender-{}", std::process::id())),
+    );
+}
+
 fn pid_of(needle: &str, program: &str) -> Option<i32> {
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
         let name = e.file_name();
