@@ -131,7 +131,9 @@ pub struct ControllerStats {
     /// The controller's estimate of the bottleneck queuing delay.
     pub queue_delay: Option<Duration>,
     /// Controller-specific quantities the papers plot, by name (e.g. GCC's `m`, `gamma`,
-    /// `state`, `a_r`, `a_s`, `n_dd`; SCReAM's `alpha`).
+    /// `state`, `a_r`, `a_s`, `n_dd`; SCReAM's `alpha`). Only quantities that are known
+    /// appear, and every value is finite: a quantity not measured yet, or not part of the
+    /// configured model, is left out rather than given as NaN.
     pub extra: Vec<(&'static str, f64)>,
 }
 

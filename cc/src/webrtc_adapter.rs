@@ -69,10 +69,7 @@ impl<C: Controller + Sync> WebrtcEstimator<C> {
     }
 
     fn stat(&self, name: &str) -> Option<f64> {
-        self.controller
-            .stats()
-            .extra_value(name)
-            .filter(|v| v.is_finite())
+        self.controller.stats().extra_value(name)
     }
 }
 

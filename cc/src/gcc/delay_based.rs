@@ -32,10 +32,10 @@ pub struct DelayBasedStats {
     pub gamma: f64,
     /// The last `dm(ti)`, ms.
     pub dm: f64,
-    /// The scalar filter's Kalman gain `K(ti)` (NaN for the two-state model).
-    pub gain: f64,
-    /// The measurement noise variance `σ²n(ti)`, ms² (NaN for the two-state model).
-    pub noise_var: f64,
+    /// The scalar filter's Kalman gain `K(ti)` (`None` for the two-state model).
+    pub gain: Option<f64>,
+    /// The measurement noise variance `σ²n(ti)`, ms² (`None` for the two-state model).
+    pub noise_var: Option<f64>,
     /// The detector's signal `s`.
     pub signal: Signal,
     /// The FSM state `σ`.
@@ -48,6 +48,24 @@ pub struct DelayBasedStats {
     pub link_capacity: Option<Bitrate>,
     /// Groups processed.
     pub groups: u64,
+}
+
+impl DelayBasedStats {
+    /// The quantities for [`ControllerStats::extra`](crate::ControllerStats::extra) (GCC's
+    /// `m`, `gamma`, `dm`, `signal`, `state`, and `gain`, `noise_var`, `r` where known).
+    pub fn extra(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("m", self.m),
+            ("gamma", self.gamma),
+            ("dm", self.dm),
+            ("signal", self.signal.as_f64()),
+            ("state", self.state.as_f64()),
+        ];
+        v.extend(self.gain.map(|g| ("gain", g)));
+        v.extend(self.noise_var.map(|n| ("noise_var", n)));
+        v.extend(self.receive_rate.map(|r| ("r", r.as_bps_f64())));
+        v
+    }
 }
 
 /// The delay-based controller.
@@ -203,13 +221,13 @@ impl DelayBasedController {
         let (m, gain, noise_var) = match &mut self.filter {
             Filter::Scalar(f) => (
                 f.update_with(dm, update_noise),
-                f.gain(),
-                f.noise_variance(),
+                Some(f.gain()),
+                Some(f.noise_variance()),
             ),
             Filter::TwoState(f) => (
                 f.update(dm, delta.size_delta_bytes, update_noise),
-                f64::NAN,
-                f64::NAN,
+                None,
+                None,
             ),
         };
         let r = self.rate_for_control();
@@ -333,6 +351,26 @@ impl DelayBasedController {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extra_leaves_out_what_is_not_known() {
+        let names = |s: &DelayBasedStats| s.extra().iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        let two_state_at_start = DelayBasedStats::default();
+        assert_eq!(
+            names(&two_state_at_start),
+            ["m", "gamma", "dm", "signal", "state"]
+        );
+        let scalar = DelayBasedStats {
+            gain: Some(0.3),
+            noise_var: Some(12.0),
+            receive_rate: Some(Bitrate::kbps(800)),
+            ..DelayBasedStats::default()
+        };
+        assert_eq!(
+            scalar.extra()[5..],
+            [("gain", 0.3), ("noise_var", 12.0), ("r", 800_000.0)]
+        );
+    }
 
     /// A fluid bottleneck: frames every 33 ms cut into 1000-byte packets, served at `cap_bps`,
     /// 25 ms of propagation delay.

@@ -122,19 +122,13 @@ impl ReceiveSideEstimator for GccReceiver {
 
     fn stats(&self) -> Vec<(&'static str, f64)> {
         let s = self.delay.stats();
-        vec![
-            ("m", s.m),
-            ("gamma", s.gamma),
-            ("dm", s.dm),
-            ("gain", s.gain),
-            ("noise_var", s.noise_var),
-            ("signal", s.signal.as_f64()),
-            ("state", s.state.as_f64()),
+        let mut v = s.extra();
+        v.extend([
             ("a_r", s.a_r.as_bps_f64()),
-            ("r", s.receive_rate.map_or(f64::NAN, |r| r.as_bps_f64())),
             ("probe_results", self.probe_results as f64),
             ("standing_decreases", self.delay.standing_decreases() as f64),
-        ]
+        ]);
+        v
     }
 }
 

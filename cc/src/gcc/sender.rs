@@ -720,23 +720,14 @@ impl Controller for GccController {
     fn stats(&self) -> ControllerStats {
         let s = self.gcc_stats();
         let mut extra = vec![
-            ("a_r", s.a_r.map_or(f64::NAN, |r| r.as_bps_f64())),
             ("a_s", s.a_s.as_bps_f64()),
             ("n_dd", s.n_dd as f64),
             ("probe_results", self.probe_results as f64),
             ("standing_decreases", self.standing_decreases as f64),
         ];
+        extra.extend(s.a_r.map(|r| ("a_r", r.as_bps_f64())));
         if let Some(d) = s.delay {
-            extra.extend([
-                ("m", d.m),
-                ("gamma", d.gamma),
-                ("dm", d.dm),
-                ("gain", d.gain),
-                ("noise_var", d.noise_var),
-                ("signal", d.signal.as_f64()),
-                ("state", d.state.as_f64()),
-                ("r", d.receive_rate.map_or(f64::NAN, |r| r.as_bps_f64())),
-            ]);
+            extra.extend(d.extra());
         }
         ControllerStats {
             target: s.target,
