@@ -386,12 +386,15 @@ fn two_l4s_flows_share_a_dualpi2_bottleneck_fairly() {
     let jain = metrics::jain_index(&rates).unwrap_or(0.0);
     let q = metrics::queuing_delays(ev.iter(), None, from, end);
     let p99 = metrics::percentile(&q, 99.0);
+    let u = metrics::utilisation(ev.iter(), cap, from, end);
     eprintln!(
-        "two L4S flows: {:.2} / {:.2} Mbit/s, Jain {jain:.3}, L-queue p99 {:.2} ms",
+        "two L4S flows: {:.2} / {:.2} Mbit/s, Jain {jain:.3}, U {u:.3}, L-queue p99 {:.2} ms",
         rates[0],
         rates[1],
         ms(p99)
     );
     assert!(jain >= 0.9, "Jain's index {jain:.3} ({rates:?})");
+    // Fair must not mean "both starved": the single L4S flow's bound above.
+    assert!(u >= 0.85, "utilisation {u:.3}");
     assert!(p99.expect("packets were dequeued") <= Duration::from_millis(5));
 }
