@@ -59,6 +59,12 @@
 //!   frames queued behind a frame larger than 2 × nominal are not integrated (see `media.rs`).
 //!   With the camera-like source at 2 Mbit/s (seed 1) the mean `rate_adjust` fell from 0.13
 //!   to 0.007 and the mean target rose from 1.36 to 1.52 Mbit/s.
+//! - **A virtual-CE reaction restarts the post-congestion ramp** of the multiplicative
+//!   increase, as loss and CE do; the draft sets `last_congestion_detected_time` only on loss
+//!   or CE. Not switchable; measured with the draft's rule (`cc/tests/scream_camera.rs`,
+//!   camera, seeds 1–4): §6.1 U 0.813 / 0.810 / 0.827 / 0.824 against 0.811 / 0.802 /
+//!   0.828 / 0.821, frames discarded 74 / 31 / 22 / 46 against 46 / 31 / 22 / 35, two
+//!   drop-tail flows Jain 0.964 against 0.979: no gain that pays for the extra discards.
 //!
 //! Not implemented (optional in the draft, off by default in the reference): competing-flow
 //! compensation (qdelay-target adaptation, draft §4.2.1.4.1), clock-drift compensation and the
