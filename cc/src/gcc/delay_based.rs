@@ -314,7 +314,7 @@ impl DelayBasedController {
     /// cluster above the capacity queues the media sent with it, so the detector often
     /// signals over-use just as the cluster's last packet brings its result. For one
     /// receive-rate window the result also stands in for a smaller `R` in eq. (3) (see
-    /// [`Self::rate_for_control`]). Returns whether it was applied.
+    /// `rate_for_control`). Returns whether it was applied.
     pub fn apply_probe_result(&mut self, rate: Bitrate) -> bool {
         if !self.take_probe_result(rate) {
             return false;
