@@ -5,8 +5,9 @@
 //! or falls back to the emulator (`kernel_fallback = "emulated"`).
 //!
 //! Mapping: capacity → `tbf rate R burst B` at the root; the scenario's queue becomes tbf's
-//! child (`pfifo limit N` / `bfifo limit B` for DropTail, or the AQM's own kind with its
-//! defaults); one-way delay → `netem delay D` as the child of the queue... which needs netem.
+//! child (`pfifo limit N` / `bfifo limit B` for DropTail, or the AQM's own kind with every
+//! parameter the scenario gives, refused with the field's name where `tc` cannot take it);
+//! one-way delay → `netem delay D` as the child of the queue... which needs netem.
 //! tbf counts Ethernet bytes (IP + 14), as the papers' testbeds did.
 
 use std::collections::BTreeSet;
@@ -111,7 +112,9 @@ pub fn plan(spec: &LinkSpec, dev: &str, have: &BTreeSet<String>) -> Result<Vec<V
         other => {
             let k = other.kind();
             need(k)?;
-            s(&[k])
+            let mut args = vec![k.to_owned()];
+            args.extend(aqm_args(other)?);
+            args
         }
     };
     let mut c = s(&["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"]);
@@ -128,6 +131,94 @@ pub fn plan(spec: &LinkSpec, dev: &str, have: &BTreeSet<String>) -> Result<Vec<V
         cmds.push(c);
     }
     Ok(cmds)
+}
+
+/// The `tc` parameters of an AQM, every one the scenario gives; a parameter `tc` cannot take
+/// as given is an error naming it, never dropped (the kernel's default would then run while
+/// the report says the scenario's value).
+fn aqm_args(q: &Qdisc) -> Result<Vec<String>> {
+    let kind = q.kind();
+    let refuse = |field: &str, why: &str| {
+        Error::KernelMissing(format!(
+            "qdisc `{kind}`, field `{field}`: {why} (the emulated backend takes it)"
+        ))
+    };
+    let mut a: Vec<String> = Vec::new();
+    let time = |a: &mut Vec<String>, name: &str, d: &Option<crate::scenario::units::Dur>| {
+        if let Some(d) = d {
+            a.extend([name.to_owned(), format!("{}us", d.0.as_micros())]);
+        }
+    };
+    let packets = |a: &mut Vec<String>, limit: &Option<Limit>| -> Result<()> {
+        match limit {
+            None => Ok(()),
+            Some(Limit::Packets(p)) => {
+                a.extend(["limit".to_owned(), p.to_string()]);
+                Ok(())
+            }
+            Some(_) => Err(refuse(
+                "limit",
+                &format!("the kernel's {kind} counts its limit in packets; give it as `\"1000p\"`"),
+            )),
+        }
+    };
+    let ecn = |a: &mut Vec<String>, e: &Option<bool>| {
+        if let Some(e) = e {
+            a.push(if *e { "ecn" } else { "noecn" }.to_owned());
+        }
+    };
+    match q {
+        Qdisc::Codel {
+            target,
+            interval,
+            limit,
+            ecn: e,
+        }
+        | Qdisc::FqCodel {
+            target,
+            interval,
+            limit,
+            ecn: e,
+        } => {
+            packets(&mut a, limit)?;
+            time(&mut a, "target", target);
+            time(&mut a, "interval", interval);
+            ecn(&mut a, e);
+        }
+        Qdisc::Pie {
+            target,
+            tupdate,
+            limit,
+            ecn: e,
+        } => {
+            packets(&mut a, limit)?;
+            time(&mut a, "target", target);
+            time(&mut a, "tupdate", tupdate);
+            ecn(&mut a, e);
+        }
+        Qdisc::Sfq { limit } => packets(&mut a, limit)?,
+        Qdisc::Dualpi2 {
+            target,
+            limit,
+            step,
+            coupling,
+        } => {
+            packets(&mut a, limit)?;
+            time(&mut a, "target", target);
+            time(&mut a, "step_thresh", step);
+            if let Some(k) = coupling {
+                if k.fract() != 0.0 || !(1.0..=255.0).contains(k) {
+                    return Err(refuse(
+                        "coupling",
+                        &format!("tc takes a whole coupling factor from 1 to 255, not {k}"),
+                    ));
+                }
+                a.extend(["coupling_factor".to_owned(), format!("{k:.0}")]);
+            }
+        }
+        Qdisc::Droptail { .. } | Qdisc::Htb { .. } => {}
+    }
+    Ok(a)
 }
 
 /// Applies a plan in namespace `ns`.
@@ -200,5 +291,107 @@ mod tests {
         };
         let e = plan(&spec(0, codel), "x", &h).unwrap_err();
         assert!(e.to_string().contains("codel"), "{e}");
+    }
+
+    fn aqms() -> BTreeSet<String> {
+        have(&["tbf", "codel", "pie", "fq_codel", "sfq", "dualpi2"])
+    }
+
+    fn child(q: Qdisc) -> String {
+        plan(&spec(0, q), "vr1", &aqms()).unwrap()[1][8..].join(" ")
+    }
+
+    #[test]
+    fn every_aqm_parameter_reaches_tc() {
+        use crate::scenario::units::Dur;
+        let ms = |v| Some(Dur(Duration::from_millis(v)));
+        assert_eq!(
+            child(Qdisc::Codel {
+                target: ms(13),
+                interval: ms(50),
+                limit: Some(Limit::Packets(300)),
+                ecn: Some(true),
+            }),
+            "codel limit 300 target 13000us interval 50000us ecn"
+        );
+        assert_eq!(
+            child(Qdisc::FqCodel {
+                target: ms(5),
+                interval: None,
+                limit: None,
+                ecn: Some(false),
+            }),
+            "fq_codel target 5000us noecn"
+        );
+        assert_eq!(
+            child(Qdisc::Pie {
+                target: ms(20),
+                tupdate: ms(30),
+                limit: Some(Limit::Packets(1000)),
+                ecn: None,
+            }),
+            "pie limit 1000 target 20000us tupdate 30000us"
+        );
+        assert_eq!(
+            child(Qdisc::Sfq {
+                limit: Some(Limit::Packets(127))
+            }),
+            "sfq limit 127"
+        );
+        assert_eq!(
+            child(Qdisc::Dualpi2 {
+                target: ms(15),
+                limit: Some(Limit::Packets(10_000)),
+                step: Some(Dur(Duration::from_micros(1000))),
+                coupling: Some(2.0),
+            }),
+            "dualpi2 limit 10000 target 15000us step_thresh 1000us coupling_factor 2"
+        );
+        // Defaults stay the kernel's only where the scenario gives nothing.
+        assert_eq!(
+            child(Qdisc::Codel {
+                target: None,
+                interval: None,
+                limit: None,
+                ecn: None,
+            }),
+            "codel"
+        );
+    }
+
+    #[test]
+    fn a_parameter_tc_cannot_take_is_refused_by_name() {
+        let e = plan(
+            &spec(
+                0,
+                Qdisc::Codel {
+                    target: None,
+                    interval: None,
+                    limit: Some(Limit::Time(Duration::from_millis(300))),
+                    ecn: None,
+                },
+            ),
+            "x",
+            &aqms(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`codel`") && e.contains("`limit`"), "{e}");
+        let e = plan(
+            &spec(
+                0,
+                Qdisc::Dualpi2 {
+                    target: None,
+                    limit: None,
+                    step: None,
+                    coupling: Some(1.5),
+                },
+            ),
+            "x",
+            &aqms(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`coupling`") && e.contains("1.5"), "{e}");
     }
 }
