@@ -73,8 +73,11 @@ pub struct ReceiverConfig {
     /// Send NACKs for missing packets (RFC 4585 §6.2.1). Default true.
     pub nack: bool,
     /// Interval between NACKs for a packet still missing until retransmissions give an RTT
-    /// sample (first NACK → retransmission, Karn's rule); then 1.25 × RTT + 5 ms. Default
-    /// 100 ms (longer than most interactive RTTs, so the first loss is not NACKed twice).
+    /// sample (first NACK → retransmission, Karn's rule); then 1.25 × RTT + 5 ms. Doubled
+    /// for every retry that found no retransmission, up to 16×, and kept doubled for later
+    /// losses until the next sample (RFC 6298 §5.5–5.7), so an RTT that jumps is learned.
+    /// Default 100 ms (longer than most interactive RTTs, so the first loss is not NACKed
+    /// twice).
     pub nack_retry_interval: Duration,
     /// NACKs per packet before giving up. Default 10.
     pub nack_max_retries: u32,

@@ -19,7 +19,13 @@ pub(crate) struct NackTracker {
     max_retries: u32,
     max_missing: usize,
     srtt: Option<Duration>,
+    /// Doublings carried to every packet's retries (RFC 6298 §5.5–5.7): raised when a retry
+    /// timer expires, cleared by the next valid RTT sample.
+    backoff: u32,
 }
+
+/// Most doublings of the retry interval (16×).
+const MAX_BACKOFF: u32 = 4;
 
 /// What a packet arrival did to the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +44,7 @@ impl NackTracker {
             max_retries,
             max_missing: max_missing.max(1),
             srtt: None,
+            backoff: 0,
         }
     }
 
@@ -51,6 +58,7 @@ impl NackTracker {
                     None => sample,
                     Some(s) => (s * 7 + sample) / 8,
                 });
+                self.backoff = 0;
             }
         }
         let Some(h) = self.highest else {
@@ -95,6 +103,15 @@ impl NackTracker {
 
     /// Sequence numbers to NACK now.
     pub fn due(&mut self, now: Instant) -> Vec<u64> {
+        // A due packet already NACKed is a retry timer that expired: one expiry per call,
+        // however many packets it covers (one burst, one event).
+        if self
+            .missing
+            .values()
+            .any(|m| m.due <= now && m.retries > 0 && m.retries < self.max_retries)
+        {
+            self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
+        }
         let mut out = Vec::new();
         let mut exhausted = Vec::new();
         let retry = self.retry_interval();
@@ -108,13 +125,15 @@ impl NackTracker {
             }
             m.retries += 1;
             m.first_nack.get_or_insert(now);
-            // Exponential backoff per packet (RFC 6298 §5.5's RTO doubling): when the RTT
+            // Exponential backoff (RFC 6298 §5.5's RTO doubling), per packet and carried
+            // across packets (§5.7 keeps the backed-off RTO until a new sample): when the RTT
             // jumps (a queue filling after a capacity drop) the retries of a stale interval
             // would all leave before the first retransmission could arrive, each drawing a
-            // duplicate. The backoff is not carried to the next packets, so Karn's rule
-            // (samples only from packets NACKed once) still does not learn an RTT far above
-            // the interval.
-            m.due = now + retry * (1u32 << (m.retries - 1).min(4));
+            // duplicate, and Karn's rule (samples only from packets NACKed once) would never
+            // see a sample. With the carried backoff a later loss waits long enough for its
+            // retransmission, gives a sample, and the interval follows the new RTT.
+            let doublings = self.backoff.max(m.retries - 1).min(MAX_BACKOFF);
+            m.due = now + retry * (1u32 << doublings);
             out.push(*s);
         }
         for s in exhausted {
@@ -124,8 +143,9 @@ impl NackTracker {
     }
 
     /// Time before the second NACK of a packet: 1.25 × RTT + 5 ms once retransmissions have
-    /// given an RTT sample, the configured interval before. Each further retry waits twice as
-    /// long as the one before (up to 16×).
+    /// given an RTT sample, the configured interval before; doubled for every retry timer
+    /// that expired since the last sample. Each further retry of a packet waits twice as long
+    /// as the one before (up to 16× in all).
     pub fn retry_interval(&self) -> Duration {
         match self.srtt {
             Some(r) => r * 5 / 4 + Duration::from_millis(5),
@@ -190,6 +210,52 @@ mod tests {
             }
         }
         assert_eq!(sent, vec![0, 30, 90, 210]);
+    }
+
+    /// RFC 6298 §5.7: the backoff outlives the packet that caused it, so a later loss waits
+    /// long enough for its retransmission, Karn's rule gets a sample, and the interval
+    /// follows an RTT that jumped from 20 to 300 ms. (With a per-packet backoff only, every
+    /// packet's second NACK left at 30 ms, before any retransmission: no sample, ever.)
+    #[test]
+    fn the_backoff_is_carried_until_a_sample_so_a_new_rtt_is_learned() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut n = NackTracker::new(ms(20), 10, 100);
+        n.on_packet(1, t0);
+        n.on_packet(3, t0);
+        assert_eq!(n.due(t0), vec![2]);
+        n.on_packet(2, t0 + ms(20));
+        assert_eq!(n.retry_interval(), ms(30));
+        // From t1 the RTT is 300 ms; one packet in ten is lost, a packet every 20 ms; a
+        // retransmission arrives 300 ms after the first NACK of its packet.
+        let t1 = t0 + ms(100);
+        let mut first_nack = BTreeMap::new();
+        let mut nacks = 0;
+        let mut seq = 3;
+        for k in 0..10_000u64 {
+            let now = t1 + ms(k);
+            if k % 20 == 0 {
+                seq += if (k / 20) % 10 == 0 { 2 } else { 1 };
+                n.on_packet(seq, now);
+            }
+            for s in n.due(now) {
+                nacks += 1;
+                first_nack.entry(s).or_insert(now);
+            }
+            let back: Vec<u64> = first_nack
+                .iter()
+                .filter(|(_, t)| now.saturating_duration_since(**t) == ms(300))
+                .map(|(s, _)| *s)
+                .collect();
+            for s in back {
+                n.on_packet(s, now);
+            }
+        }
+        assert!(n.retry_interval() >= ms(200), "{:?}", n.retry_interval());
+        // 50 losses, fewer than 1.5 NACKs each (measured: 65 NACKs, interval 377 ms; with
+        // the per-packet backoff only: 199 NACKs, interval still 30 ms).
+        assert_eq!(first_nack.len(), 50);
+        assert!(nacks < 75, "{nacks} NACKs for 50 losses");
     }
 
     #[test]
