@@ -188,17 +188,24 @@ mod tests {
         assert_eq!(n.retry_interval(), Duration::from_millis(30));
     }
 
-    #[test]
-    fn retries_back_off_exponentially_when_the_rtt_jumps() {
-        let t0 = Instant::now();
+    /// A tracker (10 retries) that learned a 20 ms RTT at `t0` (retry interval 30 ms) from
+    /// packet 2, lost and repaired; the highest sequence number is 3.
+    fn learned_20ms_rtt(t0: Instant) -> NackTracker {
         let ms = Duration::from_millis;
         let mut n = NackTracker::new(ms(20), 10, 100);
-        // Learn a 20 ms RTT: retry interval 30 ms.
         n.on_packet(1, t0);
         n.on_packet(3, t0);
         assert_eq!(n.due(t0), vec![2]);
         n.on_packet(2, t0 + ms(20));
         assert_eq!(n.retry_interval(), ms(30));
+        n
+    }
+
+    #[test]
+    fn retries_back_off_exponentially_when_the_rtt_jumps() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut n = learned_20ms_rtt(t0);
         // The RTT jumps to 300 ms: NACKs of 4 go out at 0, 30, 90, 210 ms (not every 30 ms),
         // and the retransmission answering the first arrives at 300 ms.
         let t1 = t0 + ms(100);
@@ -220,12 +227,7 @@ mod tests {
     fn the_backoff_is_carried_until_a_sample_so_a_new_rtt_is_learned() {
         let t0 = Instant::now();
         let ms = Duration::from_millis;
-        let mut n = NackTracker::new(ms(20), 10, 100);
-        n.on_packet(1, t0);
-        n.on_packet(3, t0);
-        assert_eq!(n.due(t0), vec![2]);
-        n.on_packet(2, t0 + ms(20));
-        assert_eq!(n.retry_interval(), ms(30));
+        let mut n = learned_20ms_rtt(t0);
         // From t1 the RTT is 300 ms; one packet in ten is lost, a packet every 20 ms; a
         // retransmission arrives 300 ms after the first NACK of its packet.
         let t1 = t0 + ms(100);
