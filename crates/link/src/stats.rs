@@ -210,9 +210,9 @@ mod tests {
         assert_eq!(jain_index(&[1.0, 1.0, 1.0]), Some(1.0));
         let j = jain_index(&[1.0, 0.0, 0.0, 0.0]).unwrap();
         assert!((j - 0.25).abs() < 1e-12);
-        // MMSys16-like shares 1.3 vs 1.0.
+        // MMSys16-like shares 1.3 vs 1.0: 5.29 / 5.38, worked by hand.
         let j = jain_index(&[1.3, 1.0]).unwrap();
-        assert!((j - 2.3f64.powi(2) / (2.0 * (1.69 + 1.0))).abs() < 1e-12);
+        assert!((j - 0.983_271).abs() < 1e-6, "{j}");
         assert_eq!(jain_index(&[]), None);
         assert_eq!(
             jain_index(&[0.0, 0.0]),
