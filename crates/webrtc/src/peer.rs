@@ -1,0 +1,373 @@
+//! [`WebRtcPeer`]: one WebRTC peer connection, sans-IO, with `rtc` doing ICE, DTLS-SRTP and
+//! SDP and cg doing everything else.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use cg_rtp::Codec;
+use cg_types::Ecn;
+use rtc::ice::mdns::MulticastDnsMode;
+use rtc::interceptor::{Registry, Slot};
+use rtc::media_stream::MediaStreamTrack;
+use rtc::peer_connection::configuration::setting_engine::SettingEngineBuilder;
+use rtc::peer_connection::event::RTCPeerConnectionEvent;
+use rtc::peer_connection::message::{RTCMessage, TaggedRTCMessage};
+use rtc::peer_connection::sdp::RTCSessionDescription;
+use rtc::peer_connection::state::RTCPeerConnectionState;
+use rtc::peer_connection::transport::{CandidateConfig, CandidateHostConfig, RTCIceCandidate};
+use rtc::peer_connection::{RTCPeerConnection, RTCPeerConnectionBuilder};
+use rtc::rtp_transceiver::rtp_sender::{
+    RTCRtpCodingParameters, RTCRtpEncodingParameters, RTCRtpRtxParameters, RtpCodecKind,
+};
+use rtc::sansio::Protocol;
+use rtc::shared::marshal::Unmarshal;
+use rtc::shared::{TaggedBytesMut, TransportContext, TransportProtocol};
+
+use crate::Error;
+use crate::media::{media_engine, rtp_codec};
+use crate::negotiated::Negotiated;
+use crate::tap::{Inbound, Tap, TapHandle};
+
+/// The interceptor slot of the tap: the only interceptor, so any slot works; a low one is
+/// nearest the wire, where `rtc-interceptor` puts what must see every packet.
+const TAP_SLOT: usize = 500;
+
+/// Identity of the media track in the SDP (`a=msid`).
+const STREAM_ID: &str = "cg";
+const TRACK_ID: &str = "cg-video";
+
+/// How a peer is set up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerConfig {
+    /// The address of the UDP socket the driver reads and writes for this peer; it is the
+    /// peer's only ICE host candidate. Must be a concrete address (not 0.0.0.0): the browser
+    /// sends its connectivity checks there.
+    pub local_addr: SocketAddr,
+    /// The video codec to offer or answer. VP8 or H.264 (Constrained Baseline,
+    /// packetization-mode 1).
+    pub codec: Codec,
+    /// Media SSRC announced in the SDP (`a=ssrc`); must be cg-rtp's `SenderConfig::ssrc`.
+    pub ssrc: u32,
+    /// RTX SSRC announced with `a=ssrc-group:FID`; cg-rtp's `SenderConfig::rtx_ssrc`.
+    pub rtx_ssrc: u32,
+    /// ECN code point of outgoing SRTP media datagrams (STUN, DTLS and SRTCP go Not-ECT, as cg
+    /// sends RTCP in plain RTP mode). cg-rtp's `SenderConfig::ecn`. Default Not-ECT.
+    pub media_ecn: Ecn,
+}
+
+impl PeerConfig {
+    /// A config for `local_addr` with cg-rtp's default SSRCs and VP8.
+    pub fn new(local_addr: SocketAddr) -> Self {
+        let s = cg_rtp::SenderConfig::default();
+        Self {
+            local_addr,
+            codec: Codec::Vp8,
+            ssrc: s.ssrc,
+            rtx_ssrc: s.rtx_ssrc,
+            media_ecn: Ecn::NotEct,
+        }
+    }
+}
+
+/// Where the connection stands (`RTCPeerConnectionState`, W3C webrtc §4.3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PeerState {
+    /// Negotiated; no ICE check has succeeded yet.
+    Connecting,
+    /// ICE and DTLS are up: media may flow.
+    Connected,
+    /// ICE lost the peer for a while (it may come back).
+    Disconnected,
+    /// ICE or DTLS failed for good: drop the peer and its socket.
+    Failed,
+    /// Closed by [`WebRtcPeer::close`] or by the remote end.
+    Closed,
+}
+
+/// A datagram to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// Where to.
+    pub destination: SocketAddr,
+    /// The bytes (STUN, DTLS, SRTP or SRTCP).
+    pub bytes: Bytes,
+    /// ECN code point: [`PeerConfig::media_ecn`] for SRTP media, Not-ECT for the rest.
+    pub ecn: Ecn,
+}
+
+/// One WebRTC peer connection. See the crate docs for how it is driven.
+pub struct WebRtcPeer {
+    pc: RTCPeerConnection,
+    tap: TapHandle,
+    local_addr: SocketAddr,
+    media_ecn: Ecn,
+    negotiated: Negotiated,
+    state: PeerState,
+    /// State changes not yet returned by [`Self::poll_state`].
+    changes: std::collections::VecDeque<PeerState>,
+}
+
+impl WebRtcPeer {
+    /// Answers a remote offer (WHEP: the viewer offers `recvonly` video, cg-send answers
+    /// `sendonly`). Returns the peer and the complete answer SDP, with its host candidate
+    /// (WHEP and WHIP do not trickle).
+    ///
+    /// A malformed offer is [`Error::BadSdp`], an offer without video [`Error::NoVideo`], one
+    /// without the configured codec [`Error::NoCommonCodec`]; nothing is left behind.
+    pub fn answer(cfg: &PeerConfig, offer: &str, now: Instant) -> Result<(Self, String), Error> {
+        if cfg.local_addr.ip().is_unspecified() || cfg.local_addr.port() == 0 {
+            return Err(Error::BadAddress(cfg.local_addr));
+        }
+        if !offer.lines().any(|l| l.starts_with("m=video ")) {
+            if offer.lines().any(|l| l.starts_with("m=")) {
+                return Err(Error::NoVideo);
+            }
+            return Err(Error::BadSdp("no media section".into()));
+        }
+        let tap: TapHandle = Arc::new(Mutex::new(Default::default()));
+        let mut pc = RTCPeerConnectionBuilder::new()
+            .with_setting_engine(
+                SettingEngineBuilder::new()
+                    // The default (QueryOnly) sends mDNS queries to 224.0.0.251; cg answers
+                    // browsers, whose checks teach ICE a peer-reflexive candidate instead.
+                    .with_multicast_dns_mode(MulticastDnsMode::Disabled)
+                    .build(),
+            )
+            .with_media_engine(media_engine(cfg.codec)?)
+            .with_interceptor_registry(
+                Registry::new().with(Slot::from(TAP_SLOT), Tap::new(tap.clone())),
+            )
+            .build(now)?;
+        let offer = RTCSessionDescription::offer(offer.to_owned())
+            .map_err(|e| Error::BadSdp(e.to_string()))?;
+        pc.set_remote_description(now, offer)
+            .map_err(|e| Error::BadSdp(e.to_string()))?;
+        pc.add_track(MediaStreamTrack::new(
+            STREAM_ID.into(),
+            TRACK_ID.into(),
+            TRACK_ID.into(),
+            RtpCodecKind::Video,
+            vec![RTCRtpEncodingParameters {
+                rtp_coding_parameters: RTCRtpCodingParameters {
+                    ssrc: Some(cfg.ssrc),
+                    rtx: Some(RTCRtpRtxParameters { ssrc: cfg.rtx_ssrc }),
+                    ..Default::default()
+                },
+                codec: rtp_codec(cfg.codec)?,
+                active: true,
+                ..Default::default()
+            }],
+        ))
+        .map_err(|e| match e {
+            rtc::shared::error::Error::ErrRTPTransceiverCodecUnsupported => {
+                Error::NoCommonCodec(codec_name(cfg.codec))
+            }
+            e => Error::Rtc(e),
+        })?;
+        let host = CandidateHostConfig {
+            base_config: CandidateConfig {
+                network: "udp".to_owned(),
+                address: cfg.local_addr.ip().to_string(),
+                port: cfg.local_addr.port(),
+                component: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+        .new_candidate_host()?;
+        pc.add_local_candidate(RTCIceCandidate::from(&host).to_json()?)?;
+        let answer = pc.create_answer(None)?;
+        pc.set_local_description(now, answer)?;
+        let sdp = pc
+            .local_description()
+            .map(|d| d.sdp)
+            .ok_or_else(|| Error::BadSdp("no local description after answering".into()))?;
+        let negotiated = Negotiated::from_sdp(&sdp)?;
+        if negotiated.codec != cfg.codec {
+            return Err(Error::NoCommonCodec(codec_name(cfg.codec)));
+        }
+        Ok((
+            Self {
+                pc,
+                tap,
+                local_addr: cfg.local_addr,
+                media_ecn: cfg.media_ecn,
+                negotiated,
+                state: PeerState::Connecting,
+                changes: Default::default(),
+            },
+            sdp,
+        ))
+    }
+
+    /// A datagram from the network, with the ECN code point it arrived with. Decrypted RTP
+    /// and RTCP come out of [`Self::poll_inbound`]. An error (a datagram that is not STUN,
+    /// DTLS or SRTP of this peer, a failed decryption) drops that datagram only.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        data: &[u8],
+        ecn: Ecn,
+    ) -> Result<(), Error> {
+        self.tap
+            .lock()
+            .expect("tap mutex: never held across a panic")
+            .ecn = ecn;
+        let r = self.pc.handle_read(TaggedBytesMut {
+            now,
+            transport: TransportContext {
+                local_addr: self.local_addr,
+                peer_addr: from,
+                ecn: None,
+                transport_protocol: TransportProtocol::UDP,
+            },
+            message: BytesMut::from(data),
+        });
+        self.drain_events();
+        Ok(r?)
+    }
+
+    /// Sends one RTP packet written by cg-rtp (already complete: header, extensions, payload);
+    /// `rtc` only encrypts it. Until the peer is [`PeerState::Connected`] there are no SRTP
+    /// keys and the packet is dropped by `rtc`.
+    pub fn send_rtp(&mut self, now: Instant, packet: &[u8]) -> Result<(), Error> {
+        let p = rtc::rtp::Packet::unmarshal(&mut &packet[..]).map_err(|e| Error::BadPacket {
+            kind: "RTP",
+            reason: e.to_string(),
+        })?;
+        self.pc.handle_write(TaggedRTCMessage {
+            now,
+            message: RTCMessage::RtpPacket(TRACK_ID.into(), p),
+        })?;
+        Ok(())
+    }
+
+    /// Sends one (compound) RTCP packet written by cg-rtp, unparsed: `rtc` only encrypts it.
+    pub fn send_rtcp(&mut self, now: Instant, packet: &[u8]) -> Result<(), Error> {
+        if packet.len() < 4 || packet[0] >> 6 != 2 || !(192..=223).contains(&packet[1]) {
+            return Err(Error::BadPacket {
+                kind: "RTCP",
+                reason: "no RTCP header (version 2, packet type 192-223)".into(),
+            });
+        }
+        let raw = rtc::rtcp::raw_packet::RawPacket(Bytes::copy_from_slice(packet));
+        self.pc.handle_write(TaggedRTCMessage {
+            now,
+            message: RTCMessage::RtcpPacket(TRACK_ID.into(), vec![Box::new(raw)]),
+        })?;
+        Ok(())
+    }
+
+    /// Runs `rtc`'s timers (ICE checks and keep-alives, DTLS retransmissions).
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
+        let r = self.pc.handle_timeout(now);
+        self.drain_events();
+        Ok(r?)
+    }
+
+    /// Closes the connection (a DTLS close_notify goes out through [`Self::poll_transmit`]).
+    pub fn close(&mut self) -> Result<(), Error> {
+        let r = self.pc.close();
+        self.set_state(PeerState::Closed);
+        Ok(r?)
+    }
+
+    /// The next datagram to send.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        let m = self.pc.poll_write()?;
+        let bytes = m.message.freeze();
+        let ecn = if is_srtp_media(&bytes) {
+            self.media_ecn
+        } else {
+            Ecn::NotEct
+        };
+        Some(Transmit {
+            destination: m.transport.peer_addr,
+            bytes,
+            ecn,
+        })
+    }
+
+    /// The next decrypted RTP or RTCP packet from the remote peer, for cg-rtp's session.
+    pub fn poll_inbound(&mut self) -> Option<Inbound> {
+        self.tap
+            .lock()
+            .expect("tap mutex: never held across a panic")
+            .inbound
+            .pop_front()
+    }
+
+    /// The next change of [`PeerState`], oldest first.
+    pub fn poll_state(&mut self) -> Option<PeerState> {
+        self.drain_events();
+        self.changes.pop_front()
+    }
+
+    /// When [`Self::handle_timeout`] is due next.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.pc.poll_timeout()
+    }
+
+    /// What the offer/answer settled.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.negotiated
+    }
+
+    /// The connection's state now.
+    pub fn state(&self) -> PeerState {
+        self.state
+    }
+
+    /// Decrypted packets the tap could not hand over (a re-marshal failure); 0 in a healthy
+    /// session.
+    pub fn unmarshalable(&self) -> u64 {
+        self.tap
+            .lock()
+            .expect("tap mutex: never held across a panic")
+            .unmarshalable
+    }
+
+    fn drain_events(&mut self) {
+        while let Some(e) = self.pc.poll_event() {
+            if let RTCPeerConnectionEvent::OnConnectionStateChangeEvent(s) = e {
+                let s = match s {
+                    RTCPeerConnectionState::Connected => PeerState::Connected,
+                    RTCPeerConnectionState::Disconnected => PeerState::Disconnected,
+                    RTCPeerConnectionState::Failed => PeerState::Failed,
+                    RTCPeerConnectionState::Closed => PeerState::Closed,
+                    _ => PeerState::Connecting,
+                };
+                self.set_state(s);
+            }
+        }
+        // Application reads (`RTCMessage`s past the endpoint) never carry anything: the tap
+        // takes every packet before the endpoint. Drain them so nothing accumulates.
+        while self.pc.poll_read().is_some() {}
+    }
+
+    fn set_state(&mut self, s: PeerState) {
+        if s != self.state {
+            self.state = s;
+            self.changes.push_back(s);
+        }
+    }
+}
+
+/// SRTP media (RFC 7983 §7: first byte 128–191 is RTP or RTCP; RFC 5761 §4: a second byte of
+/// 192–223 is RTCP).
+fn is_srtp_media(b: &[u8]) -> bool {
+    b.len() >= 2 && (128..=191).contains(&b[0]) && !(192..=223).contains(&b[1])
+}
+
+fn codec_name(c: Codec) -> &'static str {
+    match c {
+        Codec::Vp8 => "VP8",
+        Codec::H264 => "H.264",
+        Codec::H265 => "H.265",
+    }
+}
