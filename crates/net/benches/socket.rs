@@ -65,6 +65,7 @@ fn batch() -> Vec<Transmit> {
         .map(|_| Transmit {
             payload: payload.clone(),
             ecn: Some(Ecn::Ect1),
+            destination: None,
         })
         .collect()
 }

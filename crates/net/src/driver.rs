@@ -15,12 +15,24 @@ use crate::socket::{Transmit, UdpSocket};
 use crate::stats::{Stats, StatsSnapshot};
 use crate::timer::{Timer, TimerKind};
 
+/// Whom a [`Driver`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// One address: datagrams from anyone else are counted
+    /// ([`StatsSnapshot::foreign_datagrams`]) and dropped, and the session's datagrams go
+    /// there unless they carry their own [`Transmit::destination`]. Plain RTP mode.
+    Fixed(SocketAddr),
+    /// Learned by the session: datagrams from any address reach it, and it authenticates them
+    /// itself (a WebRTC peer: ICE credentials, DTLS, SRTP) and gives each of its datagrams a
+    /// destination. One without is dropped and counted as a send error (`EDESTADDRREQ`).
+    Learned,
+}
+
 /// How a [`Driver`] runs.
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
-    /// The only address datagrams are accepted from and sent to; datagrams from anyone else are
-    /// counted ([`StatsSnapshot::foreign_datagrams`]) and dropped. No default: it is required.
-    pub peer: SocketAddr,
+    /// Whom the session talks to. No default: it is required.
+    pub peer: Peer,
     /// Kernel messages per `recvmmsg`. Default 32.
     pub recv_batch: usize,
     /// `recvmmsg` calls per wake-up before timers and sends get their turn. Default 8.
@@ -46,8 +58,17 @@ pub struct DriverConfig {
 }
 
 impl DriverConfig {
-    /// The defaults, talking to `peer`.
+    /// The defaults, talking to `peer` only ([`Peer::Fixed`]).
     pub fn new(peer: SocketAddr) -> Self {
+        Self::with_peer(Peer::Fixed(peer))
+    }
+
+    /// The defaults, with the peer learned by the session ([`Peer::Learned`]).
+    pub fn learned_peer() -> Self {
+        Self::with_peer(Peer::Learned)
+    }
+
+    fn with_peer(peer: Peer) -> Self {
         DriverConfig {
             peer,
             recv_batch: 32,
@@ -98,10 +119,16 @@ impl<S: Session> Driver<S> {
         config: DriverConfig,
     ) -> Result<(Self, DriverHandle<S>), Error> {
         let local = socket.local_addr();
-        let peer = canonical(config.peer);
-        if local.is_ipv6() != peer.is_ipv6() {
-            return Err(Error::AddressFamily { local, peer });
-        }
+        let peer = match config.peer {
+            Peer::Fixed(peer) => {
+                let peer = canonical(peer);
+                if local.is_ipv6() != peer.is_ipv6() {
+                    return Err(Error::AddressFamily { local, peer });
+                }
+                Peer::Fixed(peer)
+            }
+            Peer::Learned => Peer::Learned,
+        };
         let config = DriverConfig { peer, ..config };
         let (command_tx, commands) = mpsc::channel(config.command_capacity.max(1));
         let (events, event_rx) = mpsc::channel(config.event_capacity.max(1));
@@ -209,7 +236,7 @@ impl<S: Session> Driver<S> {
                         stats.recv_call(&rb.stats(), &before);
                         let now = rb.received_at();
                         for datagram in rb.datagrams() {
-                            if datagram.source != peer {
+                            if matches!(peer, Peer::Fixed(p) if datagram.source != p) {
                                 stats.foreign(datagram.payload.len());
                                 continue;
                             }
@@ -248,7 +275,7 @@ fn flush<S: Session>(
     fd: &mut AsyncFd<UdpSocket>,
     session: &mut S,
     pending: &mut Vec<Transmit>,
-    peer: SocketAddr,
+    peer: Peer,
     stats: &Stats,
     max: usize,
 ) -> bool {
@@ -256,15 +283,22 @@ fn flush<S: Session>(
     loop {
         while pending.len() < max {
             match session.poll_transmit(now) {
+                Some(t) if peer == Peer::Learned && t.destination.is_none() => {
+                    stats.send_error(Some(libc::EDESTADDRREQ), 1);
+                }
                 Some(t) => pending.push(t),
                 None => break,
             }
         }
-        if pending.is_empty() {
+        let Some(first) = pending.first() else {
             return false;
-        }
+        };
+        let dest = match peer {
+            Peer::Fixed(p) => p,
+            Peer::Learned => first.destination.expect("checked when queued"),
+        };
         stats.send_call();
-        match fd.get_mut().send_batch(peer, pending) {
+        match fd.get_mut().send_batch(dest, pending) {
             Ok(n) => {
                 for t in pending.drain(..n) {
                     stats.datagram_out(t.payload.len(), t.ecn);

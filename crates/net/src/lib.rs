@@ -16,8 +16,9 @@
 //!   `rtp.rs` and for the [`probe`] flow (a paced source and a bit-exact frame sink for tests
 //!   and calibration).
 //! - [`Driver`]: a tokio task owning socket, session and timer. It accepts datagrams only from
-//!   [`DriverConfig::peer`] (others are counted in [`StatsSnapshot::foreign_datagrams`] and
-//!   dropped), sleeps until the session's `poll_timeout` or the next datagram (no busy loop),
+//!   a fixed [`DriverConfig::peer`] (others are counted in [`StatsSnapshot::foreign_datagrams`]
+//!   and dropped) or, for a session that learns its peer ([`Peer::Learned`], WebRTC's ICE),
+//!   from anyone, sending each datagram to the destination the session gives it, sleeps until the session's `poll_timeout` or the next datagram (no busy loop),
 //!   drains `poll_transmit` into `sendmmsg` batches and `poll_event` into a bounded channel,
 //!   counts everything in [`Stats`] (datagrams and bytes each way, ECN each way, foreign
 //!   datagrams, send errors by errno, timer lateness), and stops when the `shutdown` future
@@ -112,7 +113,7 @@ mod stats;
 mod sys;
 mod timer;
 
-pub use driver::{Driver, DriverConfig, DriverHandle, Finished};
+pub use driver::{Driver, DriverConfig, DriverHandle, Finished, Peer};
 pub use error::Error;
 pub use session::Session;
 pub use socket::{Datagram, RecvBatch, RecvStats, SendFailure, SocketConfig, Transmit, UdpSocket};

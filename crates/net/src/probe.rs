@@ -176,6 +176,7 @@ impl Session for PacedSource {
         Some(Transmit {
             payload: buf.freeze(),
             ecn: Some(self.config.ecn),
+            destination: None,
         })
     }
 

@@ -21,6 +21,7 @@ fn transmit(t: cg_rtp::Transmit) -> Transmit {
     Transmit {
         payload: t.bytes,
         ecn: Some(t.ecn),
+        destination: None,
     }
 }
 

@@ -75,6 +75,10 @@ pub struct Transmit {
     pub payload: Bytes,
     /// Its ECN code point; `None` sends with the socket's ([`SocketConfig::ecn`]).
     pub ecn: Option<Ecn>,
+    /// Where it goes; `None` sends to the batch's destination (the `dest` of
+    /// [`UdpSocket::send_batch`], the driver's fixed peer). A session that learns its peer (a
+    /// WebRTC peer answering ICE checks from several candidates) sets it per datagram.
+    pub destination: Option<SocketAddr>,
 }
 
 /// One received datagram.
@@ -197,9 +201,10 @@ impl UdpSocket {
         Ok(())
     }
 
-    /// Sends `batch` to `dest` with as few system calls as the kernel allows (one `sendmmsg`
-    /// of GSO messages). Returns how many datagrams from the start of `batch` were sent (at
-    /// least one), or the failure of the first message.
+    /// Sends `batch` — each datagram to its own [`Transmit::destination`], or to `dest` — with
+    /// as few system calls as the kernel allows (one `sendmmsg` of GSO messages; a message
+    /// carries the datagrams of one destination). Returns how many datagrams from the start
+    /// of `batch` were sent (at least one), or the failure of the first message.
     pub fn send_batch(
         &mut self,
         dest: SocketAddr,
@@ -208,12 +213,22 @@ impl UdpSocket {
         if batch.is_empty() {
             return Ok(0);
         }
-        if dest.is_ipv6() != self.local.is_ipv6() {
+        let family = |d: SocketAddr| d.is_ipv6() == self.local.is_ipv6();
+        if !family(batch[0].destination.unwrap_or(dest)) {
             return Err(SendFailure {
                 error: io::ErrorKind::InvalidInput.into(),
                 datagrams: 1,
             });
         }
+        // A datagram of the other address family ends the batch here (it fails on its own
+        // in the next call).
+        let batch = match batch
+            .iter()
+            .position(|t| !family(t.destination.unwrap_or(dest)))
+        {
+            Some(n) => &batch[..n],
+            None => batch,
+        };
         loop {
             match self.send_once(dest, batch) {
                 Err((error, group)) if group > 1 && self.gso && gso_refused(&error) => {
@@ -278,7 +293,10 @@ impl UdpSocket {
         batch: &[Transmit],
     ) -> Result<usize, (io::Error, usize)> {
         let groups = self.group(batch);
-        let mut addr = RawAddr::new(&dest);
+        let mut addrs: Vec<RawAddr> = groups
+            .iter()
+            .map(|g| RawAddr::new(&batch[g.start].destination.unwrap_or(dest)))
+            .collect();
         let mut iovs: Vec<libc::iovec> = batch
             .iter()
             .map(|t| libc::iovec {
@@ -289,7 +307,7 @@ impl UdpSocket {
         let mut control = vec![ControlBuf::<SEND_CONTROL_LEN>::zeroed(); groups.len()];
         let v6 = self.local.is_ipv6();
         let mut msgs: Vec<libc::mmsghdr> = Vec::with_capacity(groups.len());
-        for (g, ctrl) in groups.iter().zip(control.iter_mut()) {
+        for ((g, ctrl), addr) in groups.iter().zip(control.iter_mut()).zip(addrs.iter_mut()) {
             let mut w = CmsgWriter::new(ctrl);
             if let Some(ecn) = batch[g.start].ecn {
                 if v6 {
@@ -337,7 +355,7 @@ impl UdpSocket {
         Ok(groups[..sent_msgs].last().map_or(0, |g| g.end))
     }
 
-    /// Splits `batch` into messages: runs of datagrams with the same ECN whose sizes equal the
+    /// Splits `batch` into messages: runs of datagrams with the same ECN and destination whose sizes equal the
     /// first one's (the last of a run may be shorter), as GSO requires; single datagrams
     /// without GSO.
     fn group(&self, batch: &[Transmit]) -> Vec<Group> {
@@ -352,6 +370,7 @@ impl UdpSocket {
                     let next = &batch[end];
                     let len = next.payload.len();
                     if next.ecn != batch[i].ecn
+                        || next.destination != batch[i].destination
                         || len > segment
                         || len == 0
                         || total + len > MAX_GSO_BYTES
@@ -638,6 +657,7 @@ mod tests {
                 .map(|(i, &e)| Transmit {
                     payload: vec![i as u8; 10].into(),
                     ecn: Some(e),
+                    destination: None,
                 })
                 .collect();
             assert_eq!(tx.send_batch(rx.local_addr(), &batch).unwrap(), 4);
@@ -656,6 +676,7 @@ mod tests {
             &Transmit {
                 payload: Bytes::from_static(b"x"),
                 ecn: None,
+                destination: None,
             },
         )
         .unwrap();
@@ -670,11 +691,13 @@ mod tests {
             .map(|i| Transmit {
                 payload: vec![i; 1200].into(),
                 ecn: Some(Ecn::Ect1),
+                destination: None,
             })
             .collect();
         batch.push(Transmit {
             payload: vec![10; 300].into(),
             ecn: Some(Ecn::Ect1),
+            destination: None,
         });
         assert_eq!(tx.send_batch(rx.local_addr(), &batch).unwrap(), 11);
         let mut rb = rx.recv_batch_buffer(8);
@@ -712,6 +735,7 @@ mod tests {
             .map(|i| Transmit {
                 payload: vec![i; 1200].into(),
                 ecn: Some(Ecn::Ect1),
+                destination: None,
             })
             .collect();
         tx.send_batch(rx.local_addr(), &batch).unwrap();
@@ -735,6 +759,7 @@ mod tests {
         let t = |len: usize, ecn| Transmit {
             payload: vec![0; len].into(),
             ecn,
+            destination: None,
         };
         let batch = vec![
             t(1200, None),
@@ -771,6 +796,7 @@ mod tests {
             .map(|i| Transmit {
                 payload: vec![i; 1200].into(),
                 ecn: Some(Ecn::Ect0),
+                destination: None,
             })
             .collect();
         assert_eq!(tx.group(&batch).len(), 5);
@@ -808,6 +834,7 @@ mod tests {
                 &[Transmit {
                     payload: vec![1].into(),
                     ecn: None,
+                    destination: None,
                 }],
             )
             .unwrap_err();
@@ -823,6 +850,7 @@ mod tests {
                 &Transmit {
                     payload: vec![0; MAX_UDP_PAYLOAD + 1].into(),
                     ecn: None,
+                    destination: None,
                 },
             )
             .unwrap_err();

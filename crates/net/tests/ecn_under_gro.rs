@@ -70,6 +70,7 @@ fn burst(bind: &str, gro: bool) -> Outcome {
         .map(|_| Transmit {
             payload: payload.clone(),
             ecn: Some(Ecn::Ect1),
+            destination: None,
         })
         .collect();
     let started = Instant::now();

@@ -1,5 +1,5 @@
-//! The driver on real loopback sockets: a paced ECT(1) flow end to end, peer filtering, send
-//! errors, shutdown, IPv6, and ECN under GRO coalescing at high packet rates.
+//! The driver on real loopback sockets: a paced ECT(1) flow end to end, peer filtering, a
+//! learned peer with per-datagram destinations, send errors, shutdown, IPv6, and ECN under GRO coalescing at high packet rates.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -195,6 +195,7 @@ async fn datagrams_from_anyone_but_the_peer_are_counted_and_dropped() {
                 &Transmit {
                     payload: Bytes::from(vec![0xee; 100]),
                     ecn: Some(Ecn::Ce),
+                    destination: None,
                 },
             )
             .unwrap();
@@ -203,6 +204,7 @@ async fn datagrams_from_anyone_but_the_peer_are_counted_and_dropped() {
             &Transmit {
                 payload: Bytes::from(vec![i; 10]),
                 ecn: Some(Ecn::Ect1),
+                destination: None,
             },
         )
         .unwrap();
@@ -222,6 +224,84 @@ async fn datagrams_from_anyone_but_the_peer_are_counted_and_dropped() {
     }
 }
 
+/// Answers every datagram to its source; the first answer also queues one datagram with no
+/// destination, which a learned-peer driver cannot send.
+#[derive(Default)]
+struct Replier {
+    out: Vec<Transmit>,
+}
+
+impl Session for Replier {
+    type Event = ();
+    fn handle_datagram(&mut self, d: &Datagram<'_>, _: Instant) {
+        if self.out.is_empty() {
+            self.out.push(Transmit {
+                payload: Bytes::from_static(b"nowhere"),
+                ecn: None,
+                destination: None,
+            });
+        }
+        self.out.push(Transmit {
+            payload: Bytes::copy_from_slice(d.payload),
+            ecn: Some(Ecn::Ect1),
+            destination: Some(d.source),
+        });
+    }
+    fn handle_timeout(&mut self, _: Instant) {}
+    fn poll_transmit(&mut self, _: Instant) -> Option<Transmit> {
+        (!self.out.is_empty()).then(|| self.out.remove(0))
+    }
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        None
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_learned_peer_driver_hears_anyone_and_sends_each_datagram_to_its_destination() {
+    let rx = socket("127.0.0.1:0");
+    let rx_addr = rx.local_addr();
+    let mut a = socket("127.0.0.1:0");
+    let mut b = socket("127.0.0.1:0");
+    let (driver, handle) =
+        Driver::new(rx, Replier::default(), DriverConfig::learned_peer()).unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(driver.run(stop_tx_wait(stopped)));
+    // Equal sizes, so the replies to A and to B would be one GSO message if the socket
+    // grouped across destinations.
+    for i in 0..3u8 {
+        for (s, tag) in [(&mut a, 0xa0), (&mut b, 0xb0)] {
+            let t = Transmit {
+                payload: Bytes::from(vec![tag | i; 50]),
+                ecn: None,
+                destination: None,
+            };
+            s.send(rx_addr, &t).unwrap();
+        }
+    }
+    wait_for(|| handle.stats().datagrams_out >= 6).await;
+    stop.send(()).unwrap();
+    let done = task.await.unwrap().unwrap();
+    assert_eq!(done.stats.datagrams_in, 6);
+    assert_eq!(done.stats.foreign_datagrams, 0);
+    assert_eq!(done.stats.datagrams_out, 6);
+    assert_eq!(
+        done.stats.send_errors, 1,
+        "the datagram without a destination"
+    );
+    for (s, tag) in [(&a, 0xa0u8), (&b, 0xb0)] {
+        let mut batch = s.recv_batch_buffer(8);
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while got.len() < 3 && Instant::now() < deadline {
+            if s.recv_batch(&mut batch).is_ok() {
+                got.extend(batch.datagrams().map(|d| (d.payload[0], d.ecn)));
+            }
+        }
+        let want: Vec<_> = (0..3).map(|i| (tag | i, Some(Ecn::Ect1))).collect();
+        assert_eq!(got, want);
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_failing_send_is_counted_and_the_driver_carries_on() {
     let tx = socket("127.0.0.1:0");
@@ -232,14 +312,17 @@ async fn a_failing_send_is_counted_and_the_driver_carries_on() {
             Transmit {
                 payload: Bytes::from(vec![1; 100]),
                 ecn: None,
+                destination: None,
             },
             Transmit {
                 payload: Bytes::from(vec![2; 70_000]),
                 ecn: None,
+                destination: None,
             }, // EMSGSIZE
             Transmit {
                 payload: Bytes::from(vec![3; 100]),
                 ecn: Some(Ecn::Ect1),
+                destination: None,
             },
         ],
         ..Echo::default()
@@ -254,6 +337,7 @@ async fn a_failing_send_is_counted_and_the_driver_carries_on() {
             s.out.push(Transmit {
                 payload: Bytes::from(vec![4; 10]),
                 ecn: None,
+                destination: None,
             })
         })
         .await
@@ -354,6 +438,7 @@ async fn a_session_forever_due_does_not_starve_the_socket_or_shutdown() {
             &Transmit {
                 payload: Bytes::from(vec![i; 50]),
                 ecn: None,
+                destination: None,
             },
         )
         .unwrap();

@@ -882,3 +882,38 @@ fn padding_reaches_the_receive_side_estimator_with_its_send_times() {
     assert!(rate > 500e3 && rate <= 1.05e6, "{rate} bit/s");
     assert!(padding.iter().all(|p| p.size > DataSize::bytes(255)));
 }
+
+#[test]
+fn transport_overhead_is_kept_out_of_packets_and_counted_in_sizes() {
+    let overhead = 16;
+    let (mut w, seen) = wire_with(
+        FeedbackKind::TransportWideCc,
+        Bitrate::mbps(5),
+        SenderConfig {
+            transport_overhead: overhead,
+            ..SenderConfig::default()
+        },
+    );
+    w.capture = true;
+    let t0 = w.now;
+    w.run(
+        t0 + Duration::from_secs(1),
+        &mut cbr_source(Codec::Vp8, 30, 8000, 30),
+    );
+    assert!(w.frames.len() >= 28, "{} frames", w.frames.len());
+    let forward: Vec<usize> = w
+        .captured
+        .iter()
+        .filter(|(_, fwd, b, _)| *fwd && !(192..=223).contains(&b[1]))
+        .map(|(_, _, b, _)| b.len())
+        .collect();
+    // Full-size packets leave room for the tag: at most 1200 bytes on the wire with it, and
+    // within the tag's size of that (1198 bytes without the overhead setting).
+    let max = *forward.iter().max().unwrap();
+    assert!(max <= 1200 - overhead && max > 1200 - 2 * overhead, "{max}");
+    let s = seen.lock().unwrap();
+    assert_eq!(s.sent.len(), forward.len());
+    for (p, len) in s.sent.iter().zip(&forward) {
+        assert_eq!(p.size, DataSize::bytes((len + overhead) as u64));
+    }
+}

@@ -76,9 +76,16 @@ pub struct SenderConfig {
     pub payload_types: PayloadTypes,
     /// Header extension ids.
     pub extensions: ExtensionIds,
-    /// Largest RTP packet (header, extensions, payload), i.e. the UDP payload. Default 1200
-    /// bytes, the common WebRTC choice that fits IPv6 + tunnels under a 1280-byte path MTU.
+    /// Largest UDP payload: the RTP packet (header, extensions, payload) plus
+    /// `transport_overhead`. Default 1200 bytes, the common WebRTC choice that fits IPv6 +
+    /// tunnels under a 1280-byte path MTU.
     pub max_packet_size: usize,
+    /// Bytes the transport adds to every RTP packet inside the UDP payload: the SRTP
+    /// authentication tag in WebRTC mode (10 bytes with AES_CM_128_HMAC_SHA1_80, 16 with
+    /// AEAD_AES_128_GCM). Kept out of the payload budget and counted in every packet size the
+    /// controller and the pacer see, so the rate they steer is the rate on the wire. Default
+    /// 0 (plain RTP).
+    pub transport_overhead: usize,
     /// ECN code point for RTP packets (RTCP is always Not-ECT). Default Not-ECT; ECT(1) for
     /// L4S (RFC 9331), ECT(0) for classic ECN (RFC 6679).
     pub ecn: Ecn,
@@ -116,6 +123,7 @@ impl Default for SenderConfig {
             payload_types: PayloadTypes::default(),
             extensions: ExtensionIds::default(),
             max_packet_size: 1200,
+            transport_overhead: 0,
             ecn: Ecn::NotEct,
             pacer: PacerConfig::default(),
             history_packets: 8192,
@@ -139,7 +147,9 @@ impl SenderConfig {
         if self.ssrc == self.rtx_ssrc {
             return Err(Error::Config("media and RTX SSRC must differ"));
         }
-        if self.max_packet_size < 12 + self.extensions.max_overhead() + 2 + 64 {
+        if self.max_packet_size
+            < self.transport_overhead + 12 + self.extensions.max_overhead() + 2 + 64
+        {
             return Err(Error::Config(
                 "max_packet_size leaves under 64 payload bytes",
             ));
@@ -150,9 +160,10 @@ impl SenderConfig {
         Ok(())
     }
 
-    /// Payload bytes per packet: room for the header, every extension and RTX's 2-byte
-    /// original sequence number, so a retransmission is never larger than the MTU.
+    /// Payload bytes per packet: room for the transport's overhead, the header, every
+    /// extension and RTX's 2-byte original sequence number, so a retransmission is never
+    /// larger than the MTU.
     pub fn max_payload(&self) -> usize {
-        self.max_packet_size - 12 - self.extensions.max_overhead() - 2
+        self.max_packet_size - self.transport_overhead - 12 - self.extensions.max_overhead() - 2
     }
 }

@@ -234,7 +234,8 @@ impl SenderSession {
             config.pacer.clone(),
             controller.pacing_rate(),
             DataSize::bytes(
-                12 + config.extensions.max_overhead() as u64 + config.padding_bytes as u64,
+                (config.transport_overhead + 12 + config.extensions.max_overhead()) as u64
+                    + config.padding_bytes as u64,
             ),
         );
         Ok(Self {
@@ -338,7 +339,7 @@ impl SenderSession {
         let n = payloads.len();
         self.frame_id += 1;
         // Header + extensions (at most: abs-capture-time rides on first packets only).
-        let ext = self.config.extensions.max_overhead();
+        let ext = self.config.transport_overhead + self.config.extensions.max_overhead();
         for (i, payload) in payloads.into_iter().enumerate() {
             let size = DataSize::bytes((12 + ext + payload.len()) as u64);
             let unsent = Unsent {
@@ -635,7 +636,7 @@ impl SenderSession {
         kind: PacketKind,
         now: Instant,
     ) -> Transmit {
-        let size = DataSize::bytes(bytes.len() as u64);
+        let size = DataSize::bytes((self.config.transport_overhead + bytes.len()) as u64);
         self.sent_log.record(tx, ssrc, rtp_seq);
         self.controller.on_packet_sent(&SentPacket {
             seq: tx,
@@ -1011,7 +1012,9 @@ impl SenderSession {
             match self.history.take_for_retransmit(seq, now, min_interval) {
                 Some(stored) => {
                     tracing::debug!(seq, "retransmission queued");
-                    let size = DataSize::bytes((14 + stored.payload.len()) as u64);
+                    let size = DataSize::bytes(
+                        (self.config.transport_overhead + 14 + stored.payload.len()) as u64,
+                    );
                     self.pacer.enqueue(
                         PacketClass::Retransmission,
                         Queued {
