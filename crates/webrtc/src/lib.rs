@@ -42,13 +42,20 @@
 //! is re-marshalled from `rtc-rtcp`'s parse, so a compound packet with one malformed part is
 //! dropped whole by `rtc` before the tap sees it.
 
+/// Bytes SRTP adds to every RTP packet: the AES_CM_128_HMAC_SHA1_80 authentication tag
+/// (RFC 3711 §4.2, 80 bits), the only profile cg negotiates (every WebRTC endpoint implements
+/// it, RFC 8827 §6.5, and Chromium picks it). cg-rtp's `SenderConfig::transport_overhead`.
+pub const SRTP_OVERHEAD: usize = 10;
+
 mod error;
 pub mod media;
 mod negotiated;
 mod peer;
+mod session;
 mod tap;
 
 pub use error::Error;
 pub use negotiated::{Feedback, Negotiated};
 pub use peer::{PeerConfig, PeerState, Transmit, WebRtcPeer};
+pub use session::{RtpSession, WebRtcEvent, WebRtcSession};
 pub use tap::Inbound;

@@ -1,7 +1,7 @@
 //! What an offer/answer exchange settled, read from the answer's video section, and how it
 //! maps onto cg-rtp's session configs.
 
-use cg_rtp::{Codec, ExtensionIds, SenderConfig};
+use cg_rtp::{Codec, ExtensionIds, ReceiverConfig, SenderConfig};
 
 use crate::Error;
 use crate::media::{ABS_CAPTURE_TIME_URI, ABS_SEND_TIME_URI, TRANSPORT_CC_URI};
@@ -36,6 +36,11 @@ pub struct Negotiated {
     pub extensions: ExtensionIds,
     /// Feedback agreed for `payload_type`.
     pub feedback: Feedback,
+    /// The media SSRC the sending side announced (`a=ssrc-group:FID`, else the first
+    /// `a=ssrc`), if it did.
+    pub ssrc: Option<u32>,
+    /// The RTX SSRC of the `FID` group, if announced.
+    pub rtx_ssrc: Option<u32>,
 }
 
 impl Negotiated {
@@ -103,7 +108,17 @@ impl Negotiated {
                 (rest.split_whitespace().next()? == uri && (1..=14).contains(&id)).then_some(id)
             })
         };
+        let fid = attr("ssrc-group").find_map(|v| {
+            let mut it = v.strip_prefix("FID ")?.split_whitespace();
+            Some((
+                it.next()?.parse::<u32>().ok()?,
+                it.next()?.parse::<u32>().ok()?,
+            ))
+        });
+        let first_ssrc = attr("ssrc").find_map(|v| v.split_whitespace().next()?.parse().ok());
         Ok(Self {
+            ssrc: fid.map(|(m, _)| m).or(first_ssrc),
+            rtx_ssrc: fid.map(|(_, r)| r),
             codec,
             payload_type,
             rtx_payload_type,
@@ -116,18 +131,37 @@ impl Negotiated {
         })
     }
 
-    /// Sets the payload types and extension ids of a sender config to the negotiated ones.
-    /// Without negotiated RTX the RTX payload type is left as it is and must not be used.
+    /// Sets the payload types and extension ids of a sender config to the negotiated ones,
+    /// and the SRTP tag as its transport overhead. Without negotiated RTX the RTX payload type
+    /// is left as it is and must not be used.
     pub fn apply_to(&self, cfg: &mut SenderConfig) {
+        self.apply_payload_types(&mut cfg.payload_types);
+        cfg.extensions = self.extensions;
+        cfg.transport_overhead = crate::SRTP_OVERHEAD;
+    }
+
+    /// Sets the payload types, extension ids and the sender's SSRCs of a receiver config to
+    /// the negotiated ones.
+    pub fn apply_to_receiver(&self, cfg: &mut ReceiverConfig) {
+        self.apply_payload_types(&mut cfg.payload_types);
+        cfg.extensions = self.extensions;
+        if let Some(ssrc) = self.ssrc {
+            cfg.media_ssrc = ssrc;
+        }
+        if let Some(rtx) = self.rtx_ssrc {
+            cfg.rtx_ssrc = rtx;
+        }
+    }
+
+    fn apply_payload_types(&self, pts: &mut cg_rtp::PayloadTypes) {
         match self.codec {
-            Codec::Vp8 => cfg.payload_types.vp8 = self.payload_type,
-            Codec::H264 => cfg.payload_types.h264 = self.payload_type,
-            Codec::H265 => cfg.payload_types.h265 = self.payload_type,
+            Codec::Vp8 => pts.vp8 = self.payload_type,
+            Codec::H264 => pts.h264 = self.payload_type,
+            Codec::H265 => pts.h265 = self.payload_type,
         }
         if let Some(rtx) = self.rtx_payload_type {
-            cfg.payload_types.rtx = rtx;
+            pts.rtx = rtx;
         }
-        cfg.extensions = self.extensions;
     }
 }
 
@@ -152,7 +186,8 @@ mod tests {
         a=rtpmap:108 H264/90000\r\na=rtcp-fb:108 transport-cc\r\na=rtcp-fb:108 nack\r\n\
         a=rtcp-fb:108 nack pli\r\na=rtcp-fb:109 ack ccfb\r\n\
         a=fmtp:108 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n\
-        a=rtpmap:109 rtx/90000\r\na=fmtp:109 apt=108\r\n";
+        a=rtpmap:109 rtx/90000\r\na=fmtp:109 apt=108\r\n\
+        a=ssrc-group:FID 11 12\r\na=ssrc:11 cname:cg\r\na=ssrc:12 cname:cg\r\n";
 
     #[test]
     fn reads_codec_rtx_extensions_and_feedback_of_the_video_section() {
@@ -178,11 +213,17 @@ mod tests {
                 ..Feedback::default()
             }
         );
+        assert_eq!((n.ssrc, n.rtx_ssrc), (Some(11), Some(12)));
         let mut cfg = SenderConfig::default();
         n.apply_to(&mut cfg);
         assert_eq!((cfg.payload_types.h264, cfg.payload_types.rtx), (108, 109));
         assert_eq!(cfg.extensions, n.extensions);
+        assert_eq!(cfg.transport_overhead, crate::SRTP_OVERHEAD);
         cfg.validate().unwrap();
+        let mut rx = ReceiverConfig::default();
+        n.apply_to_receiver(&mut rx);
+        assert_eq!((rx.media_ssrc, rx.rtx_ssrc), (11, 12));
+        assert_eq!((rx.payload_types.h264, rx.payload_types.rtx), (108, 109));
     }
 
     #[test]

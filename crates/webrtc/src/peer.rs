@@ -9,6 +9,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use cg_rtp::Codec;
 use cg_types::Ecn;
+use rtc::dtls::extension::extension_use_srtp::SrtpProtectionProfile;
 use rtc::ice::mdns::MulticastDnsMode;
 use rtc::interceptor::{Registry, Slot};
 use rtc::media_stream::MediaStreamTrack;
@@ -17,11 +18,14 @@ use rtc::peer_connection::event::RTCPeerConnectionEvent;
 use rtc::peer_connection::message::{RTCMessage, TaggedRTCMessage};
 use rtc::peer_connection::sdp::RTCSessionDescription;
 use rtc::peer_connection::state::RTCPeerConnectionState;
-use rtc::peer_connection::transport::{CandidateConfig, CandidateHostConfig, RTCIceCandidate};
+use rtc::peer_connection::transport::{
+    CandidateConfig, CandidateHostConfig, RTCDtlsRole, RTCIceCandidate,
+};
 use rtc::peer_connection::{RTCPeerConnection, RTCPeerConnectionBuilder};
 use rtc::rtp_transceiver::rtp_sender::{
     RTCRtpCodingParameters, RTCRtpEncodingParameters, RTCRtpRtxParameters, RtpCodecKind,
 };
+use rtc::rtp_transceiver::{RTCRtpTransceiverDirection, RTCRtpTransceiverInit};
 use rtc::sansio::Protocol;
 use rtc::shared::marshal::Unmarshal;
 use rtc::shared::{TaggedBytesMut, TransportContext, TransportProtocol};
@@ -104,8 +108,9 @@ pub struct WebRtcPeer {
     pc: RTCPeerConnection,
     tap: TapHandle,
     local_addr: SocketAddr,
+    codec: Codec,
     media_ecn: Ecn,
-    negotiated: Negotiated,
+    negotiated: Option<Negotiated>,
     state: PeerState,
     /// State changes not yet returned by [`Self::poll_state`].
     changes: std::collections::VecDeque<PeerState>,
@@ -128,20 +133,7 @@ impl WebRtcPeer {
             }
             return Err(Error::BadSdp("no media section".into()));
         }
-        let tap: TapHandle = Arc::new(Mutex::new(Default::default()));
-        let mut pc = RTCPeerConnectionBuilder::new()
-            .with_setting_engine(
-                SettingEngineBuilder::new()
-                    // The default (QueryOnly) sends mDNS queries to 224.0.0.251; cg answers
-                    // browsers, whose checks teach ICE a peer-reflexive candidate instead.
-                    .with_multicast_dns_mode(MulticastDnsMode::Disabled)
-                    .build(),
-            )
-            .with_media_engine(media_engine(cfg.codec)?)
-            .with_interceptor_registry(
-                Registry::new().with(Slot::from(TAP_SLOT), Tap::new(tap.clone())),
-            )
-            .build(now)?;
+        let (mut pc, tap) = connection(cfg, now)?;
         let offer = RTCSessionDescription::offer(offer.to_owned())
             .map_err(|e| Error::BadSdp(e.to_string()))?;
         pc.set_remote_description(now, offer)
@@ -168,18 +160,7 @@ impl WebRtcPeer {
             }
             e => Error::Rtc(e),
         })?;
-        let host = CandidateHostConfig {
-            base_config: CandidateConfig {
-                network: "udp".to_owned(),
-                address: cfg.local_addr.ip().to_string(),
-                port: cfg.local_addr.port(),
-                component: 1,
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-        .new_candidate_host()?;
-        pc.add_local_candidate(RTCIceCandidate::from(&host).to_json()?)?;
+        add_host_candidate(&mut pc, cfg.local_addr)?;
         let answer = pc.create_answer(None)?;
         pc.set_local_description(now, answer)?;
         let sdp = pc
@@ -190,18 +171,63 @@ impl WebRtcPeer {
         if negotiated.codec != cfg.codec {
             return Err(Error::NoCommonCodec(codec_name(cfg.codec)));
         }
-        Ok((
-            Self {
-                pc,
-                tap,
-                local_addr: cfg.local_addr,
-                media_ecn: cfg.media_ecn,
-                negotiated,
-                state: PeerState::Connecting,
-                changes: Default::default(),
-            },
-            sdp,
-        ))
+        Ok((Self::new(cfg, pc, tap, Some(negotiated)), sdp))
+    }
+
+    /// Makes an offer to receive video (cg-recv as a WHEP client: it offers `recvonly`, the
+    /// server answers with its stream). Returns the peer and the complete offer SDP with its
+    /// host candidate; pass the answer to [`Self::accept_answer`].
+    pub fn offer(cfg: &PeerConfig, now: Instant) -> Result<(Self, String), Error> {
+        if cfg.local_addr.ip().is_unspecified() || cfg.local_addr.port() == 0 {
+            return Err(Error::BadAddress(cfg.local_addr));
+        }
+        let (mut pc, tap) = connection(cfg, now)?;
+        pc.add_transceiver_from_kind(
+            RtpCodecKind::Video,
+            Some(RTCRtpTransceiverInit {
+                direction: RTCRtpTransceiverDirection::Recvonly,
+                streams: vec![],
+                send_encodings: vec![],
+            }),
+        )?;
+        add_host_candidate(&mut pc, cfg.local_addr)?;
+        let offer = pc.create_offer(None)?;
+        pc.set_local_description(now, offer)?;
+        let sdp = pc
+            .local_description()
+            .map(|d| d.sdp)
+            .ok_or_else(|| Error::BadSdp("no local description after offering".into()))?;
+        Ok((Self::new(cfg, pc, tap, None), sdp))
+    }
+
+    /// The answer to [`Self::offer`]. A malformed answer or one without the offered codec
+    /// is an error and leaves the peer unconnected.
+    pub fn accept_answer(&mut self, answer: &str, now: Instant) -> Result<(), Error> {
+        let negotiated = Negotiated::from_sdp(answer)?;
+        if negotiated.codec != self.codec {
+            return Err(Error::NoCommonCodec(codec_name(self.codec)));
+        }
+        let answer = RTCSessionDescription::answer(answer.to_owned())
+            .map_err(|e| Error::BadSdp(e.to_string()))?;
+        self.pc
+            .set_remote_description(now, answer)
+            .map_err(|e| Error::BadSdp(e.to_string()))?;
+        self.negotiated = Some(negotiated);
+        self.drain_events();
+        Ok(())
+    }
+
+    fn new(cfg: &PeerConfig, pc: RTCPeerConnection, tap: TapHandle, n: Option<Negotiated>) -> Self {
+        Self {
+            pc,
+            tap,
+            local_addr: cfg.local_addr,
+            codec: cfg.codec,
+            media_ecn: cfg.media_ecn,
+            negotiated: n,
+            state: PeerState::Connecting,
+            changes: Default::default(),
+        }
     }
 
     /// A datagram from the network, with the ECN code point it arrived with. Decrypted RTP
@@ -313,9 +339,10 @@ impl WebRtcPeer {
         self.pc.poll_timeout()
     }
 
-    /// What the offer/answer settled.
-    pub fn negotiated(&self) -> &Negotiated {
-        &self.negotiated
+    /// What the offer/answer settled; `None` for an offerer until
+    /// [`Self::accept_answer`].
+    pub fn negotiated(&self) -> Option<&Negotiated> {
+        self.negotiated.as_ref()
     }
 
     /// The connection's state now.
@@ -356,6 +383,53 @@ impl WebRtcPeer {
             self.changes.push_back(s);
         }
     }
+}
+
+/// An `rtc` peer connection with cg's settings, media engine and tap.
+fn connection(cfg: &PeerConfig, now: Instant) -> Result<(RTCPeerConnection, TapHandle), Error> {
+    let tap: TapHandle = Arc::new(Mutex::new(Default::default()));
+    let pc = RTCPeerConnectionBuilder::new()
+        .with_setting_engine(
+            SettingEngineBuilder::new()
+                // The default (QueryOnly) sends mDNS queries to 224.0.0.251; a browser's
+                // checks teach ICE a peer-reflexive candidate instead.
+                .with_multicast_dns_mode(MulticastDnsMode::Disabled)
+                // The profile every WebRTC endpoint implements (RFC 8827 §6.5) and the one
+                // Chromium picks: its 10-byte tag is `SRTP_OVERHEAD`.
+                // The answerer is the DTLS server: the offerer's first flight then follows its
+                // own ICE success, which the answerer (ICE-controlled) has already seen. As the
+                // client, the answerer's ClientHello can beat the offerer's ICE success and is
+                // dropped by `rtc` as offerer, costing a 1 s DTLS retransmission (measured:
+                // cg ↔ cg connected after 1.12 s with 10 ms one way; as server, below).
+                .with_answering_dtls_role(RTCDtlsRole::Server)
+                .with_srtp_protection_profiles(vec![
+                    SrtpProtectionProfile::Srtp_Aes128_Cm_Hmac_Sha1_80,
+                ])
+                .build(),
+        )
+        .with_media_engine(media_engine(cfg.codec)?)
+        .with_interceptor_registry(
+            Registry::new().with(Slot::from(TAP_SLOT), Tap::new(tap.clone())),
+        )
+        .build(now)?;
+    Ok((pc, tap))
+}
+
+/// The peer's one ICE candidate: the host address of its socket.
+fn add_host_candidate(pc: &mut RTCPeerConnection, addr: SocketAddr) -> Result<(), Error> {
+    let host = CandidateHostConfig {
+        base_config: CandidateConfig {
+            network: "udp".to_owned(),
+            address: addr.ip().to_string(),
+            port: addr.port(),
+            component: 1,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+    .new_candidate_host()?;
+    pc.add_local_candidate(RTCIceCandidate::from(&host).to_json()?)?;
+    Ok(())
 }
 
 /// SRTP media (RFC 7983 §7: first byte 128–191 is RTP or RTCP; RFC 5761 §4: a second byte of

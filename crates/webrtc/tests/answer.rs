@@ -18,7 +18,7 @@ fn cfg(codec: Codec) -> PeerConfig {
 #[test]
 fn vp8_answer_to_chromium_keeps_its_numbers_and_feedback_and_gives_a_host_candidate() {
     let (peer, sdp) = WebRtcPeer::answer(&cfg(Codec::Vp8), CHROME_OFFER, Instant::now()).unwrap();
-    let n = peer.negotiated();
+    let n = peer.negotiated().unwrap();
     assert_eq!(
         (n.codec, n.payload_type, n.rtx_payload_type),
         (Codec::Vp8, 96, Some(97))
@@ -37,6 +37,7 @@ fn vp8_answer_to_chromium_keeps_its_numbers_and_feedback_and_gives_a_host_candid
         "{f:?}"
     );
     assert!(sdp.contains("a=sendonly"), "{sdp}");
+    assert!(sdp.contains("a=setup:passive"), "{sdp}");
     assert!(sdp.contains("10.77.0.2 40000 typ host"), "{sdp}");
     let s = PeerConfig::new("10.77.0.2:1".parse().unwrap());
     assert!(sdp.contains(&format!("a=ssrc:{} ", s.ssrc)), "{sdp}");
@@ -55,15 +56,16 @@ fn ccfb_is_answered_only_when_offered() {
         .filter(|l| !l.contains("ack ccfb"))
         .collect();
     let (peer, sdp) = WebRtcPeer::answer(&cfg(Codec::Vp8), &without, Instant::now()).unwrap();
-    assert!(!peer.negotiated().feedback.ccfb);
-    assert!(peer.negotiated().feedback.transport_cc);
+    let n = peer.negotiated().unwrap();
+    assert!(!n.feedback.ccfb);
+    assert!(n.feedback.transport_cc);
     assert!(!sdp.contains("ccfb"), "{sdp}");
 }
 
 #[test]
 fn h264_answer_picks_constrained_baseline_packetization_mode_1() {
     let (peer, sdp) = WebRtcPeer::answer(&cfg(Codec::H264), CHROME_OFFER, Instant::now()).unwrap();
-    let n = peer.negotiated();
+    let n = peer.negotiated().unwrap();
     assert_eq!(
         (n.codec, n.payload_type, n.rtx_payload_type),
         (Codec::H264, 108, Some(109))

@@ -201,7 +201,7 @@ fn a_viewer_connects_and_cg_media_and_feedback_cross_srtp_with_their_ecn() {
     assert_eq!(p.cg.poll_state(), Some(PeerState::Connected));
 
     // cg's RTP, written by cg (as cg-rtp would), arrives bit-exact at the viewer.
-    let pt = p.cg.negotiated().payload_type;
+    let pt = p.cg.negotiated().unwrap().payload_type;
     let sent: Vec<Vec<u8>> = (1..=20).map(|s| rtp(&cfg, pt, s)).collect();
     for b in &sent {
         p.cg.send_rtp(p.now, b).unwrap();
