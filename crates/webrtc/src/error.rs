@@ -29,6 +29,9 @@ pub enum Error {
         /// The parser's complaint.
         reason: String,
     },
+    /// A WHEP/WHIP request failed (feature `http`).
+    #[error("WHEP/WHIP: {0}")]
+    Http(String),
     /// An error from the `rtc` core (ICE, DTLS, SRTP, SDP negotiation).
     #[error("webrtc: {0}")]
     Rtc(#[from] rtc::shared::error::Error),

@@ -48,6 +48,8 @@
 pub const SRTP_OVERHEAD: usize = 10;
 
 mod error;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod media;
 mod negotiated;
 mod peer;
