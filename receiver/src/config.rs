@@ -42,6 +42,12 @@ pub struct ReceiverConfig {
     /// The sender's media SSRC (its RTX SSRC is the next number). Default 0x6367_0001, as
     /// `cg-send`.
     pub media_ssrc: u32,
+    /// WebRTC mode: view the stream of this WHEP endpoint (e.g. `cg-send --webrtc whep`'s
+    /// `http://HOST:8080/whep`) instead of waiting for plain RTP. `listen` is then the local
+    /// media socket and its ICE host candidate, so it must be a concrete address of this host
+    /// (port 0 lets the kernel choose). Payload types, extensions and SSRCs come from the
+    /// negotiation. Default `None`.
+    pub whep_url: Option<String>,
 }
 
 impl Default for ReceiverConfig {
@@ -58,6 +64,7 @@ impl Default for ReceiverConfig {
             peer_timeout: Duration::from_secs(3),
             stats_interval: Duration::from_millis(100),
             media_ssrc: cg_rtp::ReceiverConfig::default().media_ssrc,
+            whep_url: None,
         }
     }
 }
@@ -78,6 +85,12 @@ impl ReceiverConfig {
             return Err(Error::Config(
                 "stats interval and peer timeout must be positive".into(),
             ));
+        }
+        if self.whep_url.is_some() && self.listen.ip().is_unspecified() {
+            return Err(Error::Config(format!(
+                "WHEP needs a concrete local address (the ICE host candidate), not {}",
+                self.listen
+            )));
         }
         if !(1..=240).contains(&self.frame_rate) {
             return Err(Error::Config(format!(

@@ -17,9 +17,14 @@ use clap::Parser;
 #[derive(Parser, Debug)]
 #[command(version, about, long_about, after_help = EXAMPLES)]
 struct Args {
-    /// Address to listen on (host:port).
+    /// Address to listen on (host:port). With --webrtc: the media socket's address, the ICE
+    /// host candidate (an unspecified host picks the address that routes to the server).
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:5004")]
     listen: String,
+    /// WebRTC mode: `whep-client URL` views the stream of a WHEP endpoint (e.g. `cg-send
+    /// --webrtc whep`'s http://HOST:8080/whep); --cc and --codec must match what it sends.
+    #[arg(long, num_args = 2, value_names = ["MODE", "URL"])]
+    webrtc: Vec<String>,
     /// The sender's congestion controller (decides the feedback): gcc-remb, gcc, scream.
     #[arg(long, default_value = "gcc-remb", value_name = "CC")]
     cc: String,
@@ -59,6 +64,7 @@ struct Args {
 const EXAMPLES: &str = "Examples:
   cg-recv --listen 0.0.0.0:5004 --cc scream
   cg-recv --listen [::]:5004 --cc gcc --json | jq .frames_decoded
+  cg-recv --webrtc whep-client http://10.0.0.1:8080/whep --cc gcc
 
 Log detail: RUST_LOG=debug.";
 
@@ -106,10 +112,53 @@ fn run(args: Args) -> Result<(), Error> {
     })
 }
 
+/// The local address that routes to `url`'s host (no packet is sent: a UDP `connect` only
+/// asks the kernel for the route).
+fn route_to(url: &str) -> Result<std::net::IpAddr, Error> {
+    let authority = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let target = if authority.contains(':') && !authority.ends_with(']') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    };
+    let peer = cg_sender::cli::resolve("the WHEP URL's", &target)?;
+    let bind: std::net::SocketAddr = if peer.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        ([0u16; 8], 0).into()
+    };
+    let s = std::net::UdpSocket::bind(bind)
+        .and_then(|s| s.connect(peer).map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map_err(|e| Error::Config(format!("no route to {peer} for the WHEP session: {e}")))?;
+    Ok(s.ip())
+}
+
 fn config(a: &Args) -> Result<ReceiverConfig, Error> {
-    let listen = cg_sender::cli::resolve("--listen", &a.listen)?;
+    let mut listen = cg_sender::cli::resolve("--listen", &a.listen)?;
+    let whep_url = match a.webrtc.as_slice() {
+        [] => None,
+        [mode, url] if mode == "whep-client" => {
+            if listen.ip().is_unspecified() {
+                listen.set_ip(route_to(url)?);
+            }
+            Some(url.clone())
+        }
+        [mode, _] => {
+            return Err(Error::Config(format!(
+                "unknown --webrtc mode {mode:?}; cg-recv has `whep-client URL`"
+            )));
+        }
+        _ => unreachable!("clap takes exactly two values"),
+    };
     let config = ReceiverConfig {
         listen,
+        whep_url,
         controller: ControllerKind::from_name(&a.cc)?,
         codec: parse_codec(&a.codec)?,
         frame_rate: a.fps,

@@ -12,6 +12,7 @@ use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
 use cg_rtp::{ReceiverEvent, ReceiverSession};
 use cg_sender::{ControllerKind, Error};
 use cg_types::Ecn;
+use cg_webrtc::{PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot};
 
@@ -74,8 +75,16 @@ impl Receiver {
             stats_tx,
         } = self;
         let local = socket.local_addr();
-        let mut socket = Some(socket);
         let mut state = State::new(&config, records);
+        if let Some(url) = config.whep_url.clone() {
+            let r = view_whep(
+                &url, socket, &config, &decoder, &mut state, &stats_tx, shutdown,
+            )
+            .await;
+            decoder.stop();
+            return r;
+        }
+        let mut socket = Some(socket);
         let mut tick = tokio::time::interval(config.stats_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
@@ -118,16 +127,8 @@ impl Receiver {
             tracing::info!(%peer, "receiving");
             // The session starts with the datagrams that named the peer.
             let now = Instant::now();
-            let estimator: Option<Box<dyn ReceiveSideEstimator>> = match config
-                .controller
-                .gcc_config(config.start_bitrate, config.min_bitrate, config.max_bitrate)
-            {
-                Some(gcc) if config.controller == ControllerKind::GccRemb => {
-                    Some(Box::new(gcc.build_receiver(now)))
-                }
-                _ => None,
-            };
-            let mut session = ReceiverSession::new(config.rtp_config(), estimator, now)?;
+            let mut session =
+                ReceiverSession::new(config.rtp_config(), estimator(&config, now), now)?;
             for d in rb.datagrams().filter(|d| d.source == peer) {
                 let _ = session.handle_input(d.payload, d.ecn.unwrap_or(Ecn::NotEct), d.arrival);
             }
@@ -135,6 +136,7 @@ impl Receiver {
             match run_peer(
                 sock,
                 session,
+                DriverConfig::new(peer),
                 peer,
                 &config,
                 &decoder,
@@ -157,6 +159,79 @@ impl Receiver {
     }
 }
 
+/// WHEP client: offers to view `url`'s stream, runs the session until shutdown or the peer
+/// ends, then deletes the session's resource.
+async fn view_whep(
+    url: &str,
+    socket: UdpSocket,
+    config: &ReceiverConfig,
+    decoder: &Decoder,
+    state: &mut State,
+    stats_tx: &Option<mpsc::Sender<Stats>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Stats, Error> {
+    let local = socket.local_addr();
+    let now = Instant::now();
+    let peer_cfg = PeerConfig {
+        codec: cg_sender::rtp_codec(config.codec),
+        ..PeerConfig::new(local)
+    };
+    let webrtc = |e: cg_webrtc::Error| Error::Config(format!("WHEP {url}: {e}"));
+    let (mut peer, offer) = WebRtcPeer::offer(&peer_cfg, now).map_err(webrtc)?;
+    let (resource, answer) = cg_webrtc::http::post_offer(url, offer)
+        .await
+        .map_err(webrtc)?;
+    let now = Instant::now();
+    peer.accept_answer(&answer, now).map_err(webrtc)?;
+    let negotiated = peer.negotiated().expect("accepted an answer").clone();
+    negotiated
+        .feedback
+        .require(config.controller.feedback_kind())
+        .map_err(webrtc)?;
+    let mut rtp = config.rtp_config();
+    negotiated.apply_to_receiver(&mut rtp);
+    let session = ReceiverSession::new(rtp, estimator(config, now), now)?;
+    tracing::info!(%resource, "viewing");
+    state.new_session(local);
+    let mut tick = tokio::time::interval(config.stats_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+    let ended = run_peer(
+        socket,
+        WebRtcSession::new(peer, session),
+        DriverConfig::learned_peer(),
+        local,
+        config,
+        decoder,
+        state,
+        stats_tx,
+        &mut tick,
+        &mut shutdown,
+    )
+    .await;
+    if let Err(e) = cg_webrtc::http::delete(&resource).await {
+        tracing::info!(%e, "the WHEP session could not be deleted");
+    }
+    match ended? {
+        Ended::Shutdown => {}
+        Ended::PeerLost => tracing::warn!(%resource, "the WebRTC peer failed or closed"),
+    }
+    Ok(state.last.clone())
+}
+
+/// GCC-REMB's receive-side estimator, for that controller only.
+fn estimator(config: &ReceiverConfig, now: Instant) -> Option<Box<dyn ReceiveSideEstimator>> {
+    match config
+        .controller
+        .gcc_config(config.start_bitrate, config.min_bitrate, config.max_bitrate)
+    {
+        Some(gcc) if config.controller == ControllerKind::GccRemb => {
+            Some(Box::new(gcc.build_receiver(now)))
+        }
+        _ => None,
+    }
+}
+
 fn bind(addr: SocketAddr) -> Result<UdpSocket, Error> {
     UdpSocket::bind(&SocketConfig {
         bind: addr,
@@ -165,11 +240,45 @@ fn bind(addr: SocketAddr) -> Result<UdpSocket, Error> {
     .map_err(|e| Error::bind(addr, e))
 }
 
+/// A session whose [`ReceiverSession`] the loop can reach: the plain one, or one behind a
+/// WebRTC peer.
+trait HasReceiver: cg_net::Session {
+    fn receiver(&mut self) -> &mut ReceiverSession;
+    /// The receiver's event inside the session's; `Err(true)` when the session has ended for
+    /// good (a WebRTC peer failed or closed), `Err(false)` for other events.
+    fn receiver_event(e: Self::Event) -> Result<ReceiverEvent, bool>;
+}
+
+impl HasReceiver for ReceiverSession {
+    fn receiver(&mut self) -> &mut ReceiverSession {
+        self
+    }
+    fn receiver_event(e: ReceiverEvent) -> Result<ReceiverEvent, bool> {
+        Ok(e)
+    }
+}
+
+impl HasReceiver for WebRtcSession<ReceiverSession> {
+    fn receiver(&mut self) -> &mut ReceiverSession {
+        self.inner_mut()
+    }
+    fn receiver_event(e: WebRtcEvent<ReceiverEvent>) -> Result<ReceiverEvent, bool> {
+        match e {
+            WebRtcEvent::Media(e) => Ok(e),
+            WebRtcEvent::State(s) => {
+                tracing::info!(?s, "WebRTC peer");
+                Err(matches!(s, PeerState::Failed | PeerState::Closed))
+            }
+        }
+    }
+}
+
 /// One sender's session, until shutdown or the sender falls silent.
 #[allow(clippy::too_many_arguments)]
-async fn run_peer(
+async fn run_peer<S: HasReceiver>(
     socket: UdpSocket,
-    session: ReceiverSession,
+    session: S,
+    driver_config: DriverConfig,
     peer: SocketAddr,
     config: &ReceiverConfig,
     decoder: &Decoder,
@@ -178,7 +287,7 @@ async fn run_peer(
     tick: &mut tokio::time::Interval,
     shutdown: &mut (impl Future<Output = ()> + Unpin),
 ) -> Result<Ended, Error> {
-    let (driver, mut handle) = Driver::new(socket, session, DriverConfig::new(peer))?;
+    let (driver, mut handle) = Driver::new(socket, session, driver_config)?;
     let (stop, stopped) = oneshot::channel::<()>();
     let mut task = tokio::spawn(driver.run(async move {
         let _ = stopped.await;
@@ -196,6 +305,11 @@ async fn run_peer(
                 });
             }
             event = handle.next_event() => {
+                let event = match event.map(S::receiver_event) {
+                    Some(Ok(e)) => Some(e),
+                    Some(Err(true)) => break Ended::PeerLost,
+                    Some(Err(false)) | None => None,
+                };
                 if let Some(ReceiverEvent::Frame(f)) = event {
                     state.frames_received += 1;
                     let capture = f.capture_time.unwrap_or(f.first_arrival);
@@ -213,7 +327,7 @@ async fn run_peer(
                         tracing::warn!(%e, "decoder refused a frame");
                     }
                     if decoder.take_key_frame_request() {
-                        let _ = handle.call(|s: &mut ReceiverSession, now| s.request_key_frame(now)).await;
+                        let _ = handle.call(|s: &mut S, now| s.receiver().request_key_frame(now)).await;
                     }
                 } else if let Some(ReceiverEvent::Bye { reason }) = event {
                     tracing::info!(%peer, ?reason, "the sender said BYE");
@@ -221,7 +335,7 @@ async fn run_peer(
             }
             _ = tick.tick() => {
                 if decoder.take_key_frame_request() {
-                    let _ = handle.call(|s: &mut ReceiverSession, now| s.request_key_frame(now)).await;
+                    let _ = handle.call(|s: &mut S, now| s.receiver().request_key_frame(now)).await;
                 }
                 let net = handle.stats();
                 let now = Instant::now();
@@ -324,15 +438,16 @@ impl State {
         self.publish(stats, tx);
     }
 
-    async fn sample(
+    async fn sample<S: HasReceiver>(
         &mut self,
-        handle: &DriverHandle<ReceiverSession>,
+        handle: &DriverHandle<S>,
         decoder: &Decoder,
         tx: &Option<mpsc::Sender<Stats>>,
         foreign: u64,
     ) {
         let Ok(snapshot) = handle
-            .query(|s: &mut ReceiverSession, _| {
+            .query(|s: &mut S, _| {
+                let s = s.receiver();
                 let est = s.estimator().map(|e| (e.estimate(), e.stats()));
                 (s.stats().clone(), est)
             })

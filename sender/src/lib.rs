@@ -66,11 +66,13 @@ mod error;
 pub mod output;
 mod session;
 mod stats;
+pub mod whep;
 
 pub use config::{ControllerKind, EcnMode, SenderConfig};
 pub use error::Error;
 pub use session::Sender;
 pub use stats::{Stats, kbps, ms, pct};
+pub use whep::{WhepConfig, WhepSender};
 
 #[doc(hidden)]
 pub use session::rtp_codec;

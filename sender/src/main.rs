@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cg_media::{DegradationPreference, FileFormat, SourceConfig, TestPattern};
 use cg_sender::output::StatsOutput;
-use cg_sender::{ControllerKind, EcnMode, Error, Sender, SenderConfig};
+use cg_sender::{ControllerKind, EcnMode, Error, Sender, SenderConfig, WhepConfig, WhepSender};
 use cg_types::Bitrate;
 use clap::Parser;
 
@@ -18,12 +18,36 @@ use clap::Parser;
 #[derive(Parser, Debug)]
 #[command(version, about, long_about, after_help = EXAMPLES)]
 struct Args {
-    /// Receiver address (host:port), as given to `cg-recv --listen`.
-    #[arg(long, value_name = "ADDR")]
-    to: String,
-    /// Local address to bind (default: any address of the receiver's family, any port).
+    /// Receiver address (host:port), as given to `cg-recv --listen`. Not with --webrtc.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        required_unless_present = "webrtc",
+        conflicts_with = "webrtc"
+    )]
+    to: Option<String>,
+    /// Local address to bind (default: any address of the receiver's family, any port). With
+    /// --webrtc: the address (IP or IP:port, the port is ignored) the media sockets bind to,
+    /// the one viewers reach; default the --http address.
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
+    /// WebRTC mode: `whep` serves the stream to WebRTC viewers (a browser at
+    /// http://HTTP-ADDR/, or `cg-recv --webrtc whep-client`), one peer and controller each.
+    #[arg(long, value_name = "MODE")]
+    webrtc: Option<String>,
+    /// With --webrtc whep: the HTTP address of the WHEP endpoint (POST /whep) and the viewer
+    /// page (GET /).
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8080",
+        requires = "webrtc"
+    )]
+    http: String,
+    /// With --webrtc whep: write the viewer pages' getStats() reports here, one JSON line
+    /// each (open the page with ?report=1).
+    #[arg(long, value_name = "PATH", requires = "webrtc")]
+    viewer_reports: Option<PathBuf>,
     /// Congestion controller: gcc-remb (GCC, receiver-side estimate sent back as REMB), gcc
     /// (GCC send-side over transport-wide CC feedback), scream (SCReAM v2 over RFC 8888).
     /// cg-recv must be given the same.
@@ -123,6 +147,7 @@ const EXAMPLES: &str = "Examples:
   cg-recv --listen 0.0.0.0:5004 --cc scream
   cg-send --to 10.0.0.2:5004 --cc scream --ecn l4s --codec vp8 --source videotest
   cg-send --to 127.0.0.1:5004 --cc gcc --width 640 --height 360 --duration 30s --stats-file s.jsonl
+  cg-send --webrtc whep --http 127.0.0.1:8080 --cc gcc --pattern camera   (then open http://127.0.0.1:8080/)
 
 Log detail: RUST_LOG=debug.";
 
@@ -141,6 +166,9 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<(), Error> {
     let config = config(&args)?;
     let runtime = cg_sender::cli::runtime()?;
+    if let Some(mode) = &args.webrtc {
+        return runtime.block_on(run_whep(&args, mode, config));
+    }
     runtime.block_on(async move {
         let mut out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
         let mut sender = Sender::new(config)?;
@@ -163,6 +191,53 @@ fn run(args: Args) -> Result<(), Error> {
         );
         Ok(())
     })
+}
+
+async fn run_whep(args: &Args, mode: &str, config: SenderConfig) -> Result<(), Error> {
+    if mode != "whep" {
+        return Err(Error::Config(format!(
+            "unknown --webrtc mode {mode:?}; cg-send serves `whep`"
+        )));
+    }
+    let http = cg_sender::cli::resolve("--http", &args.http)?;
+    let media_ip = match &args.bind {
+        Some(b) => match b.parse::<std::net::IpAddr>() {
+            Ok(ip) => ip,
+            Err(_) => cg_sender::cli::resolve("--bind", b)?.ip(),
+        },
+        None => http.ip(),
+    };
+    let mut out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
+    let mut sender = WhepSender::new(
+        config,
+        WhepConfig {
+            http,
+            media_ip,
+            report_file: args.viewer_reports.clone(),
+        },
+    )?;
+    eprintln!(
+        "cg-send: serving WHEP at http://{}/whep, viewer page http://{}/",
+        sender.http_addr(),
+        sender.http_addr()
+    );
+    let mut stats = sender.stats(64);
+    let writer = tokio::spawn(async move {
+        while let Some(s) = stats.recv().await {
+            let line = format!(
+                "[{}] {}",
+                s.viewer.as_deref().unwrap_or("-"),
+                s.status_line()
+            );
+            out.write(&s, &line)?;
+        }
+        out.finish();
+        Ok::<(), Error>(())
+    });
+    let last = sender.run(cg_sender::cli::shutdown(args.duration)).await;
+    let written = writer.await.unwrap_or(Ok(()));
+    last?;
+    written
 }
 
 fn config(a: &Args) -> Result<SenderConfig, Error> {
@@ -218,12 +293,17 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
             )));
         }
     };
-    let peer = cg_sender::cli::resolve("--to", &a.to)?;
-    let bind = a
-        .bind
-        .as_deref()
-        .map(|b| cg_sender::cli::resolve("--bind", b))
-        .transpose()?;
+    // WHEP mode has no fixed peer (each viewer brings its own); the defaults stand in.
+    let (peer, bind) = match &a.to {
+        Some(to) => (
+            cg_sender::cli::resolve("--to", to)?,
+            a.bind
+                .as_deref()
+                .map(|b| cg_sender::cli::resolve("--bind", b))
+                .transpose()?,
+        ),
+        None => (SenderConfig::default().peer, None),
+    };
     let config = SenderConfig {
         peer,
         bind,

@@ -71,18 +71,7 @@ impl Sender {
             stats_tx,
         } = self;
         let start = Instant::now();
-        let rtp_config = cg_rtp::SenderConfig {
-            ecn: config.ecn.ecn(),
-            rtcp_timeout: config.rtcp_timeout,
-            ntp_at_start: crate::ntp_now(),
-            ssrc: config.ssrc,
-            rtx_ssrc: config.ssrc.wrapping_add(1),
-            pacer: cg_rtp::pacer::PacerConfig {
-                max_queue_delay: config.pacer_queue_bound(),
-                ..cg_rtp::pacer::PacerConfig::default()
-            },
-            ..cg_rtp::SenderConfig::default()
-        };
+        let rtp_config = rtp_config(&config);
         let session = SenderSession::with_controller_config(
             rtp_config,
             config.controller_config().as_ref(),
@@ -121,7 +110,8 @@ impl Sender {
                 source: e,
             })?;
 
-        let mut state = State::new(&config, start);
+        let mut steering = Steering::new(&config);
+        let mut sampler = Sampler::new(&config, start);
         encoder.set_target_bitrate(config.start_bitrate);
         let mut tick = tokio::time::interval(config.stats_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -159,16 +149,14 @@ impl Sender {
                         })
                         .await;
                     match answer {
-                        Ok(target) => state.steer(&encoder, target),
+                        Ok(target) => steering.steer(&encoder, target),
                         Err(_) => continue, // the driver stopped: the next turn reports why
                     }
                 }
                 event = handle.next_event() => match event {
                     Some(SenderEvent::KeyFrameRequested(reason)) => {
                         tracing::debug!(?reason, "key frame requested");
-                        state.key_frame_requests += 1;
-                        state.key_frame_pending = true;
-                        state.serve_key_frame(&encoder);
+                        steering.want_key_frame(&encoder);
                     }
                     Some(SenderEvent::CircuitBreaker(b)) => {
                         tracing::warn!(?b, "circuit breaker");
@@ -177,13 +165,13 @@ impl Sender {
                     None => continue,
                 },
                 _ = tick.tick() => {
-                    state.serve_key_frame(&encoder);
-                    if let Some(stats) = state.sample(&handle, &encoder).await {
-                        state.steer(&encoder, Bitrate::bps(stats.target_bps));
+                    steering.serve_key_frame(&encoder);
+                    if let Some(stats) = sampler.sample(&handle, &encoder, &steering).await {
+                        steering.steer(&encoder, Bitrate::bps(stats.target_bps));
                         if let Some(tx) = &stats_tx {
                             let _ = tx.try_send(stats.clone());
                         }
-                        state.last = stats;
+                        sampler.last = stats;
                     }
                 }
             }
@@ -195,7 +183,7 @@ impl Sender {
             let _ = handle.call(|s: &mut SenderSession, _| s.close()).await;
             let _ = handle.query(|_: &mut SenderSession, _| ()).await;
             let _ = handle.query(|_: &mut SenderSession, _| ()).await;
-            if let Some(stats) = state.sample(&handle, &encoder).await {
+            if let Some(stats) = sampler.sample(&handle, &encoder, &steering).await {
                 // The final totals are the stream's last record too (scripts read the last
                 // line of --stats-file).
                 // Bounded wait: a stalled consumer must not stop the sender from ending.
@@ -203,7 +191,7 @@ impl Sender {
                     let _ =
                         tokio::time::timeout(Duration::from_secs(1), tx.send(stats.clone())).await;
                 }
-                state.last = stats;
+                sampler.last = stats;
             }
         }
         let _ = stop_driver.send(());
@@ -215,32 +203,26 @@ impl Sender {
         let _ = bridge.join();
         match failure {
             Some(e) => Err(e),
-            None => Ok(state.last),
+            None => Ok(sampler.last),
         }
     }
 }
 
-/// The loop's bookkeeping between samples.
-struct State {
-    start: Instant,
-    controller: String,
+/// The encoder's steering: the rate last given to it and the key-frame requests it serves.
+/// One per encoder (a WHEP sender shares it between its viewers).
+pub(crate) struct Steering {
     min: Bitrate,
     threshold: f64,
-    applied: Bitrate,
-    key_frame_requests: u64,
+    pub(crate) applied: Bitrate,
+    pub(crate) key_frame_requests: u64,
     key_frame_pending: bool,
     last_forced_key_frame: Option<Instant>,
     key_frame_min_interval: Duration,
-    last_rtp_bytes: u64,
-    last_sample: Instant,
-    last: Stats,
 }
 
-impl State {
-    fn new(config: &SenderConfig, start: Instant) -> State {
-        State {
-            start,
-            controller: config.controller.name().to_owned(),
+impl Steering {
+    pub(crate) fn new(config: &SenderConfig) -> Steering {
+        Steering {
             min: config.min_bitrate,
             threshold: config.rate_change_threshold,
             applied: config.start_bitrate,
@@ -248,16 +230,13 @@ impl State {
             key_frame_pending: false,
             last_forced_key_frame: None,
             key_frame_min_interval: config.key_frame_min_interval,
-            last_rtp_bytes: 0,
-            last_sample: start,
-            last: Stats::default(),
         }
     }
 
     /// Passes the controller's target to the encoder when it changed meaningfully. While
     /// the circuit breaker is open the session drops every frame; the encoder idles at the
     /// configured minimum.
-    fn steer(&mut self, encoder: &Encoder, target: Bitrate) {
+    pub(crate) fn steer(&mut self, encoder: &Encoder, target: Bitrate) {
         let want = target.max(self.min);
         let old = self.applied.as_bps_f64();
         let change = (want.as_bps_f64() - old).abs() / old.max(1.0);
@@ -267,9 +246,16 @@ impl State {
         }
     }
 
+    /// A key frame is wanted (a receiver's request, a queue discard, a new viewer).
+    pub(crate) fn want_key_frame(&mut self, encoder: &Encoder) {
+        self.key_frame_requests += 1;
+        self.key_frame_pending = true;
+        self.serve_key_frame(encoder);
+    }
+
     /// Forces a key frame if one is wanted and the last forced one is old enough (else the
     /// statistics tick serves it later).
-    fn serve_key_frame(&mut self, encoder: &Encoder) {
+    pub(crate) fn serve_key_frame(&mut self, encoder: &Encoder) {
         let now = Instant::now();
         let due = self
             .last_forced_key_frame
@@ -282,14 +268,55 @@ impl State {
             }
         }
     }
+}
 
-    async fn sample(
+/// A session whose [`SenderSession`] the sampler can read: the plain session, or one behind
+/// a WebRTC peer.
+pub(crate) trait HasSender: cg_net::Session {
+    fn sender(&mut self) -> &mut SenderSession;
+}
+
+impl HasSender for SenderSession {
+    fn sender(&mut self) -> &mut SenderSession {
+        self
+    }
+}
+
+impl HasSender for cg_webrtc::WebRtcSession<SenderSession> {
+    fn sender(&mut self) -> &mut SenderSession {
+        self.inner_mut()
+    }
+}
+
+/// One session's statistics between samples.
+pub(crate) struct Sampler {
+    start: Instant,
+    controller: String,
+    last_rtp_bytes: u64,
+    last_sample: Instant,
+    pub(crate) last: Stats,
+}
+
+impl Sampler {
+    pub(crate) fn new(config: &SenderConfig, start: Instant) -> Sampler {
+        Sampler {
+            start,
+            controller: config.controller.name().to_owned(),
+            last_rtp_bytes: 0,
+            last_sample: start,
+            last: Stats::default(),
+        }
+    }
+
+    pub(crate) async fn sample<S: HasSender>(
         &mut self,
-        handle: &DriverHandle<SenderSession>,
+        handle: &DriverHandle<S>,
         encoder: &Encoder,
+        steering: &Steering,
     ) -> Option<Stats> {
         let (s, c, target, tripped) = handle
-            .query(|s: &mut SenderSession, _| {
+            .query(|s: &mut S, _| {
+                let s = s.sender();
                 (
                     s.stats().clone(),
                     s.controller().stats(),
@@ -317,10 +344,11 @@ impl State {
             t: now.saturating_duration_since(self.start).as_secs_f64(),
             mono_ns: HostTime::now().as_nanos(),
             controller: self.controller.clone(),
+            viewer: None,
             send_rate_bps: rate,
             target_bps: target.as_bps(),
             pacing_bps: c.pacing.as_bps(),
-            encoder_target_bps: self.applied.as_bps(),
+            encoder_target_bps: steering.applied.as_bps(),
             encoder_bps: enc.produced_bitrate.as_bps(),
             rtt_ms: rtt.map(ms),
             loss: s.fraction_lost,
@@ -338,7 +366,7 @@ impl State {
             format_changes: enc.format_changes,
             qp: enc.mean_qp,
             key_frames: enc.key_frames,
-            key_frame_requests: self.key_frame_requests,
+            key_frame_requests: steering.key_frame_requests,
             media_packets: s.media_packets,
             retransmissions: s.retransmissions,
             padding_packets: s.padding_packets,
@@ -353,6 +381,23 @@ impl State {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// The cg-rtp session configuration of `config`, starting at `start`.
+/// `ntp_at_start` is read now: build the session right after.
+pub(crate) fn rtp_config(config: &SenderConfig) -> cg_rtp::SenderConfig {
+    cg_rtp::SenderConfig {
+        ecn: config.ecn.ecn(),
+        rtcp_timeout: config.rtcp_timeout,
+        ntp_at_start: crate::ntp_now(),
+        ssrc: config.ssrc,
+        rtx_ssrc: config.ssrc.wrapping_add(1),
+        pacer: cg_rtp::pacer::PacerConfig {
+            max_queue_delay: config.pacer_queue_bound(),
+            ..cg_rtp::pacer::PacerConfig::default()
+        },
+        ..cg_rtp::SenderConfig::default()
+    }
 }
 
 /// cg-media's codec as cg-rtp's (the payload format).

@@ -16,6 +16,9 @@ pub struct Stats {
     pub mono_ns: u64,
     /// Controller name (`gcc-remb`, `gcc`, `scream`).
     pub controller: String,
+    /// The WHEP viewer this record is about (its resource id); absent in plain RTP mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewer: Option<String>,
     /// RTP bit rate put on the wire over the last interval (media, retransmissions, padding;
     /// RTP header and payload, no IP/UDP), bit/s.
     pub send_rate_bps: u64,

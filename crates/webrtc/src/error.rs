@@ -18,6 +18,12 @@ pub enum Error {
     /// A codec WebRTC peers do not negotiate with cg (H.265 in browsers).
     #[error("{0} is not offered in WebRTC mode (VP8 and H.264 are)")]
     UnsupportedCodec(&'static str),
+    /// The offer lacks the feedback the sender's congestion controller runs on.
+    #[error("the offer has no {0} feedback, which the sender's controller needs")]
+    MissingFeedback(&'static str),
+    /// The application could not host the session (no socket, shutting down).
+    #[error("cannot host the session: {0}")]
+    Host(String),
     /// The peer's address cannot be an ICE host candidate (0.0.0.0, port 0).
     #[error("{0} cannot be a host candidate: give the socket's own address and port")]
     BadAddress(std::net::SocketAddr),

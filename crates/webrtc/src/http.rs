@@ -14,8 +14,9 @@
 //! - `GET /` serves the application's page (the viewer or the publisher).
 //!
 //! Errors: not `application/sdp` → `415`; an offer over 64 KiB → `413`; malformed SDP → `400`;
-//! an offer without video or without a codec cg can send → `422`, each with a one-line text
-//! body saying why. Nothing else is disturbed: the failed offer leaves no session behind.
+//! an offer without video, without a codec cg can send or without the feedback the
+//! controller needs → `422`; a session the application cannot host → `503`; each with a
+//! one-line text body saying why. Nothing else is disturbed: the failed offer leaves no session behind.
 
 use std::future::Future;
 
@@ -102,9 +103,11 @@ async fn create<H: SessionHost>(
         Err(e) => {
             let status = match e {
                 Error::BadSdp(_) => StatusCode::BAD_REQUEST,
-                Error::NoVideo | Error::NoCommonCodec(_) | Error::UnsupportedCodec(_) => {
-                    StatusCode::UNPROCESSABLE_ENTITY
-                }
+                Error::NoVideo
+                | Error::NoCommonCodec(_)
+                | Error::UnsupportedCodec(_)
+                | Error::MissingFeedback(_) => StatusCode::UNPROCESSABLE_ENTITY,
+                Error::Host(_) => StatusCode::SERVICE_UNAVAILABLE,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             };
             tracing::info!(%e, "offer refused");

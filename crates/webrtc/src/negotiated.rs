@@ -43,6 +43,23 @@ pub struct Negotiated {
     pub rtx_ssrc: Option<u32>,
 }
 
+impl Feedback {
+    /// Whether the feedback `kind` (what a controller runs on) was agreed; the error names it.
+    pub fn require(&self, kind: cg_cc::FeedbackKind) -> Result<(), Error> {
+        use cg_cc::FeedbackKind as K;
+        let (ok, name) = match kind {
+            K::Remb => (self.remb, "REMB (goog-remb)"),
+            K::TransportWideCc => (self.transport_cc, "transport-wide CC (transport-cc)"),
+            K::Rfc8888 => (self.ccfb, "RFC 8888 (ack ccfb)"),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::MissingFeedback(name))
+        }
+    }
+}
+
 impl Negotiated {
     /// Reads the first video section of an SDP (the answer: what both sides agreed on). The
     /// first media payload type listed on the `m=` line is the one used.

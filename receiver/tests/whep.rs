@@ -1,0 +1,127 @@
+//! WebRTC mode end to end on loopback, in process: cg-send's WHEP server and cg-recv as WHEP
+//! clients, real sockets, DTLS-SRTP, every controller on the feedback it negotiates; two
+//! viewers at once, one leaving without disturbing the other; offers refused with the reason.
+
+use std::time::Duration;
+
+use cg_receiver::{Receiver, ReceiverConfig};
+use cg_sender::{ControllerKind, SenderConfig, WhepConfig, WhepSender};
+
+fn sender(cc: ControllerKind) -> WhepSender {
+    WhepSender::new(
+        SenderConfig {
+            controller: cc,
+            width: 320,
+            height: 180,
+            ..SenderConfig::default()
+        },
+        WhepConfig {
+            http: "127.0.0.1:0".parse().unwrap(),
+            media_ip: "127.0.0.1".parse().unwrap(),
+            report_file: None,
+        },
+    )
+    .unwrap()
+}
+
+fn viewer(url: &str, cc: ControllerKind) -> Receiver {
+    Receiver::new(ReceiverConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        controller: cc,
+        whep_url: Some(url.to_owned()),
+        ..ReceiverConfig::default()
+    })
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_controller_streams_to_a_whep_viewer() {
+    for cc in [
+        ControllerKind::Gcc,
+        ControllerKind::GccRemb,
+        ControllerKind::Scream,
+    ] {
+        let mut s = sender(cc);
+        let url = format!("http://{}/whep", s.http_addr());
+        let mut sent = s.stats(1024);
+        let tx = tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(5))));
+        let last = viewer(&url, cc)
+            .run(tokio::time::sleep(Duration::from_secs(4)))
+            .await
+            .unwrap();
+        tx.await.unwrap().unwrap();
+        // 30 fps for about 4 s, less the set-up (ICE, DTLS, the first key frame).
+        assert!(last.frames_decoded >= 90, "{cc}: {last:?}");
+        assert_eq!(last.frames_lost, 0, "{cc}: {last:?}");
+        let mut rtcp = 0;
+        while let Ok(r) = sent.try_recv() {
+            assert_eq!(r.viewer.as_deref(), Some("1"));
+            rtcp = rtcp.max(r.rtcp_received);
+        }
+        assert!(rtcp > 3, "{cc}: the sender hears the viewer's feedback");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_viewer_leaving_does_not_disturb_another() {
+    let mut s = sender(ControllerKind::Gcc);
+    let url = format!("http://{}/whep", s.http_addr());
+    let mut sent = s.stats(4096);
+    let tx = tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(8))));
+    let short = tokio::spawn(
+        viewer(&url, ControllerKind::Gcc).run(tokio::time::sleep(Duration::from_secs(3))),
+    );
+    let long = tokio::spawn(
+        viewer(&url, ControllerKind::Gcc).run(tokio::time::sleep(Duration::from_secs(7))),
+    );
+    let short = short.await.unwrap().unwrap();
+    let long = long.await.unwrap().unwrap();
+    tx.await.unwrap().unwrap();
+    assert!(short.frames_decoded >= 50, "{short:?}");
+    // The long viewer kept receiving after the short one left (7 s at 30 fps, less set-up).
+    assert!(long.frames_decoded >= 170, "{long:?}");
+    assert_eq!(long.frames_lost, 0, "{long:?}");
+    assert!(long.longest_freeze_ms < 500.0, "{long:?}");
+    let mut viewers = std::collections::BTreeMap::new();
+    while let Ok(r) = sent.try_recv() {
+        let v = r.viewer.clone().unwrap();
+        viewers.insert(v, r.t);
+    }
+    // Each viewer had its own session; the one that left stopped being reported.
+    assert_eq!(viewers.len(), 2, "{viewers:?}");
+    let (first, second) = (
+        viewers.values().next().unwrap(),
+        viewers.values().nth(1).unwrap(),
+    );
+    assert!((first - second).abs() > 2.0, "one left early: {viewers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offer_without_the_controllers_feedback_is_refused_with_the_reason() {
+    let s = sender(ControllerKind::Scream);
+    let url = format!("http://{}/whep", s.http_addr());
+    let tx = tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(3))));
+    // cg-recv offers every feedback it has; strip RFC 8888, as Chromium without its field
+    // trial does.
+    let (_, offer) = cg_webrtc::WebRtcPeer::offer(
+        &cg_webrtc::PeerConfig::new("127.0.0.1:40000".parse().unwrap()),
+        std::time::Instant::now(),
+    )
+    .unwrap();
+    let offer: String = offer
+        .split_inclusive("\r\n")
+        .filter(|l| !l.contains("ack ccfb"))
+        .collect();
+    let e = cg_webrtc::http::post_offer(&url, offer)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("422") && e.contains("RFC 8888"), "{e}");
+    // The server carries on.
+    let last = viewer(&url, ControllerKind::Scream)
+        .run(tokio::time::sleep(Duration::from_millis(2000)))
+        .await
+        .unwrap();
+    assert!(last.frames_decoded > 20, "{last:?}");
+    tx.await.unwrap().unwrap();
+}

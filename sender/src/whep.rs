@@ -1,0 +1,437 @@
+//! WHEP mode: cg-send serves its stream to WebRTC viewers — browsers, or `cg-recv --webrtc
+//! whep-client` — over HTTP signalling (draft-ietf-wish-whep).
+//!
+//! One encoder feeds every viewer. Each viewer that posts an offer gets its own UDP socket
+//! (on [`WhepConfig::media_ip`], port chosen by the kernel, the answer's one host candidate), its
+//! own WebRTC peer (ICE, DTLS-SRTP), its own cg-rtp session with its own congestion
+//! controller, and its own cg-net driver. The encoder follows the **lowest** target of the
+//! connected viewers, so no viewer's path is overrun (the others get less than they could; a
+//! per-viewer encoder or simulcast would lift that). A viewer that connects gets a key frame;
+//! a viewer that leaves (`DELETE`, ICE or DTLS failure, or silence until the RTP circuit
+//! breaker or ICE gives up) is dropped with its socket and does not disturb the others.
+//!
+//! The viewer page at `/` plays the stream and posts `getStats()` back to
+//! `/whep/{id}/stats`; with [`WhepConfig::report_file`] each report is written as one JSON
+//! line `{"viewer": id, "t": seconds, "report": …}`.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use cg_media::Encoder;
+use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
+use cg_rtp::{SenderEvent, SenderSession};
+use cg_types::Bitrate;
+use cg_webrtc::http::SessionHost;
+use cg_webrtc::{PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::session::{Sampler, Steering, rtp_codec};
+use crate::{Error, SenderConfig, Stats};
+
+/// The viewer page served at `/`.
+pub const VIEWER_PAGE: &str = include_str!("../assets/viewer.html");
+
+/// Where the WHEP server listens and where its media goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WhepConfig {
+    /// HTTP address of the WHEP endpoint (`POST /whep`) and the viewer page (`GET /`).
+    pub http: SocketAddr,
+    /// The address media sockets bind to, one per viewer: the ICE host candidate viewers
+    /// reach. Must be a concrete address of this host.
+    pub media_ip: IpAddr,
+    /// Where viewer pages' statistics reports go, one JSON line each; `None` drops them.
+    pub report_file: Option<PathBuf>,
+}
+
+type ViewerSession = WebRtcSession<SenderSession>;
+
+/// A WHEP sender: the HTTP listener is bound, nothing runs yet.
+pub struct WhepSender {
+    config: SenderConfig,
+    whep: WhepConfig,
+    listener: std::net::TcpListener,
+    stats_tx: Option<mpsc::Sender<Stats>>,
+}
+
+impl WhepSender {
+    /// Checks the configuration and the encoder, and binds the HTTP listener.
+    pub fn new(config: SenderConfig, whep: WhepConfig) -> Result<WhepSender, Error> {
+        config.validate()?;
+        cg_media::EncoderKind::from_name(&config.codec)?.check_available()?;
+        if whep.media_ip.is_unspecified() {
+            return Err(Error::Config(format!(
+                "media address {} is not an address viewers can reach: give this host's address (--bind)",
+                whep.media_ip
+            )));
+        }
+        let listener = std::net::TcpListener::bind(whep.http).map_err(|e| Error::Bind {
+            addr: whep.http,
+            reason: e.to_string(),
+        })?;
+        listener.set_nonblocking(true).map_err(|e| Error::Io {
+            what: "HTTP listener".into(),
+            source: e,
+        })?;
+        Ok(WhepSender {
+            config,
+            whep,
+            listener,
+            stats_tx: None,
+        })
+    }
+
+    /// The bound HTTP address.
+    pub fn http_addr(&self) -> SocketAddr {
+        self.listener.local_addr().unwrap_or(self.whep.http)
+    }
+
+    /// Statistics, one record per viewer per interval (with [`Stats::viewer`] set).
+    pub fn stats(&mut self, capacity: usize) -> mpsc::Receiver<Stats> {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        self.stats_tx = Some(tx);
+        rx
+    }
+
+    /// Serves viewers until `shutdown` completes; then closes every peer and stops the
+    /// encoder. Returns the last record of the last viewer (or an empty one).
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<Stats, Error> {
+        let WhepSender {
+            config,
+            whep,
+            listener,
+            stats_tx,
+        } = self;
+        let start = Instant::now();
+        let (encoder, frames) = Encoder::start(config.encoder_config())?;
+        let codec = rtp_codec(encoder.kind().codec());
+        let (cmd_tx, mut cmds) = mpsc::channel::<Command>(16);
+        let host = Host {
+            cmds: cmd_tx,
+            next_id: Arc::new(AtomicU64::new(1)),
+            config: Arc::new(config.clone()),
+            media_ip: whep.media_ip,
+            codec,
+        };
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| Error::Io {
+            what: "HTTP listener".into(),
+            source: e,
+        })?;
+        let app = cg_webrtc::http::router("/whep", VIEWER_PAGE, host);
+        let (stop_http, http_stopped) = oneshot::channel::<()>();
+        let http = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = http_stopped.await;
+                })
+                .await
+        });
+        let mut reports = match &whep.report_file {
+            Some(p) => Some(std::fs::File::create(p).map_err(|e| Error::Io {
+                what: format!("create {}", p.display()),
+                source: e,
+            })?),
+            None => None,
+        };
+
+        let (frame_tx, mut frame_rx) = mpsc::channel(8);
+        let bridge = std::thread::Builder::new()
+            .name("cg-send-frames".into())
+            .spawn(move || {
+                use std::sync::mpsc::RecvTimeoutError;
+                while !frame_tx.is_closed() {
+                    match frames.recv_timeout(Duration::from_millis(50)) {
+                        Ok(f) => {
+                            if frame_tx.blocking_send(f).is_err() {
+                                break;
+                            }
+                        }
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            })
+            .map_err(|e| Error::Io {
+                what: "spawn frame thread".into(),
+                source: e,
+            })?;
+
+        let mut steering = Steering::new(&config);
+        encoder.set_target_bitrate(config.start_bitrate);
+        let mut viewers: BTreeMap<String, Viewer> = BTreeMap::new();
+        let mut last = Stats::default();
+        let mut tick = tokio::time::interval(config.stats_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tokio::pin!(shutdown);
+        let failure = loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break None,
+                cmd = cmds.recv() => match cmd {
+                    Some(Command::Add { id, driver, handle }) => {
+                        let (stop, stopped) = oneshot::channel::<()>();
+                        let task = tokio::spawn(driver.run(async move { let _ = stopped.await; }));
+                        tracing::info!(%id, "viewer joined");
+                        viewers.insert(id.clone(), Viewer {
+                            handle,
+                            stop: Some(stop),
+                            task,
+                            connected: false,
+                            sampler: Sampler::new(&config, start),
+                        });
+                    }
+                    Some(Command::Delete { id, reply }) => {
+                        let found = match viewers.remove(&id) {
+                            Some(v) => { v.close().await; true }
+                            None => false,
+                        };
+                        let _ = reply.send(found);
+                    }
+                    Some(Command::Report { id, json, reply }) => {
+                        let found = viewers.contains_key(&id);
+                        if found && let Some(f) = reports.as_mut() {
+                            write_report(f, &id, start, &json);
+                        }
+                        let _ = reply.send(found);
+                    }
+                    None => {}
+                },
+                frame = frame_rx.recv() => {
+                    let Some(frame) = frame else {
+                        let why = encoder.stats().error.unwrap_or_else(|| "frame channel closed".into());
+                        break Some(Error::Media(cg_media::MediaError::Pipeline(format!("encoder stopped: {why}"))));
+                    };
+                    let mut lowest: Option<Bitrate> = None;
+                    for v in viewers.values().filter(|v| v.connected) {
+                        let f = cg_rtp::EncodedFrame {
+                            data: frame.data.clone(),
+                            capture_time: frame.capture_time.to_instant(),
+                            key_frame: frame.key_frame,
+                            codec,
+                        };
+                        let target = v.handle.query(move |s: &mut ViewerSession, now| {
+                            let s = s.inner_mut();
+                            if let Err(e) = s.push_frame(f, now) {
+                                tracing::debug!(%e, "frame not packetized");
+                            }
+                            s.target_bitrate()
+                        }).await;
+                        if let Ok(t) = target {
+                            lowest = Some(lowest.map_or(t, |l| l.min(t)));
+                        }
+                    }
+                    if let Some(t) = lowest {
+                        steering.steer(&encoder, t);
+                    }
+                    drain_events(&mut viewers, &mut steering, &encoder).await;
+                }
+                _ = tick.tick() => {
+                    drain_events(&mut viewers, &mut steering, &encoder).await;
+                    steering.serve_key_frame(&encoder);
+                    for (id, v) in viewers.iter_mut() {
+                        if let Some(mut s) = v.sampler.sample(&v.handle, &encoder, &steering).await {
+                            s.viewer = Some(id.clone());
+                            if let Some(tx) = &stats_tx {
+                                let _ = tx.try_send(s.clone());
+                            }
+                            v.sampler.last = s.clone();
+                            last = s;
+                        }
+                    }
+                }
+            }
+        };
+        for (_, v) in std::mem::take(&mut viewers) {
+            v.close().await;
+        }
+        let _ = stop_http.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(2), http).await;
+        encoder.stop();
+        drop(frame_rx);
+        let _ = bridge.join();
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(last),
+        }
+    }
+}
+
+/// One viewer's session, run by its own driver task.
+struct Viewer {
+    handle: DriverHandle<ViewerSession>,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<cg_net::Finished<ViewerSession>, cg_net::Error>>,
+    connected: bool,
+    sampler: Sampler,
+}
+
+impl Viewer {
+    /// Closes the peer (a DTLS close_notify and an RTCP BYE go out) and stops the driver.
+    async fn close(mut self) {
+        let _ = self
+            .handle
+            .call(|s: &mut ViewerSession, _| {
+                s.inner_mut().close();
+                let _ = s.peer_mut().close();
+            })
+            .await;
+        let _ = self.handle.query(|_: &mut ViewerSession, _| ()).await;
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(2), &mut self.task).await;
+    }
+}
+
+/// Takes every viewer's events: a viewer that connects gets a key frame, one that failed or
+/// closed is dropped, key-frame requests reach the encoder.
+async fn drain_events(
+    viewers: &mut BTreeMap<String, Viewer>,
+    steering: &mut Steering,
+    encoder: &Encoder,
+) {
+    let mut gone = vec![];
+    for (id, v) in viewers.iter_mut() {
+        while let Some(e) = v.handle.try_next_event() {
+            match e {
+                WebRtcEvent::State(PeerState::Connected) => {
+                    tracing::info!(%id, "viewer connected");
+                    v.connected = true;
+                    steering.want_key_frame(encoder);
+                }
+                WebRtcEvent::State(s @ (PeerState::Failed | PeerState::Closed)) => {
+                    tracing::info!(%id, ?s, "viewer gone");
+                    gone.push(id.clone());
+                }
+                WebRtcEvent::State(_) => {}
+                WebRtcEvent::Media(SenderEvent::KeyFrameRequested(reason)) => {
+                    tracing::debug!(%id, ?reason, "key frame requested");
+                    steering.want_key_frame(encoder);
+                }
+                WebRtcEvent::Media(SenderEvent::CircuitBreaker(b)) => {
+                    tracing::warn!(%id, ?b, "circuit breaker");
+                }
+                WebRtcEvent::Media(_) => {}
+            }
+        }
+        if v.task.is_finished() {
+            gone.push(id.clone());
+        }
+    }
+    for id in gone {
+        if let Some(v) = viewers.remove(&id) {
+            v.close().await;
+        }
+    }
+}
+
+fn write_report(f: &mut std::fs::File, id: &str, start: Instant, json: &[u8]) {
+    let Ok(report) = serde_json::from_slice::<serde_json::Value>(json) else {
+        tracing::debug!(%id, "viewer report is not JSON");
+        return;
+    };
+    let line = serde_json::json!({
+        "viewer": id,
+        "t": start.elapsed().as_secs_f64(),
+        "report": report,
+    });
+    if let Err(e) = writeln!(f, "{line}") {
+        tracing::warn!(%e, "cannot write viewer report");
+    }
+}
+
+/// What the HTTP side asks of the loop.
+enum Command {
+    Add {
+        id: String,
+        driver: Box<Driver<ViewerSession>>,
+        handle: DriverHandle<ViewerSession>,
+    },
+    Delete {
+        id: String,
+        reply: oneshot::Sender<bool>,
+    },
+    Report {
+        id: String,
+        json: Bytes,
+        reply: oneshot::Sender<bool>,
+    },
+}
+
+/// The HTTP side: answers offers, builds each viewer's session and hands it to the loop.
+#[derive(Clone)]
+struct Host {
+    cmds: mpsc::Sender<Command>,
+    next_id: Arc<AtomicU64>,
+    config: Arc<SenderConfig>,
+    media_ip: IpAddr,
+    codec: cg_rtp::Codec,
+}
+
+impl SessionHost for Host {
+    async fn create(&self, offer: String) -> Result<(String, String), cg_webrtc::Error> {
+        let c = &self.config;
+        let host = |e: String| cg_webrtc::Error::Host(e);
+        let socket = UdpSocket::bind(&SocketConfig {
+            bind: SocketAddr::new(self.media_ip, 0),
+            ecn: c.ecn.ecn(),
+            ..SocketConfig::default()
+        })
+        .map_err(|e| host(format!("media socket on {}: {e}", self.media_ip)))?;
+        let now = Instant::now();
+        let peer_cfg = PeerConfig {
+            codec: self.codec,
+            ssrc: c.ssrc,
+            rtx_ssrc: c.ssrc.wrapping_add(1),
+            media_ecn: c.ecn.ecn(),
+            ..PeerConfig::new(socket.local_addr())
+        };
+        let (peer, answer) = WebRtcPeer::answer(&peer_cfg, &offer, now)?;
+        let negotiated = peer
+            .negotiated()
+            .expect("an answering peer is negotiated")
+            .clone();
+        negotiated.feedback.require(c.controller.feedback_kind())?;
+        let mut rtp = crate::session::rtp_config(c);
+        negotiated.apply_to(&mut rtp);
+        let session =
+            SenderSession::with_controller_config(rtp, c.controller_config().as_ref(), now)
+                .map_err(|e| host(e.to_string()))?;
+        let (driver, handle) = Driver::new(
+            socket,
+            WebRtcSession::new(peer, session),
+            DriverConfig::learned_peer(),
+        )
+        .map_err(|e| host(e.to_string()))?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        self.cmds
+            .send(Command::Add {
+                id: id.clone(),
+                driver: Box::new(driver),
+                handle,
+            })
+            .await
+            .map_err(|_| host("the sender is shutting down".into()))?;
+        Ok((id, answer))
+    }
+
+    async fn delete(&self, id: String) -> bool {
+        let (reply, answer) = oneshot::channel();
+        self.cmds.send(Command::Delete { id, reply }).await.is_ok() && answer.await.unwrap_or(false)
+    }
+
+    async fn report(&self, id: String, json: Bytes) -> bool {
+        let (reply, answer) = oneshot::channel();
+        self.cmds
+            .send(Command::Report { id, json, reply })
+            .await
+            .is_ok()
+            && answer.await.unwrap_or(false)
+    }
+}
