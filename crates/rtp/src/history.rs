@@ -81,6 +81,12 @@ impl History {
         Some(p.clone())
     }
 
+    /// The newest packet held, for payload padding (not counted as a retransmission: a NACK
+    /// for it is still served at once).
+    pub fn newest(&self) -> Option<Stored> {
+        self.packets.back().cloned()
+    }
+
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.packets.len()

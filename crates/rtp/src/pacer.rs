@@ -295,6 +295,23 @@ impl<T> Pacer<T> {
         Some(Release::Padding(self.padding_size))
     }
 
+    /// The padding packet released as [`Release::Padding`] went out as `actual` bytes (payload
+    /// padding: a retransmission of a sent packet, larger or smaller than the padding size):
+    /// the probe's next slot moves by the difference, so the probe keeps its rate.
+    pub fn padding_sent_as(&mut self, actual: DataSize) {
+        let Some(probe) = self.probe.as_mut() else {
+            return;
+        };
+        let rate = probe.rate;
+        let gap = |s: DataSize| rate.time_to_send(s).unwrap_or(Duration::ZERO);
+        if actual > self.padding_size {
+            probe.next += gap(actual - self.padding_size);
+        } else {
+            let less = gap(self.padding_size - actual);
+            probe.next = probe.next.checked_sub(less).unwrap_or(probe.next);
+        }
+    }
+
     /// Books `size` bytes sent at `now` for a packet queued at `enqueued`.
     fn charge(&mut self, size: DataSize, enqueued: Instant, now: Instant) {
         let rate = self.rate.max(self.config.min_rate);

@@ -46,6 +46,7 @@ fn wire_with(
                 rate: Bitrate::kbps(1234),
                 next: None,
                 packets: 0,
+                padding: Default::default(),
             }) as _
         });
     let rx = ReceiverSession::new(
@@ -916,4 +917,82 @@ fn transport_overhead_is_kept_out_of_packets_and_counted_in_sizes() {
     for (p, len) in s.sent.iter().zip(&forward) {
         assert_eq!(p.size, DataSize::bytes((len + overhead) as u64));
     }
+}
+
+#[test]
+fn payload_padding_probes_with_copies_of_sent_packets_at_the_probe_rate() {
+    let t0 = Instant::now();
+    let (mut cc, seen) = Fixed::new(Bitrate::kbps(500), FeedbackKind::TransportWideCc);
+    cc.events.push_back(ControllerEvent::Probe {
+        rate: Bitrate::mbps(2),
+        duration: Duration::from_millis(500),
+    });
+    // A receive-side estimator that counts what it is given as padding.
+    let seen_padding = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let est = ConstEstimator {
+        rate: Bitrate::kbps(500),
+        next: None,
+        packets: 0,
+        padding: seen_padding.clone(),
+    };
+    let rx = ReceiverSession::new(
+        ReceiverConfig {
+            feedback: FeedbackConfig::for_kind(FeedbackKind::Remb),
+            ..ReceiverConfig::default()
+        },
+        Some(Box::new(est)),
+        t0,
+    )
+    .unwrap();
+    let tx = SenderSession::new(
+        SenderConfig {
+            payload_padding: true,
+            ..SenderConfig::default()
+        },
+        cc,
+        t0,
+    )
+    .unwrap();
+    let mut w = Wire::new(tx, rx, t0, DELAY);
+    w.capture = true;
+    w.run(
+        t0 + Duration::from_secs(2),
+        &mut cbr_source(Codec::Vp8, 30, 1000, 60),
+    );
+    let rtx_ssrc = w.sender.config().rtx_ssrc.to_be_bytes();
+    let padding: Vec<&bytes::Bytes> = w
+        .captured
+        .iter()
+        .filter(|(_, fwd, b, _)| *fwd && b.len() > 12 && b[8..12] == rtx_ssrc)
+        .map(|(_, _, b, _)| b)
+        .collect();
+    assert!(padding.len() > 20, "{}", padding.len());
+    // Each is a retransmission (P bit clear, a payload), never a padding-only packet.
+    assert!(padding.iter().all(|b| b[0] & 0x20 == 0 && b.len() > 100));
+    let s = seen.lock().unwrap();
+    let probe: Vec<_> = s
+        .sent
+        .iter()
+        .filter(|p| p.kind == cg_cc::PacketKind::Padding)
+        .collect();
+    assert_eq!(probe.len(), padding.len());
+    // The probe keeps its rate (2 Mbit/s) though each packet is ~1000 bytes, not ~290:
+    // padding over the probe's span, media excluded.
+    let bytes: u64 = probe.iter().map(|p| p.size.as_bytes()).sum();
+    let span = probe.last().unwrap().send_time - probe[0].send_time;
+    let rate = bytes as f64 * 8.0 / span.as_secs_f64().max(1e-3);
+    assert!(
+        (1.4e6..2.6e6).contains(&rate),
+        "probe padding at {rate:.0} bit/s"
+    );
+    // The receiver takes them as retransmissions of packets it has (its frames are out
+    // already: late) and drops them; every frame still arrives intact.
+    let r = w.receiver.stats();
+    assert_eq!(r.frames_lost, 0);
+    assert_eq!(r.retransmissions, padding.len() as u64);
+    assert_eq!(r.late + r.duplicates, padding.len() as u64);
+    // A receive-side estimator sees them as padding (it finds probe clusters by padding),
+    // not as retransmissions.
+    let as_padding = seen_padding.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(as_padding, padding.len() as u64);
 }

@@ -119,6 +119,7 @@ fn capture(kind: FeedbackKind) -> Vec<(Duration, bool, Bytes, Ecn)> {
                 rate: Bitrate::kbps(900),
                 next: None,
                 packets: 0,
+                padding: Default::default(),
             }) as _
         });
     let rx = ReceiverSession::new(

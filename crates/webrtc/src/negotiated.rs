@@ -149,12 +149,15 @@ impl Negotiated {
     }
 
     /// Sets the payload types and extension ids of a sender config to the negotiated ones,
-    /// and the SRTP tag as its transport overhead. Without negotiated RTX the RTX payload type
+    /// the SRTP tag as its transport overhead, and payload padding for probes when RTX was
+    /// agreed (see `SenderConfig::payload_padding`). Without negotiated RTX the RTX payload type
     /// is left as it is and must not be used.
     pub fn apply_to(&self, cfg: &mut SenderConfig) {
         self.apply_payload_types(&mut cfg.payload_types);
         cfg.extensions = self.extensions;
         cfg.transport_overhead = crate::SRTP_OVERHEAD;
+        // `rtc` re-pads RTP to a multiple of 4 bytes: probes must carry payload.
+        cfg.payload_padding = self.rtx_payload_type.is_some();
     }
 
     /// Sets the payload types, extension ids and the sender's SSRCs of a receiver config to

@@ -352,21 +352,31 @@ impl ReceiverSession {
     }
 
     fn feed_estimator(&mut self, p: &ParsedRtp, size: usize, now: Instant) {
-        let Some(est) = self.estimator.as_mut() else {
+        if self.estimator.is_none() {
             return;
-        };
+        }
         let Some(abs) = p.abs_send_time else {
             return;
         };
-        // Padding (an RTX packet with no payload, sent for a probe) reaches the estimator
-        // too: it finds the sender's probe clusters by it. Its RTP timestamp is the last
-        // media packet's, so it joins that frame's group.
+        // Padding (an RTX packet sent for a probe) reaches the estimator too: it finds the
+        // sender's probe clusters by it. Padding is either padding-only, or a copy of a packet
+        // that already arrived (payload padding, what cg sends in WebRTC mode and libwebrtc
+        // sends when RTX is negotiated); an RTX packet for a missing one is a retransmission.
+        // Its RTP timestamp is the last media packet's, so it joins that frame's group.
         let kind = if p.ssrc != self.config.rtx_ssrc {
             PacketKind::Media
-        } else if p.payload.is_empty() {
+        } else if p.payload.len() < 2
+            || !self.nack.is_missing(
+                self.media
+                    .peek(u16::from_be_bytes([p.payload[0], p.payload[1]])),
+            )
+        {
             PacketKind::Padding
         } else {
             PacketKind::Retransmission
+        };
+        let Some(est) = self.estimator.as_mut() else {
+            return;
         };
         // abs-send-time: 6.18 fixed-point seconds, wrapping every 64 s.
         let units = self.abs_unwrap.unwrap(abs as u64, 24);

@@ -90,6 +90,11 @@ impl NackTracker {
         Gap::None
     }
 
+    /// Whether `seq` has not arrived yet: missing, or beyond the highest seen.
+    pub fn is_missing(&self, seq: u64) -> bool {
+        self.missing.contains_key(&seq) || self.highest.is_none_or(|h| seq > h)
+    }
+
     /// Forgets packets below `seq` (their frame was released or given up).
     pub fn forget_below(&mut self, seq: u64) {
         while self

@@ -51,6 +51,11 @@ impl Reception {
         self.last_sr = Some((crate::time::mid32(ntp), now));
     }
 
+    /// The unwrapped sequence number `seq` would get, without counting it.
+    pub fn peek(&self, seq: u16) -> u64 {
+        self.unwrap.peek(seq)
+    }
+
     pub fn highest(&self) -> Option<u64> {
         self.unwrap.highest()
     }

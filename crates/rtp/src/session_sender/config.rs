@@ -113,6 +113,12 @@ pub struct SenderConfig {
     pub seed: u64,
     /// Bytes of RTP padding in a padding packet (at most 255, the P-bit count field). Default 255.
     pub padding_bytes: u8,
+    /// Probe padding as RTX retransmissions of the newest sent packet (libwebrtc's "payload
+    /// padding"; receivers drop them as duplicates) instead of padding-only packets. Default
+    /// false; WebRTC mode sets it, because `rtc`'s RTP packet type cannot carry more than 4
+    /// bytes of padding (it strips padding when parsing and re-pads to a multiple of 4), so a
+    /// 255-byte padding-only probe packet would leave as a 4-byte one.
+    pub payload_padding: bool,
 }
 
 impl Default for SenderConfig {
@@ -135,6 +141,7 @@ impl Default for SenderConfig {
             ccfb_convention: NumReportsConvention::Count,
             seed: 1,
             padding_bytes: 255,
+            payload_padding: false,
         }
     }
 }

@@ -444,9 +444,23 @@ impl SenderSession {
         let t = match release {
             Release::Packet(_, q) => match q.item {
                 Pending::Media(m) => self.send_media(m, now),
-                Pending::Rtx(s) => self.send_rtx(Some(s), now),
+                Pending::Rtx(s) => self.send_rtx(Some(s), PacketKind::Retransmission, now),
             },
-            Release::Padding(_) => self.send_rtx(None, now),
+            Release::Padding(_) => match self
+                .history
+                .newest()
+                .filter(|_| self.config.payload_padding)
+            {
+                Some(s) => {
+                    let actual = self.config.transport_overhead
+                        + 14
+                        + self.config.extensions.max_overhead()
+                        + s.payload.len();
+                    self.pacer.padding_sent_as(DataSize::bytes(actual as u64));
+                    self.send_rtx(Some(s), PacketKind::Padding, now)
+                }
+                None => self.send_rtx(None, PacketKind::Padding, now),
+            },
         };
         // The controller may have asked for something (a probe once the queue emptied).
         self.drain_controller(now);
@@ -713,31 +727,30 @@ impl SenderSession {
         Ok(t)
     }
 
-    /// An RTX packet (RFC 4588 §4): retransmission of `s`, or padding when `None`.
-    fn send_rtx(&mut self, s: Option<Stored>, now: Instant) -> Result<Transmit, Error> {
+    /// An RTX packet (RFC 4588 §4): a retransmission of `s`, or padding only when `None`;
+    /// `kind` says whether it answers a NACK or pads a probe (payload padding carries `s`).
+    fn send_rtx(
+        &mut self,
+        s: Option<Stored>,
+        kind: PacketKind,
+        now: Instant,
+    ) -> Result<Transmit, Error> {
         let tx = self.next_transport_seq();
         let seq = self.rtx_seq;
         self.rtx_seq = self.rtx_seq.wrapping_add(1);
         let mut payload = Vec::new();
-        let (timestamp, marker, capture_ntp, padding, kind) = match &s {
+        let (timestamp, marker, capture_ntp, padding) = match &s {
             Some(s) => {
                 payload.reserve(2 + s.payload.len());
                 payload.extend_from_slice(&(s.seq as u16).to_be_bytes());
                 payload.extend_from_slice(&s.payload);
-                (
-                    s.timestamp,
-                    s.marker,
-                    s.capture_ntp,
-                    0,
-                    PacketKind::Retransmission,
-                )
+                (s.timestamp, s.marker, s.capture_ntp, 0)
             }
             None => (
                 self.last_rtp_ts.map(|(t, _)| t).unwrap_or(self.ts_offset),
                 false,
                 None,
                 self.config.padding_bytes,
-                PacketKind::Padding,
             ),
         };
         let bytes = write_rtp(

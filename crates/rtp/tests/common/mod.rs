@@ -99,11 +99,17 @@ pub struct ConstEstimator {
     pub rate: Bitrate,
     pub next: Option<Instant>,
     pub packets: u64,
+    /// Packets it was given as padding, shared with the test.
+    pub padding: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ReceiveSideEstimator for ConstEstimator {
     fn on_packet_received(&mut self, p: &ReceivedPacket) {
         self.packets += 1;
+        if p.kind == cg_cc::PacketKind::Padding {
+            self.padding
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if self.next.is_none() {
             self.next = Some(p.arrival);
         }
