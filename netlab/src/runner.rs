@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{Backend, Direction, Fallback, FlowKind, Scenario};
+use crate::scenario::{Backend, Direction, Fallback, FlowKind, Scenario, WebRtcViewer};
 use crate::sys::mono_ns;
 use crate::topology::Topology;
 use crate::traffic::probe::{ECHO_PORT, ProbeResult};
@@ -64,6 +64,10 @@ struct Helper {
     child: Child,
     stdin: Option<ChildStdin>,
 }
+
+/// How long after cg-send starts in WHEP mode its viewer offers: cg-send binds its HTTP
+/// listener first thing, well within this.
+const WHEP_VIEWER_DELAY: Duration = Duration::from_millis(1000);
 
 fn spawn_in(ns: &str, args: &[String], name: &str, pipe_out: bool) -> Result<Helper> {
     let exe = std::env::current_exe().map_err(|e| Error::io("current_exe", e))?;
@@ -272,6 +276,8 @@ pub fn run(opts: &RunOptions) -> Result<()> {
         let kind_sink = match f.kind {
             FlowKind::Tcp => "__tcp-sink",
             FlowKind::Udp => "__udp-sink",
+            // A WebRTC viewer starts after its WHEP server, below.
+            FlowKind::Cg if f.webrtc != WebRtcViewer::Off => continue,
             FlowKind::Cg => {
                 let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
                 let mut a = vec![
@@ -317,17 +323,37 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     for f in &sc.flows {
         let dst = format!("{}:{}", sc.hosts[f.to].addr, f.port);
         if f.kind == FlowKind::Cg {
-            let (send, _) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-            let mut a = vec![
-                s("__exec-at"),
-                s("--t0-ns"),
-                s(t0_ns),
-                s("--start"),
-                s(f.start.as_secs_f64()),
-                s("--"),
-                send.display().to_string(),
-                s("--to"),
-                dst,
+            let (send, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
+            let exec_at = |start: Duration| {
+                vec![
+                    s("__exec-at"),
+                    s("--t0-ns"),
+                    s(t0_ns),
+                    s("--start"),
+                    s(start.as_secs_f64()),
+                    s("--"),
+                ]
+            };
+            let mut a = exec_at(f.start);
+            a.push(send.display().to_string());
+            let from_addr = sc.hosts[f.from].addr;
+            let http = format!("{from_addr}:{}", f.port);
+            match f.webrtc {
+                WebRtcViewer::Off => a.extend([s("--to"), dst]),
+                viewer => {
+                    a.extend([s("--webrtc"), s("whep"), s("--http"), http.clone()]);
+                    a.extend([s("--bind"), s(from_addr)]);
+                    if viewer == WebRtcViewer::Chromium {
+                        a.push(s("--viewer-reports"));
+                        a.push(
+                            raw.join(format!("viewer-{}.jsonl", f.name))
+                                .display()
+                                .to_string(),
+                        );
+                    }
+                }
+            }
+            a.extend([
                 s("--cc"),
                 f.controller.clone(),
                 s("--ecn"),
@@ -339,7 +365,53 @@ pub fn run(opts: &RunOptions) -> Result<()> {
                     .display()
                     .to_string(),
                 s("--quiet"),
-            ];
+            ]);
+            // The viewer offers once the WHEP server is up (cg-send binds it at start).
+            let view_at = f.start + WHEP_VIEWER_DELAY;
+            let url = format!("http://{http}/whep");
+            match f.webrtc {
+                WebRtcViewer::Off => {}
+                WebRtcViewer::Cg => {
+                    let mut v = exec_at(view_at);
+                    v.push(recv.display().to_string());
+                    v.extend([
+                        s("--webrtc"),
+                        s("whep-client"),
+                        url,
+                        s("--listen"),
+                        format!("{}:{}", sc.hosts[f.to].addr, f.port),
+                        s("--cc"),
+                        f.controller.clone(),
+                        s("--stats-file"),
+                        raw.join(format!("cg-recv-{}.jsonl", f.name))
+                            .display()
+                            .to_string(),
+                        s("--quiet"),
+                    ]);
+                    v.extend(f.recv_args.iter().cloned());
+                    cg_receivers.push(spawn_in(
+                        &topo.ns(f.to),
+                        &v,
+                        &format!("cg-recv {}", f.name),
+                        false,
+                    )?);
+                }
+                WebRtcViewer::Chromium => {
+                    let browser = crate::traffic::cg::chromium().map_err(Error::NotAvailable)?;
+                    let profile = raw.join(format!("chromium-{}", f.name));
+                    let mut v = exec_at(view_at);
+                    v.push(browser.display().to_string());
+                    v.extend(crate::traffic::cg::chromium_args(&profile));
+                    v.extend(f.recv_args.iter().cloned());
+                    v.push(format!("http://{http}/?report=1"));
+                    cg_receivers.push(spawn_in(
+                        &topo.ns(f.to),
+                        &v,
+                        &format!("chromium {}", f.name),
+                        false,
+                    )?);
+                }
+            }
             a.extend(f.send_args.iter().cloned());
             senders.push(spawn_in(
                 &topo.ns(f.from),

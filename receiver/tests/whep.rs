@@ -16,9 +16,8 @@ fn sender(cc: ControllerKind) -> WhepSender {
             ..SenderConfig::default()
         },
         WhepConfig {
-            http: "127.0.0.1:0".parse().unwrap(),
-            media_ip: "127.0.0.1".parse().unwrap(),
-            report_file: None,
+            connect_timeout: Duration::from_secs(2),
+            ..WhepConfig::new("127.0.0.1:0".parse().unwrap(), "127.0.0.1".parse().unwrap())
         },
     )
     .unwrap()
@@ -124,4 +123,39 @@ async fn an_offer_without_the_controllers_feedback_is_refused_with_the_reason() 
         .unwrap();
     assert!(last.frames_decoded > 20, "{last:?}");
     tx.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_that_never_connects_is_dropped_and_the_server_carries_on() {
+    let mut s = sender(ControllerKind::Gcc);
+    let url = format!("http://{}/whep", s.http_addr());
+    let mut sent = s.stats(4096);
+    let tx = tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(6))));
+    // An offer whose peer is never driven: no ICE check ever reaches the server.
+    let (_, offer) = cg_webrtc::WebRtcPeer::offer(
+        &cg_webrtc::PeerConfig::new("127.0.0.1:40002".parse().unwrap()),
+        std::time::Instant::now(),
+    )
+    .unwrap();
+    let (resource, _) = cg_webrtc::http::post_offer(&url, offer).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let e = cg_webrtc::http::delete(&resource)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("404"),
+        "dropped after the 2 s connect timeout: {e}"
+    );
+    let last = viewer(&url, ControllerKind::Gcc)
+        .run(tokio::time::sleep(Duration::from_secs(2)))
+        .await
+        .unwrap();
+    assert!(last.frames_decoded > 20, "{last:?}");
+    tx.await.unwrap().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    while let Ok(r) = sent.try_recv() {
+        seen.insert(r.viewer.unwrap());
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
 }

@@ -211,9 +211,8 @@ async fn run_whep(args: &Args, mode: &str, config: SenderConfig) -> Result<(), E
     let mut sender = WhepSender::new(
         config,
         WhepConfig {
-            http,
-            media_ip,
             report_file: args.viewer_reports.clone(),
+            ..WhepConfig::new(http, media_ip)
         },
     )?;
     eprintln!(

@@ -7,8 +7,9 @@
 //! controller, and its own cg-net driver. The encoder follows the **lowest** target of the
 //! connected viewers, so no viewer's path is overrun (the others get less than they could; a
 //! per-viewer encoder or simulcast would lift that). A viewer that connects gets a key frame;
-//! a viewer that leaves (`DELETE`, ICE or DTLS failure, or silence until the RTP circuit
-//! breaker or ICE gives up) is dropped with its socket and does not disturb the others.
+//! a viewer that leaves (`DELETE`, ICE or DTLS failure, silence until ICE gives up, or no
+//! connection within [`WhepConfig::connect_timeout`] of its offer) is dropped with its socket and does not
+//! disturb the others.
 //!
 //! The viewer page at `/` plays the stream and posts `getStats()` back to
 //! `/whep/{id}/stats`; with [`WhepConfig::report_file`] each report is written as one JSON
@@ -35,6 +36,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::session::{Sampler, Steering, rtp_codec};
 use crate::{Error, SenderConfig, Stats};
 
+/// The default [`WhepConfig::connect_timeout`].
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The viewer page served at `/`.
 pub const VIEWER_PAGE: &str = include_str!("../assets/viewer.html");
 
@@ -48,6 +52,22 @@ pub struct WhepConfig {
     pub media_ip: IpAddr,
     /// Where viewer pages' statistics reports go, one JSON line each; `None` drops them.
     pub report_file: Option<PathBuf>,
+    /// A viewer whose peer has not connected this long after its offer is dropped with its
+    /// socket: a browser that went away before ICE, a blocked path, a DTLS handshake that
+    /// never completes (ICE's own failure comes later). Default [`CONNECT_TIMEOUT`], 10 s.
+    pub connect_timeout: Duration,
+}
+
+impl WhepConfig {
+    /// Serves at `http`, media on `media_ip`, with the defaults.
+    pub fn new(http: SocketAddr, media_ip: IpAddr) -> Self {
+        WhepConfig {
+            http,
+            media_ip,
+            report_file: None,
+            connect_timeout: CONNECT_TIMEOUT,
+        }
+    }
 }
 
 type ViewerSession = WebRtcSession<SenderSession>;
@@ -183,6 +203,7 @@ impl WhepSender {
                             stop: Some(stop),
                             task,
                             connected: false,
+                            created: Instant::now(),
                             sampler: Sampler::new(&config, start),
                         });
                     }
@@ -229,10 +250,10 @@ impl WhepSender {
                     if let Some(t) = lowest {
                         steering.steer(&encoder, t);
                     }
-                    drain_events(&mut viewers, &mut steering, &encoder).await;
+                    drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
                 }
                 _ = tick.tick() => {
-                    drain_events(&mut viewers, &mut steering, &encoder).await;
+                    drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
                     steering.serve_key_frame(&encoder);
                     for (id, v) in viewers.iter_mut() {
                         if let Some(mut s) = v.sampler.sample(&v.handle, &encoder, &steering).await {
@@ -268,6 +289,7 @@ struct Viewer {
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<cg_net::Finished<ViewerSession>, cg_net::Error>>,
     connected: bool,
+    created: Instant,
     sampler: Sampler,
 }
 
@@ -295,6 +317,7 @@ async fn drain_events(
     viewers: &mut BTreeMap<String, Viewer>,
     steering: &mut Steering,
     encoder: &Encoder,
+    connect_timeout: Duration,
 ) {
     let mut gone = vec![];
     for (id, v) in viewers.iter_mut() {
@@ -321,6 +344,9 @@ async fn drain_events(
             }
         }
         if v.task.is_finished() {
+            gone.push(id.clone());
+        } else if !v.connected && v.created.elapsed() > connect_timeout {
+            tracing::info!(%id, "viewer never connected; dropped");
             gone.push(id.clone());
         }
     }

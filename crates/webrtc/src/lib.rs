@@ -37,10 +37,17 @@
 //! carries it around the (synchronous) read pipeline itself. The SRTP authentication tag (10
 //! bytes with AES_CM_128_HMAC_SHA1_80, which Chromium picks) comes on top of each RTP packet.
 //!
+//! # Running a cg-rtp session over it
+//! [`WebRtcSession`] wraps a [`WebRtcPeer`] and a cg-rtp `SenderSession` or `ReceiverSession`
+//! configured from [`Negotiated`] (payload types, extension ids, SSRCs, and
+//! [`SRTP_OVERHEAD`] as the sender's transport overhead), and implements cg-net's `Session`
+//! for a driver with a learned peer (`cg_net::Peer::Learned`: ICE decides where datagrams go).
+//! cg-send answers WHEP viewers with it, cg-recv offers as a WHEP client.
+//!
 //! # Limits today
-//! One video track; the peer answers offers (WHEP viewer → cg-send). A decrypted RTCP packet
-//! is re-marshalled from `rtc-rtcp`'s parse, so a compound packet with one malformed part is
-//! dropped whole by `rtc` before the tap sees it.
+//! One video track. WHIP (a browser publishing to cg-recv) is not built yet. A decrypted RTCP
+//! packet is re-marshalled from `rtc-rtcp`'s parse, so a compound packet with one malformed
+//! part is dropped whole by `rtc` before the tap sees it.
 
 /// Bytes SRTP adds to every RTP packet: the AES_CM_128_HMAC_SHA1_80 authentication tag
 /// (RFC 3711 §4.2, 80 bits), the only profile cg negotiates (every WebRTC endpoint implements

@@ -43,6 +43,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("ethtool", "netlab: offload settings"),
     ("tshark", "decoding captures of our RTP/RTCP in tests"),
     ("util-linux", "unshare for self-cleaning namespace runs"),
+    (
+        "chromium",
+        "WebRTC mode: the browser viewer of the netlab tests",
+    ),
 ];
 
 fn main() -> ExitCode {

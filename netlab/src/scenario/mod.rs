@@ -17,7 +17,9 @@ use std::time::Duration;
 use cg_types::Bitrate;
 use toml::Spanned;
 
-pub use schema::{Backend, EcnSetting, Fallback, FlowKind, Qdisc, RawHtbClass, TcpCc};
+pub use schema::{
+    Backend, EcnSetting, Fallback, FlowKind, Qdisc, RawHtbClass, TcpCc, WebRtcViewer,
+};
 use schema::{RawFlow, RawLink, RawScenario, RawStep};
 
 /// A scenario problem, located in its file.
@@ -166,6 +168,8 @@ pub struct FlowSpec {
     pub send_args: Vec<String>,
     /// cg flows: extra cg-recv arguments.
     pub recv_args: Vec<String>,
+    /// cg flows: plain RTP, or WebRTC mode with its viewer.
+    pub webrtc: WebRtcViewer,
 }
 
 /// A checked scenario.
@@ -648,6 +652,13 @@ fn flow_instances(
         let span = r.size.as_ref().map_or(f.span(), Spanned::span);
         return Err(cx.err(span, &field("size"), "UDP payload must be 16 to 1472 bytes"));
     }
+    if r.webrtc != WebRtcViewer::Off && kind != FlowKind::Cg {
+        return Err(cx.err(
+            f.span(),
+            &field("webrtc"),
+            "only cg flows have a WebRTC mode",
+        ));
+    }
     let count = *r.count.get_ref();
     if count == 0 || count > 1000 {
         return Err(cx.err(r.count.span(), &field("count"), "must be 1 to 1000"));
@@ -666,6 +677,21 @@ fn flow_instances(
             ));
         }
         let port = BASE_PORT + out.len() as u16;
+        let chromium_pair = |o: &FlowSpec| {
+            o.kind != FlowKind::Tcp && o.from == from && o.to == to && o.direction == direction
+        };
+        if (r.webrtc == WebRtcViewer::Chromium && (count > 1 || out.iter().any(chromium_pair)))
+            || out.iter().any(|o| {
+                o.webrtc == WebRtcViewer::Chromium && chromium_pair(o) && kind != FlowKind::Tcp
+            })
+        {
+            return Err(cx.err(
+                f.span(),
+                &field("webrtc"),
+                "a Chromium viewer's flow must be the only UDP flow between its two hosts \
+                 (Chromium picks its own port, so the metrics tell its flow by the host pair)",
+            ));
+        }
         out.push(FlowSpec {
             name,
             kind,
@@ -684,6 +710,7 @@ fn flow_instances(
             controller: r.controller.clone().unwrap_or_else(|| "gcc".to_owned()),
             send_args: r.send_args.clone(),
             recv_args: r.recv_args.clone(),
+            webrtc: r.webrtc,
         });
     }
     Ok(())

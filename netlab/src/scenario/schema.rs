@@ -340,6 +340,25 @@ pub struct RawFlow {
     /// cg flows: extra `cg-recv` arguments.
     #[serde(default)]
     pub recv_args: Vec<String>,
+    /// cg flows: WebRTC mode — cg-send serves WHEP on the sending host and the viewer is
+    /// `cg` (cg-recv as WHEP client) or `chromium` (headless Chromium on the viewer page);
+    /// default `off` (plain RTP).
+    #[serde(default)]
+    pub webrtc: WebRtcViewer,
+}
+
+/// Who views a cg flow in WebRTC mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WebRtcViewer {
+    /// Plain RTP: cg-send → cg-recv.
+    #[default]
+    Off,
+    /// cg-recv as a WHEP client.
+    Cg,
+    /// Headless Chromium playing cg-send's viewer page; its `getStats()` reports go to
+    /// `raw/viewer-<flow>.jsonl`.
+    Chromium,
 }
 
 /// Metric settings.

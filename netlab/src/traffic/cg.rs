@@ -42,3 +42,40 @@ pub fn ecn_arg(e: crate::scenario::EcnSetting) -> &'static str {
         crate::scenario::EcnSetting::Ect1 => "l4s",
     }
 }
+
+/// Debian's `chromium` (installed by `cargo xtask setup`).
+pub fn chromium() -> Result<PathBuf, String> {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .flat_map(|d| [d.join("chromium"), d.join("chromium-browser")])
+                .find(|p| p.is_file())
+        })
+        .ok_or_else(|| {
+            "webrtc = \"chromium\" needs Chromium: `cargo xtask setup` installs Debian's \
+             `chromium`"
+                .to_owned()
+        })
+}
+
+/// Headless Chromium as root in a namespace, playing a page without a user gesture, with
+/// real host candidates (no mDNS names, which cg does not resolve) and `profile` as its
+/// throw-away profile directory.
+pub fn chromium_args(profile: &std::path::Path) -> Vec<String> {
+    [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--autoplay-policy=no-user-gesture-required",
+        "--disable-features=WebRtcHideLocalIpsWithMdns",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain([format!("--user-data-dir={}", profile.display())])
+    .collect()
+}
