@@ -59,8 +59,9 @@ pub fn chromium() -> Result<PathBuf, String> {
 }
 
 /// Headless Chromium as root in a namespace, playing a page without a user gesture, with
-/// real host candidates (no mDNS names, which cg does not resolve) and `profile` as its
-/// throw-away profile directory.
+/// `profile` as its throw-away profile directory. Its host candidates stay hidden behind mDNS
+/// names, as for any user: cg does not resolve them, and ICE learns Chromium's address from
+/// its connectivity checks (a peer-reflexive candidate) — the case a real viewer brings.
 pub fn chromium_args(profile: &std::path::Path) -> Vec<String> {
     [
         "--headless=new",
@@ -72,7 +73,6 @@ pub fn chromium_args(profile: &std::path::Path) -> Vec<String> {
         "--disable-component-update",
         "--disable-sync",
         "--autoplay-policy=no-user-gesture-required",
-        "--disable-features=WebRtcHideLocalIpsWithMdns",
     ]
     .into_iter()
     .map(str::to_owned)
