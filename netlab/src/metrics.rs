@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::emu::record::{self, Dir, FlowEntry, Kind, Record};
-use crate::scenario::{Direction, FlowKind, FlowSpec, Scenario, WebRtcViewer};
+use crate::scenario::{Direction, FlowKind, FlowSpec, Scenario, WebRtcMode};
 use crate::{Error, Result};
 
 /// Distribution summary of a set of samples (ms).
@@ -199,7 +199,7 @@ fn classify(e: &FlowEntry, sc: &Scenario) -> Option<usize> {
         // Chromium picks its own port; its flow is told by the host pair (the scenario check
         // keeps that pair to the one UDP flow).
         let port_or_hosts = match f.webrtc {
-            WebRtcViewer::Chromium => e.src == IpAddr::V4(sc.hosts[f.from].addr),
+            WebRtcMode::Chromium => e.src == IpAddr::V4(sc.hosts[f.from].addr),
             _ => e.dport == f.port,
         };
         e.proto == proto_of(f.kind)

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{Backend, Direction, Fallback, FlowKind, Scenario, WebRtcViewer};
+use crate::scenario::{Backend, Direction, Fallback, FlowKind, Scenario, WebRtcMode};
 use crate::sys::mono_ns;
 use crate::topology::Topology;
 use crate::traffic::probe::{ECHO_PORT, ProbeResult};
@@ -65,7 +65,7 @@ struct Helper {
     stdin: Option<ChildStdin>,
 }
 
-/// How long after cg-send starts in WHEP mode its viewer offers: cg-send binds its HTTP
+/// How long after the WHEP/WHIP server starts its client offers: the server binds its HTTP
 /// listener first thing, well within this.
 const WHEP_VIEWER_DELAY: Duration = Duration::from_millis(1000);
 
@@ -277,7 +277,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             FlowKind::Tcp => "__tcp-sink",
             FlowKind::Udp => "__udp-sink",
             // A WebRTC viewer starts after its WHEP server, below.
-            FlowKind::Cg if f.webrtc != WebRtcViewer::Off => continue,
+            FlowKind::Cg if f.webrtc != WebRtcMode::Off => continue,
             FlowKind::Cg => {
                 let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
                 let mut a = vec![
@@ -322,28 +322,82 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     std::thread::sleep(Duration::from_millis(100));
     for f in &sc.flows {
         let dst = format!("{}:{}", sc.hosts[f.to].addr, f.port);
+        let exec_at = |start: Duration| {
+            vec![
+                s("__exec-at"),
+                s("--t0-ns"),
+                s(t0_ns),
+                s("--start"),
+                s(start.as_secs_f64()),
+                s("--"),
+            ]
+        };
+        if f.kind == FlowKind::Cg && f.webrtc == WebRtcMode::ChromiumPublisher {
+            // cg-recv serves WHIP on the receiving host; Chromium publishes to it.
+            let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
+            let to = format!("{}:{}", sc.hosts[f.to].addr, f.port);
+            let mut r = exec_at(f.start);
+            r.push(recv.display().to_string());
+            r.extend([
+                s("--webrtc"),
+                s("whip"),
+                s("--http"),
+                to.clone(),
+                s("--listen"),
+                to.clone(),
+                s("--cc"),
+                f.controller.clone(),
+                s("--stats-file"),
+                raw.join(format!("cg-recv-{}.jsonl", f.name))
+                    .display()
+                    .to_string(),
+                s("--publisher-reports"),
+                raw.join(format!("publisher-{}.jsonl", f.name))
+                    .display()
+                    .to_string(),
+                s("--quiet"),
+            ]);
+            r.extend(f.recv_args.iter().cloned());
+            cg_receivers.push(spawn_in(
+                &topo.ns(f.to),
+                &r,
+                &format!("cg-recv {}", f.name),
+                false,
+            )?);
+            let browser = crate::traffic::cg::chromium().map_err(Error::NotAvailable)?;
+            let profile = raw.join(format!("chromium-{}", f.name));
+            let mut v = exec_at(f.start + WHEP_VIEWER_DELAY);
+            v.push(browser.display().to_string());
+            v.extend(crate::traffic::cg::chromium_args(&profile));
+            // getUserMedia needs a secure context: plain http:// to another host is one only
+            // by this flag (a user would serve the page over https, or from localhost).
+            v.extend([
+                s("--use-fake-device-for-media-stream"),
+                s("--use-fake-ui-for-media-stream"),
+                format!("--unsafely-treat-insecure-origin-as-secure=http://{to}"),
+            ]);
+            v.extend(f.send_args.iter().cloned());
+            v.push(format!("http://{to}/?report=1"));
+            cg_receivers.push(spawn_in(
+                &topo.ns(f.from),
+                &v,
+                &format!("chromium {}", f.name),
+                false,
+            )?);
+            continue;
+        }
         if f.kind == FlowKind::Cg {
             let (send, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-            let exec_at = |start: Duration| {
-                vec![
-                    s("__exec-at"),
-                    s("--t0-ns"),
-                    s(t0_ns),
-                    s("--start"),
-                    s(start.as_secs_f64()),
-                    s("--"),
-                ]
-            };
             let mut a = exec_at(f.start);
             a.push(send.display().to_string());
             let from_addr = sc.hosts[f.from].addr;
             let http = format!("{from_addr}:{}", f.port);
             match f.webrtc {
-                WebRtcViewer::Off => a.extend([s("--to"), dst]),
+                WebRtcMode::Off => a.extend([s("--to"), dst]),
                 viewer => {
                     a.extend([s("--webrtc"), s("whep"), s("--http"), http.clone()]);
                     a.extend([s("--bind"), s(from_addr)]);
-                    if viewer == WebRtcViewer::Chromium {
+                    if viewer == WebRtcMode::Chromium {
                         a.push(s("--viewer-reports"));
                         a.push(
                             raw.join(format!("viewer-{}.jsonl", f.name))
@@ -370,8 +424,8 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             let view_at = f.start + WHEP_VIEWER_DELAY;
             let url = format!("http://{http}/whep");
             match f.webrtc {
-                WebRtcViewer::Off => {}
-                WebRtcViewer::Cg => {
+                WebRtcMode::Off | WebRtcMode::ChromiumPublisher => {}
+                WebRtcMode::Cg => {
                     let mut v = exec_at(view_at);
                     v.push(recv.display().to_string());
                     v.extend([
@@ -396,7 +450,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
                         false,
                     )?);
                 }
-                WebRtcViewer::Chromium => {
+                WebRtcMode::Chromium => {
                     let browser = crate::traffic::cg::chromium().map_err(Error::NotAvailable)?;
                     let profile = raw.join(format!("chromium-{}", f.name));
                     let mut v = exec_at(view_at);

@@ -1102,6 +1102,7 @@ fn webrtc_run(
     secs: u32,
 ) -> (Value, PathBuf) {
     let recv_args = if webrtc == "chromium" {
+        // The viewer is Chromium: cg-recv's arguments do not apply.
         String::new()
     } else {
         r#"recv_args = ["--start-bitrate", "300k"]"#.to_owned()
@@ -1145,7 +1146,16 @@ fn webrtc_mode_matches_plain_rtp_for_every_controller() {
             let run = |mode: &str| {
                 let name = format!("{mode}-{cc}-{attempt}");
                 let v = if mode == "plain" { "off" } else { "cg" };
-                webrtc_run(&name, WEBRTC_2MBIT, "25ms", cc, "not_ect", WEBRTC_VIDEO, v, 30)
+                webrtc_run(
+                    &name,
+                    WEBRTC_2MBIT,
+                    "25ms",
+                    cc,
+                    "not_ect",
+                    WEBRTC_VIDEO,
+                    v,
+                    30,
+                )
             };
             let (plain, p_out) = run("plain");
             let (webrtc, w_out) = run("webrtc");
@@ -1301,8 +1311,12 @@ qdisc = { kind = "dualpi2" }"#;
         let ((up, qp), (uw, qw)) = (u_and_q95(&plain), u_and_q95(&webrtc));
         let recv = lines(&w_out.join("raw/cg-recv-cg.jsonl"));
         let sent = lines(&w_out.join("raw/cg-send-cg.jsonl"));
-        let ce_received = recv.last().map_or(0.0, |l| l["ecn"][3].as_f64().unwrap_or(0.0));
-        let ect1_received = recv.last().map_or(0.0, |l| l["ecn"][1].as_f64().unwrap_or(0.0));
+        let ce_received = recv
+            .last()
+            .map_or(0.0, |l| l["ecn"][3].as_f64().unwrap_or(0.0));
+        let ect1_received = recv
+            .last()
+            .map_or(0.0, |l| l["ecn"][1].as_f64().unwrap_or(0.0));
         let ce_seen = sent
             .last()
             .map_or(0.0, |l| l["extra"]["ce_packets"].as_f64().unwrap_or(0.0));
@@ -1314,7 +1328,9 @@ qdisc = { kind = "dualpi2" }"#;
         let _ = std::fs::remove_dir_all(w_out.parent().unwrap());
         let mut why = Vec::new();
         if !(ce_received > 0.0 && ce_seen > 0.0) {
-            why.push(format!("CE received {ce_received}, seen by SCReAM {ce_seen}"));
+            why.push(format!(
+                "CE received {ce_received}, seen by SCReAM {ce_seen}"
+            ));
         }
         if ect1_received < 1000.0 {
             why.push(format!("only {ect1_received} packets arrived ECT(1)"));
@@ -1324,6 +1340,90 @@ qdisc = { kind = "dualpi2" }"#;
         }
         if (uw - up).abs() > 0.10 * up {
             why.push(format!("U {uw:.3} vs {up:.3}"));
+        }
+        if why.is_empty() {
+            return;
+        }
+        failures.push(why.join(", "));
+        assert!(attempt < 2, "{failures:?}");
+    }
+}
+
+/// Issue #15's WHIP case: headless Chromium publishes its fake camera to cg-recv
+/// (`--webrtc whip --cc gcc`) through a 1.5 Mbit/s DropTail bottleneck, RTT 50 ms, 40 s.
+/// Chromium runs its own GCC on the transport-wide feedback cg-recv sends: its
+/// `availableOutgoingBitrate` must come to within 20 % of the bottleneck, and cg-recv must
+/// decode what it sent.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
+fn chromium_publishes_to_cg_recv_over_whip_and_its_estimate_finds_the_bottleneck() {
+    let fwd = r#"capacity = "1.5Mbit"
+delay = "25ms"
+qdisc = { kind = "droptail", limit = "300ms" }"#;
+    let mut failures = Vec::new();
+    for attempt in 1..=2 {
+        let (_, out) = webrtc_run(
+            &format!("whip-{attempt}"),
+            fwd,
+            "25ms",
+            "gcc",
+            "not_ect",
+            "",
+            "chromium_publisher",
+            40,
+        );
+        let reports: Vec<(f64, f64, f64)> = lines(&out.join("raw/publisher-cg.jsonl"))
+            .iter()
+            .filter_map(|l| {
+                let stats = l["report"]["stats"].as_array()?;
+                let pair = stats.iter().find(|s| {
+                    s["type"] == "candidate-pair"
+                        && s["nominated"] == true
+                        && s["state"] == "succeeded"
+                })?;
+                let sent = stats
+                    .iter()
+                    .find(|s| s["type"] == "outbound-rtp" && s["kind"] == "video")?;
+                Some((
+                    num(l, "t"),
+                    pair["availableOutgoingBitrate"]
+                        .as_f64()
+                        .unwrap_or(f64::NAN),
+                    num(sent, "framesSent"),
+                ))
+            })
+            .collect();
+        let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
+        let decoded = recv.last().map_or(0.0, |l| num(l, "frames_decoded"));
+        let _ = std::fs::remove_dir_all(out.parent().unwrap());
+        let mut estimates: Vec<f64> = reports
+            .iter()
+            .filter(|r| r.0 >= 10.0 && r.1.is_finite())
+            .map(|r| r.1)
+            .collect();
+        estimates.sort_by(f64::total_cmp);
+        let median = estimates
+            .get(estimates.len() / 2)
+            .copied()
+            .unwrap_or(f64::NAN);
+        let frames_sent = reports.last().map_or(0.0, |r| r.2);
+        eprintln!(
+            "Chromium over WHIP: availableOutgoingBitrate median {:.0} kbit/s after 10 s ({} reports), {decoded} of {frames_sent} frames decoded",
+            median / 1e3,
+            estimates.len()
+        );
+        let mut why = Vec::new();
+        if !((1.2e6..=1.8e6).contains(&median)) {
+            why.push(format!(
+                "availableOutgoingBitrate {:.0} kbit/s not within 20 % of 1500",
+                median / 1e3
+            ));
+        }
+        if !(decoded >= 0.9 * frames_sent && frames_sent > 300.0) {
+            why.push(format!("decoded {decoded} of {frames_sent} frames sent"));
         }
         if why.is_empty() {
             return;

@@ -48,6 +48,13 @@ pub struct ReceiverConfig {
     /// (port 0 lets the kernel choose). Payload types, extensions and SSRCs come from the
     /// negotiation. Default `None`.
     pub whep_url: Option<String>,
+    /// WebRTC mode: serve WHIP at this HTTP address (`POST /whip`, the publisher page at `/`)
+    /// and receive one publisher at a time — a browser's camera, say. `listen` is the media
+    /// socket and its ICE host candidate, so it must be a concrete address. Default `None`.
+    pub whip_http: Option<SocketAddr>,
+    /// With `whip_http`: where the publisher page's `getStats()` reports go, one JSON line
+    /// each (the page posts them with `?report=1`). Default `None`.
+    pub publisher_reports: Option<std::path::PathBuf>,
 }
 
 impl Default for ReceiverConfig {
@@ -65,6 +72,8 @@ impl Default for ReceiverConfig {
             stats_interval: Duration::from_millis(100),
             media_ssrc: cg_rtp::ReceiverConfig::default().media_ssrc,
             whep_url: None,
+            whip_http: None,
+            publisher_reports: None,
         }
     }
 }
@@ -86,11 +95,18 @@ impl ReceiverConfig {
                 "stats interval and peer timeout must be positive".into(),
             ));
         }
-        if self.whep_url.is_some() && self.listen.ip().is_unspecified() {
+        if (self.whep_url.is_some() || self.whip_http.is_some())
+            && self.listen.ip().is_unspecified()
+        {
             return Err(Error::Config(format!(
-                "WHEP needs a concrete local address (the ICE host candidate), not {}",
+                "WebRTC mode needs a concrete local address (the ICE host candidate), not {}",
                 self.listen
             )));
+        }
+        if self.whep_url.is_some() && self.whip_http.is_some() {
+            return Err(Error::Config(
+                "a receiver is a WHEP client or a WHIP server, not both".into(),
+            ));
         }
         if !(1..=240).contains(&self.frame_rate) {
             return Err(Error::Config(format!(

@@ -52,6 +52,11 @@
 //!   decoder measures glass-to-glass latency; freezes are gaps over 3 frame intervals.
 //! - The decoder's key-frame requests (after a loss or decode error) become PLIs
 //!   (`ReceiverSession::request_key_frame`).
+//! - WebRTC mode ([`ReceiverConfig::whep_url`], [`ReceiverConfig::whip_http`]): the same
+//!   session runs behind a cg-webrtc peer (ICE, DTLS-SRTP) on a driver that learns its peer.
+//!   As a WHEP client it offers to view a server's stream and deletes its session at the end;
+//!   as a WHIP server it takes one publisher at a time (a second gets a 503 until the first
+//!   leaves) and serves the publisher page at `/`.
 //!
 //! # Time
 //!

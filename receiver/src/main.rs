@@ -22,9 +22,19 @@ struct Args {
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:5004")]
     listen: String,
     /// WebRTC mode: `whep-client URL` views the stream of a WHEP endpoint (e.g. `cg-send
-    /// --webrtc whep`'s http://HOST:8080/whep); --cc and --codec must match what it sends.
-    #[arg(long, num_args = 2, value_names = ["MODE", "URL"])]
+    /// --webrtc whep`'s http://HOST:8080/whep); `whip` serves WHIP at --http for one publisher
+    /// at a time (a browser's camera: open http://HTTP-ADDR/). --cc and --codec must match
+    /// what the sender runs (a browser publishing runs GCC on transport-wide feedback: --cc gcc).
+    #[arg(long, num_args = 1..=2, value_names = ["MODE", "URL"])]
     webrtc: Vec<String>,
+    /// With --webrtc whip: the HTTP address of the WHIP endpoint (POST /whip) and the
+    /// publisher page (GET /).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
+    http: String,
+    /// With --webrtc whip: write the publisher page's getStats() reports here, one JSON line
+    /// each (open the page with ?report=1).
+    #[arg(long, value_name = "PATH")]
+    publisher_reports: Option<PathBuf>,
     /// The sender's congestion controller (decides the feedback): gcc-remb, gcc, scream.
     #[arg(long, default_value = "gcc-remb", value_name = "CC")]
     cc: String,
@@ -65,6 +75,7 @@ const EXAMPLES: &str = "Examples:
   cg-recv --listen 0.0.0.0:5004 --cc scream
   cg-recv --listen [::]:5004 --cc gcc --json | jq .frames_decoded
   cg-recv --webrtc whep-client http://10.0.0.1:8080/whep --cc gcc
+  cg-recv --webrtc whip --http 127.0.0.1:8081 --cc gcc   (then open http://127.0.0.1:8081/)
 
 Log detail: RUST_LOG=debug.";
 
@@ -141,24 +152,33 @@ fn route_to(url: &str) -> Result<std::net::IpAddr, Error> {
 
 fn config(a: &Args) -> Result<ReceiverConfig, Error> {
     let mut listen = cg_sender::cli::resolve("--listen", &a.listen)?;
-    let whep_url = match a.webrtc.as_slice() {
-        [] => None,
+    let (mut whep_url, mut whip_http) = (None, None);
+    match a.webrtc.as_slice() {
+        [] => {}
         [mode, url] if mode == "whep-client" => {
             if listen.ip().is_unspecified() {
                 listen.set_ip(route_to(url)?);
             }
-            Some(url.clone())
+            whep_url = Some(url.clone());
         }
-        [mode, _] => {
+        [mode] if mode == "whip" => {
+            let http = cg_sender::cli::resolve("--http", &a.http)?;
+            if listen.ip().is_unspecified() {
+                listen.set_ip(http.ip());
+            }
+            whip_http = Some(http);
+        }
+        [mode, ..] => {
             return Err(Error::Config(format!(
-                "unknown --webrtc mode {mode:?}; cg-recv has `whep-client URL`"
+                "unknown --webrtc {mode:?}; cg-recv has `whep-client URL` and `whip`"
             )));
         }
-        _ => unreachable!("clap takes exactly two values"),
-    };
+    }
     let config = ReceiverConfig {
         listen,
         whep_url,
+        whip_http,
+        publisher_reports: a.publisher_reports.clone(),
         controller: ControllerKind::from_name(&a.cc)?,
         codec: parse_codec(&a.codec)?,
         frame_rate: a.fps,

@@ -76,6 +76,14 @@ impl Receiver {
         } = self;
         let local = socket.local_addr();
         let mut state = State::new(&config, records);
+        if let Some(http) = config.whip_http {
+            let r = serve_whip(
+                http, socket, &config, &decoder, &mut state, &stats_tx, shutdown,
+            )
+            .await;
+            decoder.stop();
+            return r;
+        }
         if let Some(url) = config.whep_url.clone() {
             let r = view_whep(
                 &url, socket, &config, &decoder, &mut state, &stats_tx, shutdown,
@@ -217,6 +225,250 @@ async fn view_whep(
         Ended::PeerLost => tracing::warn!(%resource, "the WebRTC peer failed or closed"),
     }
     Ok(state.last.clone())
+}
+
+/// The publisher page served by a WHIP receiver at `/`.
+pub const PUBLISHER_PAGE: &str = include_str!("../assets/publisher.html");
+
+/// What a WHIP request asks of the receiving loop.
+enum WhipCommand {
+    Start {
+        id: String,
+        session: Box<WebRtcSession<ReceiverSession>>,
+        socket: UdpSocket,
+    },
+    Delete {
+        id: String,
+        reply: oneshot::Sender<bool>,
+    },
+}
+
+/// The HTTP side of a WHIP receiver: one publisher at a time.
+#[derive(Clone)]
+struct WhipHost {
+    cmds: mpsc::Sender<WhipCommand>,
+    current: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    next_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    config: std::sync::Arc<ReceiverConfig>,
+    reports: std::sync::Arc<std::sync::Mutex<Option<std::fs::File>>>,
+    start: Instant,
+}
+
+impl cg_webrtc::http::SessionHost for WhipHost {
+    async fn create(&self, offer: String) -> Result<(String, String), cg_webrtc::Error> {
+        let host = cg_webrtc::Error::Host;
+        if self.current.lock().expect("never poisoned").is_some() {
+            return Err(host(
+                "a publisher is already connected; DELETE its session first".into(),
+            ));
+        }
+        let c = &self.config;
+        let socket = bind(c.listen).map_err(|e| host(e.to_string()))?;
+        let now = Instant::now();
+        let peer_cfg = PeerConfig {
+            codec: cg_sender::rtp_codec(c.codec),
+            ..PeerConfig::new(socket.local_addr())
+        };
+        let (peer, answer) = WebRtcPeer::answer_publisher(&peer_cfg, &offer, now)?;
+        let n = peer
+            .negotiated()
+            .expect("an answering peer is negotiated")
+            .clone();
+        n.feedback.require(c.controller.feedback_kind())?;
+        let mut rtp = c.rtp_config();
+        n.apply_to_receiver(&mut rtp);
+        let session =
+            ReceiverSession::new(rtp, estimator(c, now), now).map_err(|e| host(e.to_string()))?;
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_string();
+        *self.current.lock().expect("never poisoned") = Some(id.clone());
+        let session = Box::new(WebRtcSession::new(peer, session));
+        if self
+            .cmds
+            .send(WhipCommand::Start {
+                id: id.clone(),
+                session,
+                socket,
+            })
+            .await
+            .is_err()
+        {
+            return Err(host("the receiver is shutting down".into()));
+        }
+        Ok((id, answer))
+    }
+
+    async fn delete(&self, id: String) -> bool {
+        let (reply, answer) = oneshot::channel();
+        self.cmds
+            .send(WhipCommand::Delete { id, reply })
+            .await
+            .is_ok()
+            && answer.await.unwrap_or(false)
+    }
+
+    async fn report(&self, id: String, json: axum::body::Bytes) -> bool {
+        if self.current.lock().expect("never poisoned").as_deref() != Some(id.as_str()) {
+            return false;
+        }
+        if let (Some(f), Ok(report)) = (
+            self.reports.lock().expect("never poisoned").as_mut(),
+            serde_json::from_slice::<serde_json::Value>(&json),
+        ) {
+            use std::io::Write;
+            let line = serde_json::json!({
+                "publisher": id,
+                "t": self.start.elapsed().as_secs_f64(),
+                "report": report,
+            });
+            if let Err(e) = writeln!(f, "{line}") {
+                tracing::warn!(%e, "cannot write a publisher report");
+            }
+        }
+        true
+    }
+}
+
+/// WHIP server: receives one publisher at a time until shutdown. The listening socket made
+/// by `Receiver::new` is released; each publisher gets a socket on `listen`.
+async fn serve_whip(
+    http: SocketAddr,
+    socket: UdpSocket,
+    config: &ReceiverConfig,
+    decoder: &Decoder,
+    state: &mut State,
+    stats_tx: &Option<mpsc::Sender<Stats>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Stats, Error> {
+    drop(socket);
+    let listener = tokio::net::TcpListener::bind(http)
+        .await
+        .map_err(|e| Error::Bind {
+            addr: http,
+            reason: e.to_string(),
+        })?;
+    let reports = match &config.publisher_reports {
+        Some(p) => Some(std::fs::File::create(p).map_err(|e| Error::Io {
+            what: format!("create {}", p.display()),
+            source: e,
+        })?),
+        None => None,
+    };
+    let (cmd_tx, mut cmds) = mpsc::channel::<WhipCommand>(4);
+    let current = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let host = WhipHost {
+        cmds: cmd_tx,
+        current: current.clone(),
+        next_id: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1)),
+        config: std::sync::Arc::new(config.clone()),
+        reports: std::sync::Arc::new(std::sync::Mutex::new(reports)),
+        start: Instant::now(),
+    };
+    let app = cg_webrtc::http::router("/whip", PUBLISHER_PAGE, host);
+    let (stop_http, http_stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = http_stopped.await;
+            })
+            .await
+    });
+    tracing::info!(%http, "serving WHIP");
+    tokio::pin!(shutdown);
+    // Set when `shutdown` completed inside a publisher's session.
+    let down = std::sync::atomic::AtomicBool::new(false);
+    let mut tick = tokio::time::interval(config.stats_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let result = loop {
+        if down.load(std::sync::atomic::Ordering::Relaxed) {
+            break Ok(state.last.clone());
+        }
+        let cmd = tokio::select! {
+            () = &mut shutdown => break Ok(state.last.clone()),
+            cmd = cmds.recv() => cmd,
+            _ = tick.tick() => { state.emit_idle(decoder, stats_tx); continue; }
+        };
+        match cmd {
+            Some(WhipCommand::Start {
+                id,
+                session,
+                socket,
+            }) => {
+                tracing::info!(%id, "publisher");
+                let local = socket.local_addr();
+                state.new_session(local);
+                // Ends on shutdown, on DELETE of this session, or when the peer fails.
+                let (end_tx, end_rx) = oneshot::channel::<()>();
+                let (sd, dn) = (&mut shutdown, &down);
+                let mut end = Box::pin(async move {
+                    tokio::select! {
+                        () = sd => dn.store(true, std::sync::atomic::Ordering::Relaxed),
+                        _ = end_rx => {}
+                    }
+                });
+                let (stop_deleter, mut deleter_stopped) = oneshot::channel::<()>();
+                let deleter = {
+                    let id = id.clone();
+                    async move {
+                        // Answers DELETEs while the session runs; any other command is
+                        // refused (the host admits one publisher at a time).
+                        let mut end_tx = Some(end_tx);
+                        loop {
+                            let c = tokio::select! {
+                                c = cmds.recv() => c,
+                                _ = &mut deleter_stopped => break,
+                            };
+                            let Some(c) = c else { break };
+                            match c {
+                                WhipCommand::Delete { id: which, reply } => {
+                                    let ours = which == id;
+                                    let _ = reply.send(ours);
+                                    if ours && let Some(t) = end_tx.take() {
+                                        let _ = t.send(());
+                                    }
+                                }
+                                WhipCommand::Start { .. } => {}
+                            }
+                        }
+                        cmds
+                    }
+                };
+                let deleter = tokio::spawn(deleter);
+                let ended = run_peer(
+                    socket,
+                    *session,
+                    DriverConfig::learned_peer(),
+                    local,
+                    config,
+                    decoder,
+                    state,
+                    stats_tx,
+                    &mut tick,
+                    &mut end,
+                )
+                .await;
+                *current.lock().expect("never poisoned") = None;
+                let _ = stop_deleter.send(());
+                cmds = match deleter.await {
+                    Ok(c) => c,
+                    Err(e) => break Err(Error::Config(format!("WHIP command task: {e}"))),
+                };
+                if let Err(e) = ended {
+                    break Err(e);
+                }
+                tracing::info!(%id, "publisher gone");
+            }
+            Some(WhipCommand::Delete { reply, .. }) => {
+                let _ = reply.send(false);
+            }
+            None => break Ok(state.last.clone()),
+        }
+    };
+    let _ = stop_http.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    result
 }
 
 /// GCC-REMB's receive-side estimator, for that controller only.

@@ -42,12 +42,16 @@
 //! configured from [`Negotiated`] (payload types, extension ids, SSRCs, and
 //! [`SRTP_OVERHEAD`] as the sender's transport overhead), and implements cg-net's `Session`
 //! for a driver with a learned peer (`cg_net::Peer::Learned`: ICE decides where datagrams go).
-//! cg-send answers WHEP viewers with it, cg-recv offers as a WHEP client.
+//! cg-send answers WHEP viewers with it, cg-recv offers as a WHEP client, and cg-recv answers
+//! WHIP publishers ([`WebRtcPeer::answer_publisher`]).
 //!
 //! # Limits today
-//! One video track. WHIP (a browser publishing to cg-recv) is not built yet. A decrypted RTCP
-//! packet is re-marshalled from `rtc-rtcp`'s parse, so a compound packet with one malformed
-//! part is dropped whole by `rtc` before the tap sees it.
+//! One video track. A decrypted RTCP packet is re-marshalled from `rtc-rtcp`'s parse, so a
+//! compound packet with one malformed part is dropped whole by `rtc` before the tap sees it.
+//! `rtc`'s RTP packet type keeps at most 4 bytes of padding (it strips padding when parsing
+//! and re-pads to a multiple of 4): cg's own probes therefore carry payload
+//! (`SenderConfig::payload_padding`), and a browser's padding-only probe packets reach
+//! cg-rtp 4 bytes long, which only a receive-side (REMB) estimator would notice.
 
 /// Bytes SRTP adds to every RTP packet: the AES_CM_128_HMAC_SHA1_80 authentication tag
 /// (RFC 3711 §4.2, 80 bits), the only profile cg negotiates (every WebRTC endpoint implements

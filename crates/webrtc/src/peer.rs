@@ -124,6 +124,25 @@ impl WebRtcPeer {
     /// A malformed offer is [`Error::BadSdp`], an offer without video [`Error::NoVideo`], one
     /// without the configured codec [`Error::NoCommonCodec`]; nothing is left behind.
     pub fn answer(cfg: &PeerConfig, offer: &str, now: Instant) -> Result<(Self, String), Error> {
+        Self::answer_as(cfg, offer, now, true)
+    }
+
+    /// Answers a publisher's offer (WHIP: a browser offers `sendonly` video, cg-recv answers
+    /// `recvonly`). The publisher's SSRCs come from its offer (`a=ssrc-group:FID`).
+    pub fn answer_publisher(
+        cfg: &PeerConfig,
+        offer: &str,
+        now: Instant,
+    ) -> Result<(Self, String), Error> {
+        Self::answer_as(cfg, offer, now, false)
+    }
+
+    fn answer_as(
+        cfg: &PeerConfig,
+        offer: &str,
+        now: Instant,
+        send: bool,
+    ) -> Result<(Self, String), Error> {
         if cfg.local_addr.ip().is_unspecified() || cfg.local_addr.port() == 0 {
             return Err(Error::BadAddress(cfg.local_addr));
         }
@@ -136,30 +155,12 @@ impl WebRtcPeer {
         let (mut pc, tap) = connection(cfg, now)?;
         let offer = RTCSessionDescription::offer(offer.to_owned())
             .map_err(|e| Error::BadSdp(e.to_string()))?;
+        let offer_sdp = offer.sdp.clone();
         pc.set_remote_description(now, offer)
             .map_err(|e| Error::BadSdp(e.to_string()))?;
-        pc.add_track(MediaStreamTrack::new(
-            STREAM_ID.into(),
-            TRACK_ID.into(),
-            TRACK_ID.into(),
-            RtpCodecKind::Video,
-            vec![RTCRtpEncodingParameters {
-                rtp_coding_parameters: RTCRtpCodingParameters {
-                    ssrc: Some(cfg.ssrc),
-                    rtx: Some(RTCRtpRtxParameters { ssrc: cfg.rtx_ssrc }),
-                    ..Default::default()
-                },
-                codec: rtp_codec(cfg.codec)?,
-                active: true,
-                ..Default::default()
-            }],
-        ))
-        .map_err(|e| match e {
-            rtc::shared::error::Error::ErrRTPTransceiverCodecUnsupported => {
-                Error::NoCommonCodec(codec_name(cfg.codec))
-            }
-            e => Error::Rtc(e),
-        })?;
+        if send {
+            add_video_track(&mut pc, cfg)?;
+        }
         add_host_candidate(&mut pc, cfg.local_addr)?;
         let answer = pc.create_answer(None)?;
         pc.set_local_description(now, answer)?;
@@ -167,9 +168,15 @@ impl WebRtcPeer {
             .local_description()
             .map(|d| d.sdp)
             .ok_or_else(|| Error::BadSdp("no local description after answering".into()))?;
-        let negotiated = Negotiated::from_sdp(&sdp)?;
+        let mut negotiated = Negotiated::from_sdp(&sdp)?;
         if negotiated.codec != cfg.codec {
             return Err(Error::NoCommonCodec(codec_name(cfg.codec)));
+        }
+        if !send {
+            // The media comes from the offerer: its SSRCs are in the offer.
+            let theirs = Negotiated::from_sdp(&offer_sdp)?;
+            negotiated.ssrc = theirs.ssrc;
+            negotiated.rtx_ssrc = theirs.rtx_ssrc;
         }
         Ok((Self::new(cfg, pc, tap, Some(negotiated)), sdp))
     }
@@ -413,6 +420,33 @@ fn connection(cfg: &PeerConfig, now: Instant) -> Result<(RTCPeerConnection, TapH
         )
         .build(now)?;
     Ok((pc, tap))
+}
+
+/// cg's video track with its SSRCs, to send.
+fn add_video_track(pc: &mut RTCPeerConnection, cfg: &PeerConfig) -> Result<(), Error> {
+    pc.add_track(MediaStreamTrack::new(
+        STREAM_ID.into(),
+        TRACK_ID.into(),
+        TRACK_ID.into(),
+        RtpCodecKind::Video,
+        vec![RTCRtpEncodingParameters {
+            rtp_coding_parameters: RTCRtpCodingParameters {
+                ssrc: Some(cfg.ssrc),
+                rtx: Some(RTCRtpRtxParameters { ssrc: cfg.rtx_ssrc }),
+                ..Default::default()
+            },
+            codec: rtp_codec(cfg.codec)?,
+            active: true,
+            ..Default::default()
+        }],
+    ))
+    .map_err(|e| match e {
+        rtc::shared::error::Error::ErrRTPTransceiverCodecUnsupported => {
+            Error::NoCommonCodec(codec_name(cfg.codec))
+        }
+        e => Error::Rtc(e),
+    })?;
+    Ok(())
 }
 
 /// The peer's one ICE candidate: the host address of its socket.

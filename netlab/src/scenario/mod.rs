@@ -17,9 +17,7 @@ use std::time::Duration;
 use cg_types::Bitrate;
 use toml::Spanned;
 
-pub use schema::{
-    Backend, EcnSetting, Fallback, FlowKind, Qdisc, RawHtbClass, TcpCc, WebRtcViewer,
-};
+pub use schema::{Backend, EcnSetting, Fallback, FlowKind, Qdisc, RawHtbClass, TcpCc, WebRtcMode};
 use schema::{RawFlow, RawLink, RawScenario, RawStep};
 
 /// A scenario problem, located in its file.
@@ -169,7 +167,7 @@ pub struct FlowSpec {
     /// cg flows: extra cg-recv arguments.
     pub recv_args: Vec<String>,
     /// cg flows: plain RTP, or WebRTC mode with its viewer.
-    pub webrtc: WebRtcViewer,
+    pub webrtc: WebRtcMode,
 }
 
 /// A checked scenario.
@@ -652,7 +650,7 @@ fn flow_instances(
         let span = r.size.as_ref().map_or(f.span(), Spanned::span);
         return Err(cx.err(span, &field("size"), "UDP payload must be 16 to 1472 bytes"));
     }
-    if r.webrtc != WebRtcViewer::Off && kind != FlowKind::Cg {
+    if r.webrtc != WebRtcMode::Off && kind != FlowKind::Cg {
         return Err(cx.err(
             f.span(),
             &field("webrtc"),
@@ -680,9 +678,9 @@ fn flow_instances(
         let chromium_pair = |o: &FlowSpec| {
             o.kind != FlowKind::Tcp && o.from == from && o.to == to && o.direction == direction
         };
-        if (r.webrtc == WebRtcViewer::Chromium && (count > 1 || out.iter().any(chromium_pair)))
+        if (r.webrtc == WebRtcMode::Chromium && (count > 1 || out.iter().any(chromium_pair)))
             || out.iter().any(|o| {
-                o.webrtc == WebRtcViewer::Chromium && chromium_pair(o) && kind != FlowKind::Tcp
+                o.webrtc == WebRtcMode::Chromium && chromium_pair(o) && kind != FlowKind::Tcp
             })
         {
             return Err(cx.err(

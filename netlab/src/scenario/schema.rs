@@ -340,17 +340,18 @@ pub struct RawFlow {
     /// cg flows: extra `cg-recv` arguments.
     #[serde(default)]
     pub recv_args: Vec<String>,
-    /// cg flows: WebRTC mode — cg-send serves WHEP on the sending host and the viewer is
-    /// `cg` (cg-recv as WHEP client) or `chromium` (headless Chromium on the viewer page);
-    /// default `off` (plain RTP).
+    /// cg flows: WebRTC mode — `cg` (cg-send serves WHEP on the sending host, cg-recv views
+    /// it), `chromium` (headless Chromium views it), `chromium_publisher` (Chromium's fake
+    /// camera on the sending host publishes over WHIP to cg-recv; no cg-send); default `off`
+    /// (plain RTP).
     #[serde(default)]
-    pub webrtc: WebRtcViewer,
+    pub webrtc: WebRtcMode,
 }
 
-/// Who views a cg flow in WebRTC mode.
+/// A cg flow's WebRTC mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum WebRtcViewer {
+pub enum WebRtcMode {
     /// Plain RTP: cg-send → cg-recv.
     #[default]
     Off,
@@ -359,6 +360,10 @@ pub enum WebRtcViewer {
     /// Headless Chromium playing cg-send's viewer page; its `getStats()` reports go to
     /// `raw/viewer-<flow>.jsonl`.
     Chromium,
+    /// Headless Chromium publishing its fake camera to cg-recv (`--webrtc whip`), which
+    /// sends the feedback Chromium's own controller runs on; `send_args` are extra Chromium
+    /// arguments, the page's reports go to `raw/publisher-<flow>.jsonl`.
+    ChromiumPublisher,
 }
 
 /// Metric settings.
