@@ -332,62 +332,70 @@ pub fn run(opts: &RunOptions) -> Result<()> {
                 s("--"),
             ]
         };
-        if f.kind == FlowKind::Cg && f.webrtc == WebRtcMode::ChromiumPublisher {
-            // cg-recv serves WHIP on the receiving host; Chromium publishes to it.
+        // cg-recv in the receiving host at `start`, in WebRTC `mode`, on the flow's port.
+        let cg_recv_at = |start: Duration, mode: Vec<String>| -> Result<Helper> {
             let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-            let to = format!("{}:{}", sc.hosts[f.to].addr, f.port);
-            let mut r = exec_at(f.start);
+            let mut r = exec_at(start);
             r.push(recv.display().to_string());
+            r.extend(mode);
             r.extend([
-                s("--webrtc"),
-                s("whip"),
-                s("--http"),
-                to.clone(),
                 s("--listen"),
-                to.clone(),
+                format!("{}:{}", sc.hosts[f.to].addr, f.port),
                 s("--cc"),
                 f.controller.clone(),
                 s("--stats-file"),
                 raw.join(format!("cg-recv-{}.jsonl", f.name))
                     .display()
                     .to_string(),
-                s("--publisher-reports"),
-                raw.join(format!("publisher-{}.jsonl", f.name))
-                    .display()
-                    .to_string(),
                 s("--quiet"),
             ]);
             r.extend(f.recv_args.iter().cloned());
-            cg_receivers.push(spawn_in(
-                &topo.ns(f.to),
-                &r,
-                &format!("cg-recv {}", f.name),
-                false,
-            )?);
+            spawn_in(&topo.ns(f.to), &r, &format!("cg-recv {}", f.name), false)
+        };
+        // Headless Chromium in namespace `ns` at `start` on `url`, with `extra` arguments.
+        let chromium_at = |ns: usize, start: Duration, extra: &[String], url: String| {
             let browser = crate::traffic::cg::chromium().map_err(Error::NotAvailable)?;
             let profile = raw.join(format!("chromium-{}", f.name));
-            let mut v = exec_at(f.start + WHEP_VIEWER_DELAY);
+            let mut v = exec_at(start);
             v.push(browser.display().to_string());
             v.extend(crate::traffic::cg::chromium_args(&profile));
+            v.extend(extra.iter().cloned());
+            v.push(url);
+            spawn_in(&topo.ns(ns), &v, &format!("chromium {}", f.name), false)
+        };
+        if f.kind == FlowKind::Cg && f.webrtc == WebRtcMode::ChromiumPublisher {
+            // cg-recv serves WHIP on the receiving host; Chromium publishes to it.
+            let to = format!("{}:{}", sc.hosts[f.to].addr, f.port);
+            let reports = raw.join(format!("publisher-{}.jsonl", f.name));
+            cg_receivers.push(cg_recv_at(
+                f.start,
+                vec![
+                    s("--webrtc"),
+                    s("whip"),
+                    s("--http"),
+                    to.clone(),
+                    s("--publisher-reports"),
+                    reports.display().to_string(),
+                ],
+            )?);
             // getUserMedia needs a secure context: plain http:// to another host is one only
             // by this flag (a user would serve the page over https, or from localhost).
-            v.extend([
+            let mut extra = vec![
                 s("--use-fake-device-for-media-stream"),
                 s("--use-fake-ui-for-media-stream"),
                 format!("--unsafely-treat-insecure-origin-as-secure=http://{to}"),
-            ]);
-            v.extend(f.send_args.iter().cloned());
-            v.push(format!("http://{to}/?report=1"));
-            cg_receivers.push(spawn_in(
-                &topo.ns(f.from),
-                &v,
-                &format!("chromium {}", f.name),
-                false,
+            ];
+            extra.extend(f.send_args.iter().cloned());
+            cg_receivers.push(chromium_at(
+                f.from,
+                f.start + WHEP_VIEWER_DELAY,
+                &extra,
+                format!("http://{to}/?report=1"),
             )?);
             continue;
         }
         if f.kind == FlowKind::Cg {
-            let (send, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
+            let (send, _) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
             let mut a = exec_at(f.start);
             a.push(send.display().to_string());
             let from_addr = sc.hosts[f.from].addr;
@@ -426,44 +434,12 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             match f.webrtc {
                 WebRtcMode::Off | WebRtcMode::ChromiumPublisher => {}
                 WebRtcMode::Cg => {
-                    let mut v = exec_at(view_at);
-                    v.push(recv.display().to_string());
-                    v.extend([
-                        s("--webrtc"),
-                        s("whep-client"),
-                        url,
-                        s("--listen"),
-                        format!("{}:{}", sc.hosts[f.to].addr, f.port),
-                        s("--cc"),
-                        f.controller.clone(),
-                        s("--stats-file"),
-                        raw.join(format!("cg-recv-{}.jsonl", f.name))
-                            .display()
-                            .to_string(),
-                        s("--quiet"),
-                    ]);
-                    v.extend(f.recv_args.iter().cloned());
-                    cg_receivers.push(spawn_in(
-                        &topo.ns(f.to),
-                        &v,
-                        &format!("cg-recv {}", f.name),
-                        false,
-                    )?);
+                    let mode = vec![s("--webrtc"), s("whep-client"), url];
+                    cg_receivers.push(cg_recv_at(view_at, mode)?);
                 }
                 WebRtcMode::Chromium => {
-                    let browser = crate::traffic::cg::chromium().map_err(Error::NotAvailable)?;
-                    let profile = raw.join(format!("chromium-{}", f.name));
-                    let mut v = exec_at(view_at);
-                    v.push(browser.display().to_string());
-                    v.extend(crate::traffic::cg::chromium_args(&profile));
-                    v.extend(f.recv_args.iter().cloned());
-                    v.push(format!("http://{http}/?report=1"));
-                    cg_receivers.push(spawn_in(
-                        &topo.ns(f.to),
-                        &v,
-                        &format!("chromium {}", f.name),
-                        false,
-                    )?);
+                    let page = format!("http://{http}/?report=1");
+                    cg_receivers.push(chromium_at(f.to, view_at, &f.recv_args, page)?);
                 }
             }
             a.extend(f.send_args.iter().cloned());

@@ -180,10 +180,7 @@ async fn view_whep(
 ) -> Result<Stats, Error> {
     let local = socket.local_addr();
     let now = Instant::now();
-    let peer_cfg = PeerConfig {
-        codec: cg_sender::rtp_codec(config.codec),
-        ..PeerConfig::new(local)
-    };
+    let peer_cfg = peer_config(config, local);
     let webrtc = |e: cg_webrtc::Error| Error::Config(format!("WHEP {url}: {e}"));
     let (mut peer, offer) = WebRtcPeer::offer(&peer_cfg, now).map_err(webrtc)?;
     let (resource, answer) = cg_webrtc::http::post_offer(url, offer)
@@ -191,14 +188,7 @@ async fn view_whep(
         .map_err(webrtc)?;
     let now = Instant::now();
     peer.accept_answer(&answer, now).map_err(webrtc)?;
-    let negotiated = peer.negotiated().expect("accepted an answer").clone();
-    negotiated
-        .feedback
-        .require(config.controller.feedback_kind())
-        .map_err(webrtc)?;
-    let mut rtp = config.rtp_config();
-    negotiated.apply_to_receiver(&mut rtp);
-    let session = ReceiverSession::new(rtp, estimator(config, now), now)?;
+    let session = webrtc_session(config, &peer, now).map_err(webrtc)?;
     tracing::info!(%resource, "viewing");
     state.new_session(local);
     let mut tick = tokio::time::interval(config.stats_interval);
@@ -265,20 +255,9 @@ impl cg_webrtc::http::SessionHost for WhipHost {
         let c = &self.config;
         let socket = bind(c.listen).map_err(|e| host(e.to_string()))?;
         let now = Instant::now();
-        let peer_cfg = PeerConfig {
-            codec: cg_sender::rtp_codec(c.codec),
-            ..PeerConfig::new(socket.local_addr())
-        };
+        let peer_cfg = peer_config(c, socket.local_addr());
         let (peer, answer) = WebRtcPeer::answer_publisher(&peer_cfg, &offer, now)?;
-        let n = peer
-            .negotiated()
-            .expect("an answering peer is negotiated")
-            .clone();
-        n.feedback.require(c.controller.feedback_kind())?;
-        let mut rtp = c.rtp_config();
-        n.apply_to_receiver(&mut rtp);
-        let session =
-            ReceiverSession::new(rtp, estimator(c, now), now).map_err(|e| host(e.to_string()))?;
+        let session = webrtc_session(c, &peer, now)?;
         let id = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -469,6 +448,31 @@ async fn serve_whip(
     let _ = stop_http.send(());
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
     result
+}
+
+/// A WebRTC peer of this receiver on `local` (its host candidate).
+fn peer_config(config: &ReceiverConfig, local: SocketAddr) -> PeerConfig {
+    PeerConfig {
+        codec: cg_sender::rtp_codec(config.codec),
+        ..PeerConfig::new(local)
+    }
+}
+
+/// The receiver session for a negotiated peer: the controller's feedback must have been
+/// agreed; payload types, extensions and SSRCs come from the negotiation.
+fn webrtc_session(
+    config: &ReceiverConfig,
+    peer: &WebRtcPeer,
+    now: Instant,
+) -> Result<ReceiverSession, cg_webrtc::Error> {
+    let n = peer
+        .negotiated()
+        .ok_or_else(|| cg_webrtc::Error::BadSdp("no answer yet".into()))?;
+    n.feedback.require(config.controller.feedback_kind())?;
+    let mut rtp = config.rtp_config();
+    n.apply_to_receiver(&mut rtp);
+    ReceiverSession::new(rtp, estimator(config, now), now)
+        .map_err(|e| cg_webrtc::Error::Host(e.to_string()))
 }
 
 /// GCC-REMB's receive-side estimator, for that controller only.

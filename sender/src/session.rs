@@ -85,30 +85,7 @@ impl Sender {
             let _ = driver_stopped.await;
         }));
 
-        // The encoder hands frames to a std channel; a thread moves them into tokio.
-        let (frame_tx, mut frame_rx) = mpsc::channel(FRAME_BRIDGE);
-        let bridge = std::thread::Builder::new()
-            .name("cg-send-frames".into())
-            .spawn(move || {
-                // The encoder's channel stays open as long as its pipeline exists: poll so
-                // that the thread ends as soon as the session stops listening.
-                use std::sync::mpsc::RecvTimeoutError;
-                while !frame_tx.is_closed() {
-                    match frames.recv_timeout(Duration::from_millis(50)) {
-                        Ok(f) => {
-                            if frame_tx.blocking_send(f).is_err() {
-                                break;
-                            }
-                        }
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-            })
-            .map_err(|e| Error::Io {
-                what: "spawn frame thread".into(),
-                source: e,
-            })?;
+        let (bridge, mut frame_rx) = frame_bridge(frames)?;
 
         let mut steering = Steering::new(&config);
         let mut sampler = Sampler::new(&config, start);
@@ -206,6 +183,43 @@ impl Sender {
             None => Ok(sampler.last),
         }
     }
+}
+
+/// The encoder hands frames to a std channel; a thread moves them into tokio. The thread
+/// ends when the returned receiver is dropped (or the encoder's channel closes).
+pub(crate) fn frame_bridge(
+    frames: std::sync::mpsc::Receiver<cg_media::EncodedFrame>,
+) -> Result<
+    (
+        std::thread::JoinHandle<()>,
+        mpsc::Receiver<cg_media::EncodedFrame>,
+    ),
+    Error,
+> {
+    let (frame_tx, frame_rx) = mpsc::channel(FRAME_BRIDGE);
+    let bridge = std::thread::Builder::new()
+        .name("cg-send-frames".into())
+        .spawn(move || {
+            // The encoder's channel stays open as long as its pipeline exists: poll so that
+            // the thread ends as soon as the session stops listening.
+            use std::sync::mpsc::RecvTimeoutError;
+            while !frame_tx.is_closed() {
+                match frames.recv_timeout(Duration::from_millis(50)) {
+                    Ok(f) => {
+                        if frame_tx.blocking_send(f).is_err() {
+                            break;
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        })
+        .map_err(|e| Error::Io {
+            what: "spawn frame thread".into(),
+            source: e,
+        })?;
+    Ok((bridge, frame_rx))
 }
 
 /// The encoder's steering: the rate last given to it and the key-frame requests it serves.

@@ -160,27 +160,7 @@ impl WhepSender {
             None => None,
         };
 
-        let (frame_tx, mut frame_rx) = mpsc::channel(8);
-        let bridge = std::thread::Builder::new()
-            .name("cg-send-frames".into())
-            .spawn(move || {
-                use std::sync::mpsc::RecvTimeoutError;
-                while !frame_tx.is_closed() {
-                    match frames.recv_timeout(Duration::from_millis(50)) {
-                        Ok(f) => {
-                            if frame_tx.blocking_send(f).is_err() {
-                                break;
-                            }
-                        }
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-            })
-            .map_err(|e| Error::Io {
-                what: "spawn frame thread".into(),
-                source: e,
-            })?;
+        let (bridge, mut frame_rx) = crate::session::frame_bridge(frames)?;
 
         let mut steering = Steering::new(&config);
         encoder.set_target_bitrate(config.start_bitrate);
