@@ -11,7 +11,8 @@
 //!   `Access-Control-Allow-Origin: *` and exposes `Location`, so a page from anywhere can use
 //!   it.
 //! - `POST {path}/{id}/stats` takes a JSON statistics report from the viewer page (`204`).
-//! - `GET /` serves the application's page (the viewer or the publisher).
+//! - `GET /` serves the application's page (the viewer or the publisher), `GET /cg-webrtc.js`
+//!   the signalling script both pages share ([`CLIENT_JS`]).
 //!
 //! Errors: not `application/sdp` → `415`; an offer over 64 KiB → `413`; malformed SDP → `400`;
 //! an offer without video, without a codec cg can send or without the feedback the
@@ -28,6 +29,10 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 
 use crate::Error;
+
+/// The signalling script of cg's pages (`cgSignal`, `cgPoll`, `cgTable`), served at
+/// `/cg-webrtc.js` by [`router`].
+pub const CLIENT_JS: &str = include_str!("../assets/signal.js");
 
 /// The media type of offers and answers.
 pub const SDP: &str = "application/sdp";
@@ -50,6 +55,10 @@ pub trait SessionHost: Clone + Send + Sync + 'static {
 pub fn router<H: SessionHost>(path: &str, page: &'static str, host: H) -> Router {
     Router::new()
         .route("/", get(move || async move { Html(page) }))
+        .route(
+            "/cg-webrtc.js",
+            get(|| async { ([(header::CONTENT_TYPE, "text/javascript")], CLIENT_JS) }),
+        )
         .route(path, post(create::<H>).options(preflight))
         .route(
             &format!("{path}/{{id}}"),

@@ -131,4 +131,7 @@ async fn refusals_say_why_and_leave_nothing_behind() {
     }
     let (s, _, page) = raw("GET", &base, None, "").await;
     assert_eq!((s, page.as_str()), (200, "<html>viewer</html>"));
+    let (s, headers, js) = raw("GET", &format!("{base}/cg-webrtc.js"), None, "").await;
+    assert_eq!(s, 200);
+    assert!(headers.contains("text/javascript") && js.contains("async function cgSignal"));
 }
