@@ -1089,7 +1089,8 @@ const WEBRTC_VIDEO: &str =
 
 /// One cg flow through `fwd` (one-way delay `delay`) for `secs`, warm-up 10 s; `webrtc` is
 /// its WebRTC mode (`off`, `cg`, `chromium`, `chromium_publisher`); `extra` is appended to
-/// the flow's table. Returns the summary and the output
+/// the flow's table. A netlab failure (an overloaded machine failing the topology check, say)
+/// is an `Err`, which [`twice`] counts as a failed attempt. Returns the summary and the output
 /// directory (removed by the caller).
 #[allow(clippy::too_many_arguments)]
 fn webrtc_run(
@@ -1102,7 +1103,7 @@ fn webrtc_run(
     webrtc: &str,
     secs: u32,
     extra: &str,
-) -> (Value, PathBuf) {
+) -> Result<(Value, PathBuf), String> {
     let recv_args = if webrtc == "chromium" {
         // The viewer is Chromium: cg-recv's arguments do not apply.
         String::new()
@@ -1115,7 +1116,7 @@ fn webrtc_run(
         .replace(r#"warmup = "5s""#, r#"warmup = "10s""#)
         + &format!("webrtc = \"{webrtc}\"\n{extra}\n");
     let _guard = lock();
-    run_netlab(name, &toml, |_| {}).unwrap_or_else(|e| panic!("{name}: {e}"))
+    run_netlab(name, &toml, |_| {}).map_err(|e| format!("{name}: {e}"))
 }
 
 /// Runs `attempt` with 1, and on failure once more with 2 (a shared 2-core machine can disturb
@@ -1174,15 +1175,21 @@ fn webrtc_mode_matches_plain_rtp_for_every_controller() {
                     "",
                 )
             };
-            let (plain, p_out) = run("plain");
-            let (webrtc, w_out) = run("webrtc");
+            let (plain, p_out) = match run("plain") {
+                Ok(r) => r,
+                Err(e) => return vec![e],
+            };
+            let _ = std::fs::remove_dir_all(p_out.parent().unwrap());
+            let (webrtc, w_out) = match run("webrtc") {
+                Ok(r) => r,
+                Err(e) => return vec![e],
+            };
             let ((up, qp), (uw, qw)) = (u_and_q95(&plain), u_and_q95(&webrtc));
             let recv = lines(&w_out.join("raw/cg-recv-cg.jsonl"));
             let decoded = recv.last().map_or(0.0, |l| num(l, "frames_decoded"));
             eprintln!(
                 "{cc}: plain U {up:.3} q95 {qp:.1} ms; WebRTC U {uw:.3} q95 {qw:.1} ms, {decoded} frames decoded"
             );
-            let _ = std::fs::remove_dir_all(p_out.parent().unwrap());
             let _ = std::fs::remove_dir_all(w_out.parent().unwrap());
             let mut why = Vec::new();
             if (uw - up).abs() > 0.10 * up {
@@ -1247,7 +1254,7 @@ fn chromium_views_scream_over_its_rfc8888_feedback() {
 /// `chromium_args` is a `recv_args = [...]` line of extra Chromium arguments, or empty.
 fn chromium_viewer(controller: &str, chromium_args: &str, secs: u32) {
     twice(&format!("chromium {controller}"), |attempt| {
-        let (summary, out) = webrtc_run(
+        let (summary, out) = match webrtc_run(
             &format!("chromium-{controller}-{attempt}"),
             WEBRTC_2MBIT,
             "25ms",
@@ -1257,7 +1264,10 @@ fn chromium_viewer(controller: &str, chromium_args: &str, secs: u32) {
             "chromium",
             secs,
             chromium_args,
-        );
+        ) {
+            Ok(r) => r,
+            Err(e) => return vec![e],
+        };
         let (u, q95) = u_and_q95(&summary);
         let reports = chromium_inbound(&out);
         let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
@@ -1333,8 +1343,15 @@ qdisc = { kind = "dualpi2" }"#;
             let v = if mode == "plain" { "off" } else { "cg" };
             webrtc_run(&name, fwd, "15ms", "scream", "ect1", video, v, 30, "")
         };
-        let (plain, p_out) = run("plain");
-        let (webrtc, w_out) = run("webrtc");
+        let (plain, p_out) = match run("plain") {
+            Ok(r) => r,
+            Err(e) => return vec![e],
+        };
+        let _ = std::fs::remove_dir_all(p_out.parent().unwrap());
+        let (webrtc, w_out) = match run("webrtc") {
+            Ok(r) => r,
+            Err(e) => return vec![e],
+        };
         let ((up, qp), (uw, qw)) = (u_and_q95(&plain), u_and_q95(&webrtc));
         let recv = lines(&w_out.join("raw/cg-recv-cg.jsonl"));
         let sent = lines(&w_out.join("raw/cg-send-cg.jsonl"));
@@ -1351,7 +1368,6 @@ qdisc = { kind = "dualpi2" }"#;
         eprintln!(
             "SCReAM L4S 20 Mb/s DualPI2: plain U {up:.3} q95 {qp:.2} ms; WebRTC U {uw:.3} q95 {qw:.2} ms, ECT(1) {ect1_received} and CE {ce_received} received, CE in the controller {ce_seen}, CE at the link {link_ce}"
         );
-        let _ = std::fs::remove_dir_all(p_out.parent().unwrap());
         let _ = std::fs::remove_dir_all(w_out.parent().unwrap());
         let mut why = Vec::new();
         if !(ce_received > 0.0 && ce_seen > 0.0) {
@@ -1387,7 +1403,7 @@ fn chromium_publishes_to_cg_recv_over_whip_and_its_estimate_finds_the_bottleneck
 delay = "25ms"
 qdisc = { kind = "droptail", limit = "300ms" }"#;
     twice("whip", |attempt| {
-        let (_, out) = webrtc_run(
+        let (_, out) = match webrtc_run(
             &format!("whip-{attempt}"),
             fwd,
             "25ms",
@@ -1397,7 +1413,10 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
             "chromium_publisher",
             40,
             "",
-        );
+        ) {
+            Ok(r) => r,
+            Err(e) => return vec![e],
+        };
         let reports: Vec<(f64, f64, f64)> = lines(&out.join("raw/publisher-cg.jsonl"))
             .iter()
             .filter_map(|l| {
