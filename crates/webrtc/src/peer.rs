@@ -267,31 +267,33 @@ impl WebRtcPeer {
 
     /// Sends one RTP packet written by cg-rtp (already complete: header, extensions, payload);
     /// `rtc` only encrypts it. Until the peer is [`PeerState::Connected`] there are no SRTP
-    /// keys and the packet is dropped by `rtc`.
-    pub fn send_rtp(&mut self, now: Instant, packet: &[u8]) -> Result<(), Error> {
-        let p = rtc::rtp::Packet::unmarshal(&mut &packet[..]).map_err(|e| Error::BadPacket {
+    /// keys and the packet is dropped by `rtc`. `rtc` takes a parsed packet: parsing `Bytes`
+    /// shares the payload instead of copying it.
+    pub fn send_rtp(&mut self, now: Instant, mut packet: Bytes) -> Result<(), Error> {
+        let p = rtc::rtp::Packet::unmarshal(&mut packet).map_err(|e| Error::BadPacket {
             kind: "RTP",
             reason: e.to_string(),
         })?;
         self.pc.handle_write(TaggedRTCMessage {
             now,
-            message: RTCMessage::RtpPacket(TRACK_ID.into(), p),
+            // The track id is not read on the write path; an empty one allocates nothing.
+            message: RTCMessage::RtpPacket(String::new(), p),
         })?;
         Ok(())
     }
 
     /// Sends one (compound) RTCP packet written by cg-rtp, unparsed: `rtc` only encrypts it.
-    pub fn send_rtcp(&mut self, now: Instant, packet: &[u8]) -> Result<(), Error> {
+    pub fn send_rtcp(&mut self, now: Instant, packet: Bytes) -> Result<(), Error> {
         if packet.len() < 4 || packet[0] >> 6 != 2 || !(192..=223).contains(&packet[1]) {
             return Err(Error::BadPacket {
                 kind: "RTCP",
                 reason: "no RTCP header (version 2, packet type 192-223)".into(),
             });
         }
-        let raw = rtc::rtcp::raw_packet::RawPacket(Bytes::copy_from_slice(packet));
+        let raw = rtc::rtcp::raw_packet::RawPacket(packet);
         self.pc.handle_write(TaggedRTCMessage {
             now,
-            message: RTCMessage::RtcpPacket(TRACK_ID.into(), vec![Box::new(raw)]),
+            message: RTCMessage::RtcpPacket(String::new(), vec![Box::new(raw)]),
         })?;
         Ok(())
     }

@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use cg_rtp::{ReceiverEvent, ReceiverSession, SenderEvent, SenderSession};
+use cg_rtp::{ReceiverEvent, ReceiverSession, SenderEvent, SenderSession, TransmitKind};
 use cg_types::Ecn;
 
 use crate::{PeerState, WebRtcPeer};
@@ -132,11 +132,10 @@ impl<S: RtpSession> WebRtcSession<S> {
                 return None;
             }
             let t = self.inner.poll_transmit(now)?;
-            let rtcp = t.bytes.len() >= 2 && (192..=223).contains(&t.bytes[1]);
-            let r = if rtcp {
-                self.peer.send_rtcp(now, &t.bytes)
+            let r = if t.kind == TransmitKind::Rtcp {
+                self.peer.send_rtcp(now, t.bytes)
             } else {
-                self.peer.send_rtp(now, &t.bytes)
+                self.peer.send_rtp(now, t.bytes)
             };
             if let Err(error) = r {
                 self.refused += 1;

@@ -204,7 +204,7 @@ fn a_viewer_connects_and_cg_media_and_feedback_cross_srtp_with_their_ecn() {
     let pt = p.cg.negotiated().unwrap().payload_type;
     let sent: Vec<Vec<u8>> = (1..=20).map(|s| rtp(&cfg, pt, s)).collect();
     for b in &sent {
-        p.cg.send_rtp(p.now, b).unwrap();
+        p.cg.send_rtp(p.now, Bytes::copy_from_slice(b)).unwrap();
     }
     p.run_until(Duration::from_secs(1), |p| p.viewer_rtp.len() >= sent.len());
     for (got, want) in p.viewer_rtp.iter().zip(&sent) {

@@ -452,12 +452,13 @@ impl SenderSession {
                 .filter(|_| self.config.payload_padding)
             {
                 Some(s) => {
-                    let actual = self.config.transport_overhead
-                        + 14
-                        + self.config.extensions.max_overhead()
-                        + s.payload.len();
-                    self.pacer.padding_sent_as(DataSize::bytes(actual as u64));
-                    self.send_rtx(Some(s), PacketKind::Padding, now)
+                    let t = self.send_rtx(Some(s), PacketKind::Padding, now);
+                    if let Ok(t) = &t {
+                        // The probe's clock by the size that left, not the padding size.
+                        let on_wire = self.config.transport_overhead + t.bytes.len();
+                        self.pacer.padding_sent_as(DataSize::bytes(on_wire as u64));
+                    }
+                    t
                 }
                 None => self.send_rtx(None, PacketKind::Padding, now),
             },
