@@ -111,34 +111,13 @@ impl Sender {
                         failure = Some(Error::Media(cg_media::MediaError::Pipeline(format!("encoder stopped: {why}"))));
                         break;
                     };
-                    let f = cg_rtp::EncodedFrame {
-                        data: frame.data,
-                        capture_time: frame.capture_time.to_instant(),
-                        key_frame: frame.key_frame,
-                        codec,
-                    };
-                    let answer = handle
-                        .query(move |s: &mut SenderSession, now| {
-                            if let Err(e) = s.push_frame(f, now) {
-                                tracing::warn!(%e, "frame not packetized");
-                            }
-                            s.target_bitrate()
-                        })
-                        .await;
-                    match answer {
-                        Ok(target) => steering.steer(&encoder, target),
-                        Err(_) => continue, // the driver stopped: the next turn reports why
+                    match push_frame(&handle, &frame, codec).await {
+                        Some(target) => steering.steer(&encoder, target),
+                        None => continue, // the driver stopped: the next turn reports why
                     }
                 }
                 event = handle.next_event() => match event {
-                    Some(SenderEvent::KeyFrameRequested(reason)) => {
-                        tracing::debug!(?reason, "key frame requested");
-                        steering.want_key_frame(&encoder);
-                    }
-                    Some(SenderEvent::CircuitBreaker(b)) => {
-                        tracing::warn!(?b, "circuit breaker");
-                    }
-                    Some(_) => {}
+                    Some(e) => steering.on_event(&encoder, e),
                     None => continue,
                 },
                 _ = tick.tick() => {
@@ -260,6 +239,18 @@ impl Steering {
         }
     }
 
+    /// A session's event: key-frame requests reach the encoder, breaker changes the log.
+    pub(crate) fn on_event(&mut self, encoder: &Encoder, event: SenderEvent) {
+        match event {
+            SenderEvent::KeyFrameRequested(reason) => {
+                tracing::debug!(?reason, "key frame requested");
+                self.want_key_frame(encoder);
+            }
+            SenderEvent::CircuitBreaker(b) => tracing::warn!(?b, "circuit breaker"),
+            _ => {}
+        }
+    }
+
     /// A key frame is wanted (a receiver's request, a queue discard, a new viewer).
     pub(crate) fn want_key_frame(&mut self, encoder: &Encoder) {
         self.key_frame_requests += 1;
@@ -300,6 +291,31 @@ impl HasSender for cg_webrtc::WebRtcSession<SenderSession> {
     fn sender(&mut self) -> &mut SenderSession {
         self.inner_mut()
     }
+}
+
+/// Pushes an encoded frame into the session behind `handle`; the controller's target after
+/// it, or `None` if the driver has stopped. A frame the session refuses is logged and lost.
+pub(crate) async fn push_frame<S: HasSender>(
+    handle: &DriverHandle<S>,
+    frame: &cg_media::EncodedFrame,
+    codec: cg_rtp::Codec,
+) -> Option<Bitrate> {
+    let f = cg_rtp::EncodedFrame {
+        data: frame.data.clone(),
+        capture_time: frame.capture_time.to_instant(),
+        key_frame: frame.key_frame,
+        codec,
+    };
+    handle
+        .query(move |s: &mut S, now| {
+            let s = s.sender();
+            if let Err(e) = s.push_frame(f, now) {
+                tracing::warn!(%e, "frame not packetized");
+            }
+            s.target_bitrate()
+        })
+        .await
+        .ok()
 }
 
 /// One session's statistics between samples.

@@ -27,13 +27,13 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use cg_media::Encoder;
 use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
-use cg_rtp::{SenderEvent, SenderSession};
+use cg_rtp::SenderSession;
 use cg_types::Bitrate;
 use cg_webrtc::http::SessionHost;
 use cg_webrtc::{PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::session::{Sampler, Steering, rtp_codec};
+use crate::session::{Sampler, Steering, push_frame, rtp_codec};
 use crate::{Error, SenderConfig, Stats};
 
 /// The default [`WhepConfig::connect_timeout`].
@@ -210,20 +210,7 @@ impl WhepSender {
                     };
                     let mut lowest: Option<Bitrate> = None;
                     for v in viewers.values().filter(|v| v.connected) {
-                        let f = cg_rtp::EncodedFrame {
-                            data: frame.data.clone(),
-                            capture_time: frame.capture_time.to_instant(),
-                            key_frame: frame.key_frame,
-                            codec,
-                        };
-                        let target = v.handle.query(move |s: &mut ViewerSession, now| {
-                            let s = s.inner_mut();
-                            if let Err(e) = s.push_frame(f, now) {
-                                tracing::debug!(%e, "frame not packetized");
-                            }
-                            s.target_bitrate()
-                        }).await;
-                        if let Ok(t) = target {
+                        if let Some(t) = push_frame(&v.handle, &frame, codec).await {
                             lowest = Some(lowest.map_or(t, |l| l.min(t)));
                         }
                     }
@@ -313,14 +300,7 @@ async fn drain_events(
                     gone.push(id.clone());
                 }
                 WebRtcEvent::State(_) => {}
-                WebRtcEvent::Media(SenderEvent::KeyFrameRequested(reason)) => {
-                    tracing::debug!(%id, ?reason, "key frame requested");
-                    steering.want_key_frame(encoder);
-                }
-                WebRtcEvent::Media(SenderEvent::CircuitBreaker(b)) => {
-                    tracing::warn!(%id, ?b, "circuit breaker");
-                }
-                WebRtcEvent::Media(_) => {}
+                WebRtcEvent::Media(e) => steering.on_event(encoder, e),
             }
         }
         if v.task.is_finished() {
