@@ -220,80 +220,84 @@ async fn view_whep(
 /// The publisher page served by a WHIP receiver at `/`.
 pub const PUBLISHER_PAGE: &str = include_str!("../assets/publisher.html");
 
-/// What a WHIP request asks of the receiving loop.
-enum WhipCommand {
-    Start {
-        id: String,
-        session: Box<WebRtcSession<ReceiverSession>>,
-        socket: UdpSocket,
-    },
-    Delete {
-        id: String,
-        reply: oneshot::Sender<bool>,
-    },
+/// A publisher's session, handed by the HTTP side to the receiving loop.
+struct Publisher {
+    id: String,
+    session: Box<WebRtcSession<ReceiverSession>>,
+    socket: UdpSocket,
+    /// Fires on `DELETE` of this session.
+    deleted: oneshot::Receiver<()>,
 }
+
+/// The publisher admitted now: its id, and what ends it on `DELETE`.
+type Current = std::sync::Arc<std::sync::Mutex<Option<(String, Option<oneshot::Sender<()>>)>>>;
 
 /// The HTTP side of a WHIP receiver: one publisher at a time.
 #[derive(Clone)]
 struct WhipHost {
-    cmds: mpsc::Sender<WhipCommand>,
-    current: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    publishers: mpsc::Sender<Publisher>,
+    current: Current,
     next_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
     config: std::sync::Arc<ReceiverConfig>,
     reports: std::sync::Arc<std::sync::Mutex<Option<std::fs::File>>>,
     start: Instant,
 }
 
+impl WhipHost {
+    /// The id of the publisher admitted now.
+    fn current_id(&self) -> Option<String> {
+        let c = self.current.lock().expect("never held across a panic");
+        c.as_ref().map(|(id, _)| id.clone())
+    }
+}
+
 impl cg_webrtc::http::SessionHost for WhipHost {
     async fn create(&self, offer: String) -> Result<(String, String), cg_webrtc::Error> {
         let host = cg_webrtc::Error::Host;
-        if self.current.lock().expect("never poisoned").is_some() {
-            return Err(host(
-                "a publisher is already connected; DELETE its session first".into(),
-            ));
-        }
-        let c = &self.config;
-        let socket = bind(c.listen).map_err(|e| host(e.to_string()))?;
-        let now = Instant::now();
-        let peer_cfg = peer_config(c, socket.local_addr());
-        let (peer, answer) = WebRtcPeer::answer_publisher(&peer_cfg, &offer, now)?;
-        let session = webrtc_session(c, &peer, now)?;
         let id = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             .to_string();
-        *self.current.lock().expect("never poisoned") = Some(id.clone());
-        let session = Box::new(WebRtcSession::new(peer, session));
-        if self
-            .cmds
-            .send(WhipCommand::Start {
-                id: id.clone(),
-                session,
-                socket,
-            })
-            .await
-            .is_err()
+        let (delete, deleted) = oneshot::channel();
         {
-            return Err(host("the receiver is shutting down".into()));
+            // Checked and taken in one step: two offers at once cannot both be admitted.
+            let mut c = self.current.lock().expect("never held across a panic");
+            if c.is_some() {
+                return Err(host(
+                    "a publisher is already connected; DELETE its session first".into(),
+                ));
+            }
+            *c = Some((id.clone(), Some(delete)));
         }
-        Ok((id, answer))
+        let admitted = self.admit(&id, offer, deleted).await;
+        if admitted.is_err() {
+            *self.current.lock().expect("never held across a panic") = None;
+        }
+        admitted.map(|answer| (id, answer))
     }
 
     async fn delete(&self, id: String) -> bool {
-        let (reply, answer) = oneshot::channel();
-        self.cmds
-            .send(WhipCommand::Delete { id, reply })
-            .await
-            .is_ok()
-            && answer.await.unwrap_or(false)
+        let mut c = self.current.lock().expect("never held across a panic");
+        match c.as_mut() {
+            Some((current, end)) if *current == id => {
+                if let Some(end) = end.take() {
+                    let _ = end.send(());
+                }
+                true
+            }
+            _ => false,
+        }
     }
 
     async fn report(&self, id: String, json: axum::body::Bytes) -> bool {
-        if self.current.lock().expect("never poisoned").as_deref() != Some(id.as_str()) {
+        if self.current_id().as_deref() != Some(id.as_str()) {
             return false;
         }
         if let (Some(f), Ok(report)) = (
-            self.reports.lock().expect("never poisoned").as_mut(),
+            self.reports
+                .lock()
+                .expect("never held across a panic")
+                .as_mut(),
             serde_json::from_slice::<serde_json::Value>(&json),
         ) {
             use std::io::Write;
@@ -307,6 +311,36 @@ impl cg_webrtc::http::SessionHost for WhipHost {
             }
         }
         true
+    }
+}
+
+impl WhipHost {
+    /// Answers `offer` and hands the session to the receiving loop; the answer.
+    async fn admit(
+        &self,
+        id: &str,
+        offer: String,
+        deleted: oneshot::Receiver<()>,
+    ) -> Result<String, cg_webrtc::Error> {
+        let host = cg_webrtc::Error::Host;
+        let c = &self.config;
+        let socket = bind(c.listen).map_err(|e| host(e.to_string()))?;
+        let now = Instant::now();
+        let peer_cfg = peer_config(c, socket.local_addr());
+        let (peer, answer) = WebRtcPeer::answer_publisher(&peer_cfg, &offer, now)?;
+        let rtp = webrtc_session(c, &peer, now)?;
+        let session = Box::new(WebRtcSession::new(peer, rtp));
+        let p = Publisher {
+            id: id.to_owned(),
+            session,
+            socket,
+            deleted,
+        };
+        self.publishers
+            .send(p)
+            .await
+            .map_err(|_| host("the receiver is shutting down".into()))?;
+        Ok(answer)
     }
 }
 
@@ -335,10 +369,10 @@ async fn serve_whip(
         })?),
         None => None,
     };
-    let (cmd_tx, mut cmds) = mpsc::channel::<WhipCommand>(4);
-    let current = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let (publishers, mut arrivals) = mpsc::channel::<Publisher>(1);
+    let current: Current = Default::default();
     let host = WhipHost {
-        cmds: cmd_tx,
+        publishers,
         current: current.clone(),
         next_id: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1)),
         config: std::sync::Arc::new(config.clone()),
@@ -364,86 +398,43 @@ async fn serve_whip(
         if down.load(std::sync::atomic::Ordering::Relaxed) {
             break Ok(state.last.clone());
         }
-        let cmd = tokio::select! {
+        let p = tokio::select! {
             () = &mut shutdown => break Ok(state.last.clone()),
-            cmd = cmds.recv() => cmd,
+            p = arrivals.recv() => p,
             _ = tick.tick() => { state.emit_idle(decoder, stats_tx); continue; }
         };
-        match cmd {
-            Some(WhipCommand::Start {
-                id,
-                session,
-                socket,
-            }) => {
-                tracing::info!(%id, "publisher");
-                let local = socket.local_addr();
-                state.new_session(local);
-                // Ends on shutdown, on DELETE of this session, or when the peer fails.
-                let (end_tx, end_rx) = oneshot::channel::<()>();
-                let (sd, dn) = (&mut shutdown, &down);
-                let mut end = Box::pin(async move {
-                    tokio::select! {
-                        () = sd => dn.store(true, std::sync::atomic::Ordering::Relaxed),
-                        _ = end_rx => {}
-                    }
-                });
-                let (stop_deleter, mut deleter_stopped) = oneshot::channel::<()>();
-                let deleter = {
-                    let id = id.clone();
-                    async move {
-                        // Answers DELETEs while the session runs; any other command is
-                        // refused (the host admits one publisher at a time).
-                        let mut end_tx = Some(end_tx);
-                        loop {
-                            let c = tokio::select! {
-                                c = cmds.recv() => c,
-                                _ = &mut deleter_stopped => break,
-                            };
-                            let Some(c) = c else { break };
-                            match c {
-                                WhipCommand::Delete { id: which, reply } => {
-                                    let ours = which == id;
-                                    let _ = reply.send(ours);
-                                    if ours && let Some(t) = end_tx.take() {
-                                        let _ = t.send(());
-                                    }
-                                }
-                                WhipCommand::Start { .. } => {}
-                            }
-                        }
-                        cmds
-                    }
-                };
-                let deleter = tokio::spawn(deleter);
-                let ended = run_peer(
-                    socket,
-                    *session,
-                    DriverConfig::learned_peer(),
-                    local,
-                    config,
-                    decoder,
-                    state,
-                    stats_tx,
-                    &mut tick,
-                    &mut end,
-                )
-                .await;
-                *current.lock().expect("never poisoned") = None;
-                let _ = stop_deleter.send(());
-                cmds = match deleter.await {
-                    Ok(c) => c,
-                    Err(e) => break Err(Error::Config(format!("WHIP command task: {e}"))),
-                };
-                if let Err(e) = ended {
-                    break Err(e);
-                }
-                tracing::info!(%id, "publisher gone");
+        let Some(p) = p else {
+            break Ok(state.last.clone());
+        };
+        tracing::info!(id = %p.id, "publisher");
+        let local = p.socket.local_addr();
+        state.new_session(local);
+        // Ends on shutdown, on DELETE of this session, or when the peer fails.
+        let (sd, dn, deleted) = (&mut shutdown, &down, p.deleted);
+        let mut end = Box::pin(async move {
+            tokio::select! {
+                () = sd => dn.store(true, std::sync::atomic::Ordering::Relaxed),
+                _ = deleted => {}
             }
-            Some(WhipCommand::Delete { reply, .. }) => {
-                let _ = reply.send(false);
-            }
-            None => break Ok(state.last.clone()),
+        });
+        let ended = run_peer(
+            p.socket,
+            *p.session,
+            DriverConfig::learned_peer(),
+            local,
+            config,
+            decoder,
+            state,
+            stats_tx,
+            &mut tick,
+            &mut end,
+        )
+        .await;
+        *current.lock().expect("never held across a panic") = None;
+        if let Err(e) = ended {
+            break Err(e);
         }
+        tracing::info!(id = %p.id, "publisher gone");
     };
     let _ = stop_http.send(());
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;

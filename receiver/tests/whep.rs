@@ -1,6 +1,7 @@
 //! WebRTC mode end to end on loopback, in process: cg-send's WHEP server and cg-recv as WHEP
 //! clients, real sockets, DTLS-SRTP, every controller on the feedback it negotiates; two
-//! viewers at once, one leaving without disturbing the other; offers refused with the reason.
+//! viewers at once, one leaving without disturbing the other; offers refused with the reason;
+//! a WHIP receiver taking one publisher at a time.
 
 use std::time::Duration;
 
@@ -158,4 +159,62 @@ async fn a_viewer_that_never_connects_is_dropped_and_the_server_carries_on() {
         seen.insert(r.viewer.unwrap());
     }
     assert_eq!(seen.len(), 2, "{seen:?}");
+}
+
+/// A browser's publishing offer: the recorded Chromium 156 offer turned `sendonly` with its
+/// SSRCs, as Chromium writes them for a camera track.
+fn publisher_offer() -> String {
+    include_str!("../../crates/webrtc/tests/data/chrome156-recvonly-offer-ccfb.sdp").replace(
+        "a=recvonly\r\n",
+        "a=sendonly\r\na=ssrc-group:FID 11 12\r\na=ssrc:11 cname:pub\r\na=ssrc:12 cname:pub\r\n",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whip_receiver_admits_one_publisher_at_a_time() {
+    let http = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let r = Receiver::new(ReceiverConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        controller: ControllerKind::Gcc,
+        whip_http: Some(http),
+        ..ReceiverConfig::default()
+    })
+    .unwrap();
+    let task = tokio::spawn(r.run(tokio::time::sleep(Duration::from_secs(6))));
+    let url = format!("http://{http}/whip");
+    let mut first = None;
+    for _ in 0..50 {
+        match cg_webrtc::http::post_offer(&url, publisher_offer()).await {
+            Ok(r) => {
+                first = Some(r);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await, // not up yet
+        }
+    }
+    let (first, answer) = first.expect("the WHIP server answers");
+    assert!(answer.contains("a=recvonly"), "{answer}");
+    let e = cg_webrtc::http::post_offer(&url, publisher_offer())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("503") && e.contains("already"), "{e}");
+    cg_webrtc::http::delete(&first).await.unwrap();
+    // The slot is free once the receiving loop has ended that session.
+    let mut second = Err(String::new());
+    for _ in 0..40 {
+        second = cg_webrtc::http::post_offer(&url, publisher_offer())
+            .await
+            .map_err(|e| e.to_string());
+        if second.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (second, _) = second.expect("a new publisher after the first was deleted");
+    assert_ne!(second, first);
+    task.await.unwrap().unwrap();
 }
