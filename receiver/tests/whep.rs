@@ -8,14 +8,18 @@ use std::time::Duration;
 use cg_receiver::{Receiver, ReceiverConfig};
 use cg_sender::{ControllerKind, SenderConfig, WhepConfig, WhepSender};
 
+fn sender_config(cc: ControllerKind) -> SenderConfig {
+    SenderConfig {
+        controller: cc,
+        width: 320,
+        height: 180,
+        ..SenderConfig::default()
+    }
+}
+
 fn sender(cc: ControllerKind) -> WhepSender {
     WhepSender::new(
-        SenderConfig {
-            controller: cc,
-            width: 320,
-            height: 180,
-            ..SenderConfig::default()
-        },
+        sender_config(cc),
         WhepConfig {
             connect_timeout: Duration::from_secs(2),
             ..WhepConfig::new("127.0.0.1:0".parse().unwrap(), "127.0.0.1".parse().unwrap())
@@ -24,14 +28,17 @@ fn sender(cc: ControllerKind) -> WhepSender {
     .unwrap()
 }
 
-fn viewer(url: &str, cc: ControllerKind) -> Receiver {
-    Receiver::new(ReceiverConfig {
+fn viewer_config(url: &str, cc: ControllerKind) -> ReceiverConfig {
+    ReceiverConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         controller: cc,
         whep_url: Some(url.to_owned()),
         ..ReceiverConfig::default()
-    })
-    .unwrap()
+    }
+}
+
+fn viewer(url: &str, cc: ControllerKind) -> Receiver {
+    Receiver::new(viewer_config(url, cc)).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,6 +101,121 @@ async fn one_viewer_leaving_does_not_disturb_another() {
         viewers.values().nth(1).unwrap(),
     );
     assert!((first - second).abs() > 2.0, "one left early: {viewers:?}");
+}
+
+/// Every record the sender made, per viewer, in order.
+fn by_viewer(
+    sent: &mut tokio::sync::mpsc::Receiver<cg_sender::Stats>,
+) -> std::collections::BTreeMap<String, Vec<cg_sender::Stats>> {
+    let mut v = std::collections::BTreeMap::<String, Vec<_>>::new();
+    while let Ok(r) = sent.try_recv() {
+        v.entry(r.viewer.clone().unwrap()).or_default().push(r);
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shared_encoder_follows_the_lower_viewers_target() {
+    let mut s = sender(ControllerKind::GccRemb);
+    let url = format!("http://{}/whep", s.http_addr());
+    let mut sent = s.stats(4096);
+    let tx = tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(9))));
+    // A viewer whose REMB never exceeds 250 kbit/s (a slow path, as the sender sees it) and
+    // one that reports what its estimator finds on loopback.
+    let slow = Receiver::new(ReceiverConfig {
+        start_bitrate: cg_types::Bitrate::kbps(200),
+        max_bitrate: cg_types::Bitrate::kbps(250),
+        ..viewer_config(&url, ControllerKind::GccRemb)
+    })
+    .unwrap();
+    let slow = tokio::spawn(slow.run(tokio::time::sleep(Duration::from_secs(8))));
+    let fast = viewer(&url, ControllerKind::GccRemb)
+        .run(tokio::time::sleep(Duration::from_secs(8)))
+        .await
+        .unwrap();
+    slow.await.unwrap().unwrap();
+    tx.await.unwrap().unwrap();
+    assert!(fast.frames_decoded >= 150, "{fast:?}");
+    let v = by_viewer(&mut sent);
+    assert_eq!(v.len(), 2, "{v:?}");
+    // From 5 s on, both connected: the encoder's target is the slow viewer's, the fast
+    // viewer's own target is higher.
+    let late = |id: &str| -> Vec<&cg_sender::Stats> {
+        v[id].iter().filter(|r| r.t > 5.0 && r.t < 8.0).collect()
+    };
+    let (a, b) = (late("1"), late("2"));
+    assert!(a.len() > 10 && b.len() > 10, "{a:?} {b:?}");
+    let (low, high) = if a.last().unwrap().target_bps < b.last().unwrap().target_bps {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    for (l, h) in low.iter().zip(&high) {
+        assert!(
+            l.target_bps <= 250_000,
+            "the slow viewer's REMB caps it: {l:?}"
+        );
+        // The encoder moves on a 3 % change (`rate_change_threshold`).
+        assert!(
+            l.encoder_target_bps as f64 <= l.target_bps as f64 * 1.031,
+            "the encoder follows the lower target: {l:?}"
+        );
+        assert_eq!(l.encoder_target_bps, h.encoder_target_bps, "one encoder");
+    }
+    let h = high.last().unwrap();
+    assert!(
+        h.target_bps as f64 > 1.3 * low.last().unwrap().target_bps as f64,
+        "the fast viewer's controller went its own way: {h:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_gone_silent_does_not_hold_the_encoder_down() {
+    // The circuit breaker trips after 2 s without feedback (RFC 8083's 15 s, shortened).
+    let mut s = WhepSender::new(
+        SenderConfig {
+            rtcp_timeout: Duration::from_secs(2),
+            ..sender_config(ControllerKind::Gcc)
+        },
+        WhepConfig {
+            connect_timeout: Duration::from_secs(2),
+            ..WhepConfig::new("127.0.0.1:0".parse().unwrap(), "127.0.0.1".parse().unwrap())
+        },
+    )
+    .unwrap();
+    let url = format!("http://{}/whep", s.http_addr());
+    let mut sent = s.stats(4096);
+    let tx = tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(10))));
+    // A viewer that vanishes without a DELETE (a killed browser tab): its task is dropped.
+    let silent = tokio::spawn(viewer(&url, ControllerKind::Gcc).run(std::future::pending::<()>()));
+    let stays = tokio::spawn(
+        viewer(&url, ControllerKind::Gcc).run(tokio::time::sleep(Duration::from_secs(9))),
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    silent.abort();
+    let stays = stays.await.unwrap().unwrap();
+    tx.await.unwrap().unwrap();
+    assert!(stays.longest_freeze_ms < 500.0, "{stays:?}");
+    let v = by_viewer(&mut sent);
+    assert_eq!(v.len(), 2, "{v:?}");
+    let tripped: Vec<_> = v
+        .values()
+        .filter(|r| r.iter().any(|r| r.breaker_open))
+        .collect();
+    assert_eq!(tripped.len(), 1, "the silent viewer's breaker opened");
+    let open_at = tripped[0].iter().find(|r| r.breaker_open).unwrap().t;
+    let other = v
+        .values()
+        .find(|r| !r.iter().any(|r| r.breaker_open))
+        .unwrap();
+    let after: Vec<_> = other.iter().filter(|r| r.t > open_at + 0.5).collect();
+    assert!(after.len() > 10, "{open_at} {after:?}");
+    for r in after {
+        assert!(
+            r.encoder_target_bps as f64 >= 0.9 * r.target_bps as f64,
+            "the encoder follows the live viewer, not the silent one: {r:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

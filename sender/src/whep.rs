@@ -5,8 +5,11 @@
 //! (on [`WhepConfig::media_ip`], port chosen by the kernel, the answer's one host candidate), its
 //! own WebRTC peer (ICE, DTLS-SRTP), its own cg-rtp session with its own congestion
 //! controller, and its own cg-net driver. The encoder follows the **lowest** target of the
-//! connected viewers, so no viewer's path is overrun (the others get less than they could; a
-//! per-viewer encoder or simulcast would lift that). A viewer that connects gets a key frame;
+//! live viewers, so no viewer's path is overrun (the others get less than they could; a
+//! per-viewer encoder or simulcast would lift that). A viewer is live while ICE holds its
+//! path (`connected`, not `disconnected`) and its feedback arrives (its RTP circuit breaker
+//! is closed): a viewer gone silent keeps its session until ICE gives up, but its frozen or
+//! zero target does not hold the encoder down for the others. A viewer that connects gets a key frame;
 //! a viewer that leaves (`DELETE`, ICE or DTLS failure, silence until ICE gives up, or no
 //! connection within [`WhepConfig::connect_timeout`] of its offer) is dropped with its socket and does not
 //! disturb the others.
@@ -182,7 +185,7 @@ impl WhepSender {
                             handle,
                             stop: Some(stop),
                             task,
-                            connected: false,
+                            state: PeerState::Connecting,
                             created: Instant::now(),
                             sampler: Sampler::new(&config, start),
                         });
@@ -209,13 +212,22 @@ impl WhepSender {
                         break Some(Error::Media(cg_media::MediaError::Pipeline(format!("encoder stopped: {why}"))));
                     };
                     let mut lowest: Option<Bitrate> = None;
-                    for v in viewers.values().filter(|v| v.connected) {
-                        if let Some(t) = push_frame(&v.handle, &frame, codec).await {
+                    let mut any = false;
+                    for v in viewers.values().filter(|v| v.state != PeerState::Connecting) {
+                        let Some(t) = push_frame(&v.handle, &frame, codec).await else {
+                            continue;
+                        };
+                        any = true;
+                        // Zero: the viewer's breaker is open (no feedback); it is not live.
+                        if v.state == PeerState::Connected && t > Bitrate::ZERO {
                             lowest = Some(lowest.map_or(t, |l| l.min(t)));
                         }
                     }
-                    if let Some(t) = lowest {
-                        steering.steer(&encoder, t);
+                    match lowest {
+                        Some(t) => steering.steer(&encoder, t),
+                        // Nobody live: the encoder idles at its minimum, as in plain mode.
+                        None if any => steering.steer(&encoder, Bitrate::ZERO),
+                        None => {}
                     }
                     drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
                 }
@@ -255,7 +267,8 @@ struct Viewer {
     handle: DriverHandle<ViewerSession>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<cg_net::Finished<ViewerSession>, cg_net::Error>>,
-    connected: bool,
+    /// Where its peer stands; frames go to it once it has connected.
+    state: PeerState,
     created: Instant,
     sampler: Sampler,
 }
@@ -292,20 +305,25 @@ async fn drain_events(
             match e {
                 WebRtcEvent::State(PeerState::Connected) => {
                     tracing::info!(%id, "viewer connected");
-                    v.connected = true;
-                    steering.want_key_frame(encoder);
+                    if v.state == PeerState::Connecting {
+                        steering.want_key_frame(encoder);
+                    }
+                    v.state = PeerState::Connected;
                 }
                 WebRtcEvent::State(s @ (PeerState::Failed | PeerState::Closed)) => {
                     tracing::info!(%id, ?s, "viewer gone");
                     gone.push(id.clone());
                 }
-                WebRtcEvent::State(_) => {}
+                WebRtcEvent::State(s) => {
+                    tracing::info!(%id, ?s, "viewer's connection");
+                    v.state = s;
+                }
                 WebRtcEvent::Media(e) => steering.on_event(encoder, e),
             }
         }
         if v.task.is_finished() {
             gone.push(id.clone());
-        } else if !v.connected && v.created.elapsed() > connect_timeout {
+        } else if v.state == PeerState::Connecting && v.created.elapsed() > connect_timeout {
             tracing::info!(%id, "viewer never connected; dropped");
             gone.push(id.clone());
         }
