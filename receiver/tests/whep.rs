@@ -170,8 +170,9 @@ async fn the_shared_encoder_follows_the_lower_viewers_target() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_viewer_gone_silent_does_not_hold_the_encoder_down() {
-    // The circuit breaker trips after 2 s without feedback (RFC 8083's 15 s, shortened).
+async fn a_viewer_gone_silent_does_not_hold_the_encoder_down_and_is_dropped() {
+    // Shortened timers: the circuit breaker trips after 2 s without feedback (RFC 8083's
+    // 15 s), ICE says `disconnected` after 4 s of silence (5 s) and `failed` 2 s later (25 s).
     let mut s = WhepSender::new(
         SenderConfig {
             rtcp_timeout: Duration::from_secs(2),
@@ -179,17 +180,21 @@ async fn a_viewer_gone_silent_does_not_hold_the_encoder_down() {
         },
         WhepConfig {
             connect_timeout: Duration::from_secs(2),
+            ice_timeouts: cg_webrtc::IceTimeouts {
+                disconnected: Duration::from_secs(4),
+                failed: Duration::from_secs(2),
+            },
             ..WhepConfig::new("127.0.0.1:0".parse().unwrap(), "127.0.0.1".parse().unwrap())
         },
     )
     .unwrap();
     let url = format!("http://{}/whep", s.http_addr());
     let mut sent = s.stats(4096);
-    let tx = tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(10))));
+    let tx = tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(13))));
     // A viewer that vanishes without a DELETE (a killed browser tab): its task is dropped.
     let silent = tokio::spawn(viewer(&url, ControllerKind::Gcc).run(std::future::pending::<()>()));
     let stays = tokio::spawn(
-        viewer(&url, ControllerKind::Gcc).run(tokio::time::sleep(Duration::from_secs(9))),
+        viewer(&url, ControllerKind::Gcc).run(tokio::time::sleep(Duration::from_secs(12))),
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
     silent.abort();
@@ -204,6 +209,13 @@ async fn a_viewer_gone_silent_does_not_hold_the_encoder_down() {
         .collect();
     assert_eq!(tripped.len(), 1, "the silent viewer's breaker opened");
     let open_at = tripped[0].iter().find(|r| r.breaker_open).unwrap().t;
+    // Silent from about 3 s: breaker at 5 s, ICE disconnected at 7 s, failed and dropped at
+    // 9 s (its records stop), well before the run ends.
+    let gone_at = tripped[0].last().unwrap().t;
+    assert!(
+        (4.0..6.5).contains(&open_at) && (8.0..11.0).contains(&gone_at),
+        "breaker opened at {open_at} s, dropped at {gone_at} s"
+    );
     let other = v
         .values()
         .find(|r| !r.iter().any(|r| r.breaker_open))

@@ -33,7 +33,7 @@ use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
 use cg_rtp::SenderSession;
 use cg_types::Bitrate;
 use cg_webrtc::http::SessionHost;
-use cg_webrtc::{PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
+use cg_webrtc::{IceTimeouts, PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::session::{Sampler, Steering, push_frame, rtp_codec};
@@ -59,6 +59,10 @@ pub struct WhepConfig {
     /// socket: a browser that went away before ICE, a blocked path, a DTLS handshake that
     /// never completes (ICE's own failure comes later). Default [`CONNECT_TIMEOUT`], 10 s.
     pub connect_timeout: Duration,
+    /// A connected viewer silent this long (nothing heard: no RTCP, no ICE check) is
+    /// `disconnected` and no longer steers the encoder; `failed` later, it is dropped with its
+    /// socket. Default 5 s + 25 s.
+    pub ice_timeouts: IceTimeouts,
 }
 
 impl WhepConfig {
@@ -69,6 +73,7 @@ impl WhepConfig {
             media_ip,
             report_file: None,
             connect_timeout: CONNECT_TIMEOUT,
+            ice_timeouts: IceTimeouts::default(),
         }
     }
 }
@@ -140,6 +145,7 @@ impl WhepSender {
             next_id: Arc::new(AtomicU64::new(1)),
             config: Arc::new(config.clone()),
             media_ip: whep.media_ip,
+            ice_timeouts: whep.ice_timeouts,
             codec,
         };
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| Error::Io {
@@ -375,6 +381,7 @@ struct Host {
     next_id: Arc<AtomicU64>,
     config: Arc<SenderConfig>,
     media_ip: IpAddr,
+    ice_timeouts: IceTimeouts,
     codec: cg_rtp::Codec,
 }
 
@@ -394,6 +401,7 @@ impl SessionHost for Host {
             ssrc: c.ssrc,
             rtx_ssrc: c.ssrc.wrapping_add(1),
             media_ecn: c.ecn.ecn(),
+            ice_timeouts: self.ice_timeouts,
             ..PeerConfig::new(socket.local_addr())
         };
         let (peer, answer) = WebRtcPeer::answer(&peer_cfg, &offer, now)?;

@@ -69,6 +69,6 @@ mod tap;
 
 pub use error::Error;
 pub use negotiated::{Feedback, Negotiated};
-pub use peer::{PeerConfig, PeerState, Transmit, WebRtcPeer};
+pub use peer::{IceTimeouts, PeerConfig, PeerState, Transmit, WebRtcPeer};
 pub use session::{RtpSession, WebRtcEvent, WebRtcSession};
 pub use tap::Inbound;

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use cg_rtp::Codec;
@@ -60,6 +60,29 @@ pub struct PeerConfig {
     /// ECN code point of outgoing SRTP media datagrams (STUN, DTLS and SRTCP go Not-ECT, as cg
     /// sends RTCP in plain RTP mode). cg-rtp's `SenderConfig::ecn`. Default Not-ECT.
     pub media_ecn: Ecn,
+    /// When a silent peer counts as gone. Default [`IceTimeouts::default`].
+    pub ice_timeouts: IceTimeouts,
+}
+
+/// ICE's consent timers (RFC 8445 §16, RFC 7675): how long without anything heard from the
+/// peer before the connection is `disconnected`, and how much longer before it is `failed`
+/// and the peer should be dropped. Anything the peer sends counts (its RTCP feedback too), so
+/// a viewer that is receiving media never trips them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IceTimeouts {
+    /// Silence before `disconnected`. Default 5 s (`rtc`'s and libwebrtc's).
+    pub disconnected: Duration,
+    /// Further silence before `failed`. Default 25 s (`rtc`'s).
+    pub failed: Duration,
+}
+
+impl Default for IceTimeouts {
+    fn default() -> Self {
+        IceTimeouts {
+            disconnected: Duration::from_secs(5),
+            failed: Duration::from_secs(25),
+        }
+    }
 }
 
 impl PeerConfig {
@@ -72,6 +95,7 @@ impl PeerConfig {
             ssrc: s.ssrc,
             rtx_ssrc: s.rtx_ssrc,
             media_ecn: Ecn::NotEct,
+            ice_timeouts: IceTimeouts::default(),
         }
     }
 }
@@ -411,6 +435,12 @@ fn connection(cfg: &PeerConfig, now: Instant) -> Result<(RTCPeerConnection, TapH
                 // dropped by `rtc` as offerer, costing a 1 s DTLS retransmission (measured:
                 // cg ↔ cg connected after 1.12 s with 10 ms one way; as server, below).
                 .with_answering_dtls_role(RTCDtlsRole::Server)
+                // `None`: rtc's keep-alive interval (2 s) when no media flows.
+                .with_ice_timeouts(
+                    Some(cfg.ice_timeouts.disconnected),
+                    Some(cfg.ice_timeouts.failed),
+                    None,
+                )
                 .with_srtp_protection_profiles(vec![
                     SrtpProtectionProfile::Srtp_Aes128_Cm_Hmac_Sha1_80,
                 ])
