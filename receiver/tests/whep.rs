@@ -70,6 +70,36 @@ async fn every_controller_streams_to_a_whep_viewer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h264_stream_is_negotiated_and_decoded() {
+    // x264's Constrained Baseline with packetization-mode 1, the one H.264 Chromium decodes
+    // here (cg-webrtc's `H264_FMTP`).
+    let mut s = WhepSender::new(
+        SenderConfig {
+            codec: "x264".into(),
+            ..sender_config(ControllerKind::Gcc)
+        },
+        WhepConfig::new("127.0.0.1:0".parse().unwrap(), "127.0.0.1".parse().unwrap()),
+    )
+    .unwrap();
+    let url = format!("http://{}/whep", s.http_addr());
+    let mut sent = s.stats(1024);
+    let tx = tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(5))));
+    let last = Receiver::new(ReceiverConfig {
+        codec: cg_media::Codec::H264,
+        ..viewer_config(&url, ControllerKind::Gcc)
+    })
+    .unwrap()
+    .run(tokio::time::sleep(Duration::from_secs(4)))
+    .await
+    .unwrap();
+    tx.await.unwrap().unwrap();
+    assert!(last.frames_decoded >= 90, "{last:?}");
+    assert_eq!(last.decode_errors, 0, "{last:?}");
+    assert_eq!((last.width, last.height), (320, 180), "{last:?}");
+    assert!(sent.try_recv().is_ok(), "the sender served the viewer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_viewer_leaving_does_not_disturb_another() {
     let mut s = sender(ControllerKind::Gcc);
     let url = format!("http://{}/whep", s.http_addr());
