@@ -420,8 +420,15 @@ impl ReceiverSession {
         let Some(codec) = self.media_codec else {
             return Ok(()); // nothing to repair yet
         };
-        self.stats.retransmissions += 1;
         let osn = u16::from_be_bytes([p.payload[0], p.payload[1]]);
+        if !self.nack.is_missing(self.media.peek(osn)) {
+            // A copy of a packet that is here (payload padding: a probe, as the estimator
+            // takes it) or was never asked for: counted as padding, not as received media, so
+            // the reception report's loss does not go negative by the number of probes.
+            self.stats.padding_packets += 1;
+            return Ok(());
+        }
+        self.stats.retransmissions += 1;
         let seq = self.media.on_packet(osn);
         self.nack.on_packet(seq, now);
         let ts = self.ts_unwrap.unwrap(p.timestamp as u64, 32);
