@@ -214,6 +214,10 @@ pub struct SenderConfig {
     /// 500 ms, `None` off.
     #[serde(with = "humantime_serde")]
     pub frame_dropper: Option<Duration>,
+    /// The encoder's rate-control buffer (cg-media's `EncoderConfig::rate_buffer`); default
+    /// `None`, the encoder's own (VP8 300 ms, x264 500 ms).
+    #[serde(with = "humantime_serde")]
+    pub rate_buffer: Option<Duration>,
 }
 
 impl Default for SenderConfig {
@@ -240,6 +244,7 @@ impl Default for SenderConfig {
             ssrc: cg_rtp::SenderConfig::default().ssrc,
             adaptation: cg_media::AdaptationConfig::default(),
             frame_dropper: cg_media::EncoderConfig::default().frame_dropper,
+            rate_buffer: None,
         }
     }
 }
@@ -327,6 +332,7 @@ impl SenderConfig {
             key_frame_interval: self.key_frame_interval,
             adaptation: self.adaptation.clone(),
             frame_dropper: self.frame_dropper,
+            rate_buffer: self.rate_buffer,
             ..EncoderConfig::default()
         }
     }

@@ -106,6 +106,10 @@ struct Args {
     /// much of the target ahead (e.g. 500ms); `off` lets the encoder overshoot.
     #[arg(long, default_value = "500ms", value_name = "DURATION|off")]
     frame_dropper: String,
+    /// The encoder's rate-control buffer (e.g. 300ms): how far its output may run from the
+    /// target before it corrects; default the encoder's own (VP8 300 ms, x264 500 ms).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    rate_buffer: Option<std::time::Duration>,
     /// Start bit rate (e.g. 300k, 2.5M, 1Mbit).
     #[arg(long, default_value = "300k")]
     start_bitrate: Bitrate,
@@ -329,6 +333,7 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
                 ))
             })?),
         },
+        rate_buffer: a.rate_buffer,
         ..SenderConfig::default()
     };
     config.validate()?;

@@ -43,8 +43,8 @@ use gstreamer::prelude::*;
 /// The element settings of `EncoderKind::Vp8` (encoders.rs) with the default config, for
 /// `--src` runs.
 const CG_VP8: &str = "deadline=1 end-usage=cbr error-resilient=default lag-in-frames=0 \
-    cpu-used=-6 threads=1 token-partitions=1 buffer-size=1000 buffer-initial-size=500 \
-    buffer-optimal-size=600 undershoot=100 overshoot=15 min-quantizer=2 max-quantizer=63 \
+    cpu-used=-6 threads=1 token-partitions=1 buffer-size=300 buffer-initial-size=150 \
+    buffer-optimal-size=180 undershoot=100 overshoot=15 min-quantizer=2 max-quantizer=63 \
     keyframe-max-dist=300";
 
 /// One encoded frame: stream time, size, key frame.

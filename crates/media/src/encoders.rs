@@ -23,6 +23,9 @@ pub enum EncoderKind {
     NvH265,
 }
 
+/// VP8's default rate-control buffer (`EncoderConfig::rate_buffer`), in ms.
+const VP8_RATE_BUFFER_MS: u128 = 300;
+
 impl EncoderKind {
     /// Every encoder cg-media knows, in the order they are listed to users.
     pub const ALL: [EncoderKind; 4] = [
@@ -181,8 +184,9 @@ impl EncoderKind {
             EncoderKind::Vp8 => {
                 // The settings of libwebrtc's VP8 wrapper: realtime deadline, a fixed speed
                 // (`cpu-used` −6 by default; see EncoderConfig::vp8_cpu_used for why not the
-                // automatic one), CBR with a 1 s client buffer (0.5 s initial, 0.6 s
-                // optimal), no look-ahead, error resilient, two token partitions so a decoder
+                // automatic one), CBR with a client buffer at libwebrtc's ratios (0.5 initial,
+                // 0.6 optimal) but 300 ms long, not 1 s (EncoderConfig::rate_buffer says
+                // why), no look-ahead, error resilient, two token partitions so a decoder
                 // can use two threads. No frame dropping (`dropframe-threshold` 0, unlike
                 // libwebrtc): measured at 1280x720 with the moving zone plate at 0.3 Mbit/s, a
                 // threshold of 30 met the rate only by skipping 54 frames in 10 s, 30 of
@@ -194,9 +198,13 @@ impl EncoderKind {
                 props::set(e, "cpu-used", config.vp8_cpu_used)?;
                 props::set(e, "threads", threads as i32)?;
                 props::set_str(e, "token-partitions", if threads > 1 { "2" } else { "1" })?;
-                props::set(e, "buffer-size", 1000i32)?;
-                props::set(e, "buffer-initial-size", 500i32)?;
-                props::set(e, "buffer-optimal-size", 600i32)?;
+                let buffer = config
+                    .rate_buffer
+                    .map_or(VP8_RATE_BUFFER_MS, |d| d.as_millis())
+                    as i32;
+                props::set(e, "buffer-size", buffer)?;
+                props::set(e, "buffer-initial-size", buffer / 2)?;
+                props::set(e, "buffer-optimal-size", buffer * 6 / 10)?;
                 props::set(e, "undershoot", 100i32)?;
                 props::set(e, "overshoot", 15i32)?;
                 // libwebrtc caps the quantizer at 56; 63 lets CBR reach low targets on hard
@@ -217,7 +225,8 @@ impl EncoderKind {
                 props::set(e, "bframes", 0u32)?;
                 props::set(e, "b-adapt", false)?;
                 props::set(e, "threads", threads)?;
-                props::set(e, "vbv-buf-capacity", 500u32)?;
+                let buffer = config.rate_buffer.map_or(500, |d| d.as_millis()) as u32;
+                props::set(e, "vbv-buf-capacity", buffer)?;
                 props::set(
                     e,
                     "key-int-max",
