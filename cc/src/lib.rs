@@ -1,6 +1,6 @@
 //! Congestion controllers for real-time media.
 //!
-//! Every controller here is a sans-IO state machine (../shared/STYLE.md): no sockets, no clock,
+//! Every controller here is a sans-IO state machine: no sockets, no clock,
 //! no threads. The transport (`cg-rtp`) drives it:
 //!
 //! - it reports every packet it puts on the wire ([`Controller::on_packet_sent`]) and every

@@ -4,7 +4,7 @@
 //!
 //! - [`ScreamConfig::reference`] — Ericsson's reference implementation
 //!   (`EricssonResearch/scream`, `code/ScreamV2Tx.cpp`, `ScreamV2TxStream.cpp`), the code the
-//!   TMA 2024 cloud-gaming study ran (../shared/papers/cloud-gaming-htb-vs-l4s-tma2024.txt §III).
+//!   TMA 2024 cloud-gaming study ran (its §III).
 //! - [`ScreamConfig::draft`] — draft-johansson-ccwg-rfc8298bis-screamv2 (the SCReAM v2 draft,
 //!   §4.2 "Network Congestion Control", §4.3 "Sender Transmission Control", §4.4 "Media Rate
 //!   Control").

@@ -2,7 +2,7 @@
 //!
 //! Sources: RFC 8298 (SCReAM v1), draft-johansson-ccwg-rfc8298bis-screamv2 (v2, "the draft")
 //! and Ericsson's reference implementation (`EricssonResearch/scream`, `code/ScreamV2Tx.cpp`,
-//! `ScreamV2TxStream.cpp`; "the reference"). Facts and constants: ../shared/notes/scream-v2.md.
+//! `ScreamV2TxStream.cpp`; "the reference"). Where the two differ, [`config`] lists it.
 //! Both constant sets are in [`ScreamConfig`]; the default is the draft's (see
 //! [`config`] for why).
 //!

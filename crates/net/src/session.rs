@@ -4,8 +4,9 @@ use std::time::Instant;
 
 use crate::socket::{Datagram, Transmit};
 
-/// A sans-IO protocol state machine (../shared/STYLE.md, "Sans-IO cores") that a
-/// [`crate::Driver`] runs on a real socket and clock.
+/// A sans-IO protocol state machine (no socket, no clock, no thread of its own: datagrams
+/// and the time go in, datagrams and a next deadline come out) that a [`crate::Driver`]
+/// runs on a real socket and clock.
 ///
 /// The driver's loop: hand it every datagram from the peer ([`Session::handle_datagram`]),
 /// call [`Session::handle_timeout`] when [`Session::poll_timeout`] is due, and after every

@@ -1,6 +1,6 @@
-//! ECN must survive receive-side coalescing at high packet rates (the quinn-udp 0.6.3 defect in
-//! ../shared/notes/machine-and-netlab.md: a 96-byte control buffer truncates the TOS message
-//! of a GRO buffer). 100 000 ECT(1) datagrams of 1200 bytes go out in GSO batches as fast as
+//! ECN must survive receive-side coalescing at high packet rates (a defect found in quinn-udp
+//! 0.6.3 on these machines: its 96-byte control buffer truncates the TOS message of a GRO
+//! buffer, so coalesced datagrams lost their ECN). 100 000 ECT(1) datagrams of 1200 bytes go out in GSO batches as fast as
 //! the receiver drains them; every one must come back, marked ECT(1).
 
 use std::io;

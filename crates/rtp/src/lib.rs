@@ -5,7 +5,7 @@
 //! # How it is driven
 //!
 //! Two state machines, [`SenderSession`] and [`ReceiverSession`], in the style of quinn-proto's
-//! `Connection` and str0m's `Rtc` (../shared/STYLE.md): no sockets, no clock, no threads. A
+//! `Connection` and str0m's `Rtc`: no sockets, no clock, no threads. A
 //! driver (cg-net's tokio task, or cg-link's simulator in the tests) owns the socket and the
 //! clock and loops:
 //!

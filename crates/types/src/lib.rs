@@ -1,7 +1,7 @@
 //! Unit types shared by every cg crate.
 //!
-//! cg passes no bare numbers whose unit lives in a comment (../shared/STYLE.md, "Units are
-//! types"). This crate holds the few types every other crate needs:
+//! cg passes no bare numbers whose unit lives in a comment: a rate, a size or a time is a
+//! type that says its unit. This crate holds the few types every other crate needs:
 //!
 //! - [`Bitrate`] — bits per second; [`DataSize`] — bytes. `DataSize / Duration = Bitrate`,
 //!   `Bitrate * Duration = DataSize`, `DataSize / Bitrate = Duration`.
