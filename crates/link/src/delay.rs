@@ -13,7 +13,7 @@ use crate::event::{EventKind, EventSink, LinkEvent};
 use crate::packet::Packet;
 
 /// Propagation delay and its impairments.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DelayConfig {
     /// One-way propagation delay added after serialisation. Default 0.
@@ -35,12 +35,25 @@ pub struct DelayConfig {
     pub duplicate: f64,
 }
 
+impl Default for DelayConfig {
+    /// No delay and no impairment; a reordered packet (once `reorder` is set) is held back
+    /// 10 ms.
+    fn default() -> Self {
+        DelayConfig {
+            base: Duration::ZERO,
+            jitter: Duration::ZERO,
+            reorder: 0.0,
+            reorder_delay: Duration::from_millis(10),
+            duplicate: 0.0,
+        }
+    }
+}
+
 impl DelayConfig {
     /// A fixed one-way delay and nothing else.
     pub fn fixed(base: Duration) -> Self {
         DelayConfig {
             base,
-            reorder_delay: Duration::from_millis(10),
             ..DelayConfig::default()
         }
     }
@@ -246,6 +259,18 @@ mod tests {
         let n = drain(&mut l).len();
         assert_eq!(n, 1000 + ev.len());
         assert!((150..=250).contains(&ev.len()), "{}", ev.len());
+    }
+
+    #[test]
+    fn reorder_delay_defaults_to_10ms_when_omitted() {
+        // `#[serde(default)]` fills omitted fields from `Default`: a derived one gave 0 ms,
+        // so `{ reorder = 0.1 }` reordered nothing.
+        let c: DelayConfig = toml::from_str("reorder = 0.1").unwrap();
+        assert_eq!(c.reorder_delay, Duration::from_millis(10));
+        assert_eq!(
+            DelayConfig::default().reorder_delay,
+            Duration::from_millis(10)
+        );
     }
 
     #[test]
