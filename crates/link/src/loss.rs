@@ -44,6 +44,69 @@ fn one() -> f64 {
 }
 
 impl LossConfig {
+    /// Gilbert-Elliott loss given by what it does: a `mean` loss ratio in bursts of `burst`
+    /// packets on average, Good never losing and Bad always losing (netem's simple Gilbert
+    /// model). A loss burst is then one stay in Bad, geometric with mean `1/r`, and the mean
+    /// loss is the stationary share of Bad, `p/(p + r)`; so
+    ///
+    /// `r = 1/burst`, `p = r·mean/(1 − mean)`.
+    ///
+    /// Needs `0 < mean < 1` and `burst ≥ 1`, and `p ≤ 1`: a stay in Good lasts `1/p ≥ 1`
+    /// packets, so `mean ≤ burst/(burst + 1)` (e.g. at most 0.5 with single losses).
+    pub fn gilbert_elliott_mean_burst(mean: f64, burst: f64) -> Result<LossConfig, Error> {
+        if !(mean > 0.0 && mean < 1.0) {
+            return Err(Error::InvalidParameter {
+                what: "gilbert-elliott mean loss",
+                reason: format!("must be above 0 and below 1, got {mean}"),
+            });
+        }
+        if !(burst.is_finite() && burst >= 1.0) {
+            return Err(Error::InvalidParameter {
+                what: "gilbert-elliott mean burst",
+                reason: format!("must be at least 1 packet, got {burst}"),
+            });
+        }
+        let r = 1.0 / burst;
+        let p = r * mean / (1.0 - mean);
+        if p > 1.0 {
+            return Err(Error::InvalidParameter {
+                what: "gilbert-elliott mean loss",
+                reason: format!(
+                    "{mean} in bursts of {burst} packets needs P(Good → Bad) = {p:.3} > 1: \
+                     with that burst the mean loss is at most burst/(burst + 1) = {:.3}",
+                    burst / (burst + 1.0)
+                ),
+            });
+        }
+        Ok(LossConfig::GilbertElliott {
+            p,
+            r,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        })
+    }
+
+    /// The long-run share of packets lost: `p` for Bernoulli, `(r·loss_good +
+    /// p·loss_bad)/(p + r)` for Gilbert-Elliott (its Good state's loss when it never moves).
+    pub fn mean_loss(&self) -> f64 {
+        match *self {
+            LossConfig::None => 0.0,
+            LossConfig::Bernoulli { p } => p,
+            LossConfig::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => {
+                if p + r > 0.0 {
+                    (r * loss_good + p * loss_bad) / (p + r)
+                } else {
+                    loss_good
+                }
+            }
+        }
+    }
+
     /// Checks every probability is in `[0, 1]`.
     pub fn validate(&self) -> Result<(), Error> {
         match *self {
@@ -145,6 +208,38 @@ mod tests {
         let bursts = seq.windows(2).filter(|w| !w[0] && w[1]).count() as f64;
         let mean_burst = lost * n as f64 / bursts;
         assert!((mean_burst - 4.0).abs() < 0.3, "{mean_burst}");
+    }
+
+    #[test]
+    fn mean_and_burst_give_that_mean_loss_in_bursts_of_that_length() {
+        let cfg = LossConfig::gilbert_elliott_mean_burst(0.02, 4.0).unwrap();
+        assert!((cfg.mean_loss() - 0.02).abs() < 1e-12);
+        let mut l = Loss::new(cfg, Rng::new(5)).unwrap();
+        let n = 1_000_000;
+        let seq: Vec<bool> = (0..n).map(|_| l.lose()).collect();
+        let lost = seq.iter().filter(|x| **x).count() as f64;
+        let bursts = seq.windows(2).filter(|w| !w[0] && w[1]).count() as f64;
+        assert!(
+            (lost / n as f64 - 0.02).abs() < 0.002,
+            "{}",
+            lost / n as f64
+        );
+        assert!(
+            (lost / bursts - 4.0).abs() < 0.2,
+            "mean burst {}",
+            lost / bursts
+        );
+    }
+
+    #[test]
+    fn impossible_mean_and_burst_are_errors() {
+        // Single losses (burst 1) cannot exceed a mean of 1/2: Good lasts at least a packet.
+        assert!(LossConfig::gilbert_elliott_mean_burst(0.5, 1.0).is_ok());
+        assert!(LossConfig::gilbert_elliott_mean_burst(0.6, 1.0).is_err());
+        assert!(LossConfig::gilbert_elliott_mean_burst(0.0, 4.0).is_err());
+        assert!(LossConfig::gilbert_elliott_mean_burst(0.02, 0.5).is_err());
+        assert!(LossConfig::gilbert_elliott_mean_burst(f64::NAN, 4.0).is_err());
+        assert!(LossConfig::gilbert_elliott_mean_burst(0.02, f64::INFINITY).is_err());
     }
 
     #[test]
