@@ -4,6 +4,10 @@
 //! and its size, `Capacity::finish` computes when its last bit leaves, integrating across
 //! schedule steps or walking trace opportunities. Nothing ticks per millisecond, so a real-time
 //! driver sleeps until the next completion and a simulation jumps straight to it.
+//!
+//! A schedule step of rate zero is an outage, and a trace may have gaps without
+//! opportunities: `Capacity::service_start` then names the instant the link is back, so the
+//! head of the queue waits in the qdisc until then.
 
 use std::time::{Duration, Instant};
 
@@ -28,8 +32,20 @@ pub enum CapacityConfig {
     /// Piecewise-constant rate: each step holds for its duration, starting when the link
     /// starts (its epoch). After the last step the schedule repeats if `repeat`, else the last
     /// rate holds for ever. E.g. MMSys16's 1 → 2.5 → 0.5 → 1 Mb/s, 50 s each.
+    ///
+    /// A step of rate zero is an **outage**: the link serialises nothing while it lasts.
+    /// Arrivals still reach the qdisc and wait there (a limit in time keeps the byte size it
+    /// had at the last positive rate, so the queue fills up to it and then drops); the packet
+    /// at the head of the queue is dequeued when the next positive-rate step starts, so its
+    /// sojourn includes the outage. A packet whose serialisation has begun when the link goes
+    /// down is paused, not lost: the bits already sent stay sent and the rest follow when the
+    /// link returns (as an integral of the rate over time). Packets already serialised are
+    /// propagating and are still delivered, so deliveries stop one propagation delay after
+    /// the outage starts.
     Schedule {
-        /// The steps, in order; at least one, every rate and duration positive.
+        /// The steps, in order; at least one. Durations are positive; rates may be zero
+        /// (outages), but at least one is positive and, unless `repeat`, the last one is (it
+        /// holds for ever).
         steps: Vec<RateStep>,
         /// Loop the schedule (default `false`: hold the last rate).
         #[serde(default)]
@@ -91,8 +107,18 @@ pub struct RateStep {
     /// How long this rate holds.
     #[serde(with = "humantime_serde")]
     pub duration: Duration,
-    /// The rate.
+    /// The rate; zero for an outage (see [`CapacityConfig::Schedule`]).
     pub rate: Bitrate,
+}
+
+impl RateStep {
+    /// An outage of `duration`: a step of rate zero.
+    pub fn down(duration: Duration) -> Self {
+        RateStep {
+            duration,
+            rate: Bitrate::ZERO,
+        }
+    }
 }
 
 /// A Mahimahi link trace: millisecond timestamps of 1500-byte delivery opportunities.
@@ -247,14 +273,19 @@ impl Capacity {
                         what: "capacity schedule",
                     });
                 }
+                if steps.iter().all(|s| s.rate == Bitrate::ZERO) {
+                    return Err(Error::ZeroRate {
+                        what: "capacity schedule (every step is an outage)",
+                    });
+                }
+                if !*repeat && steps.last().is_some_and(|s| s.rate == Bitrate::ZERO) {
+                    return Err(Error::ZeroRate {
+                        what: "the last step of a capacity schedule that does not repeat (it holds for ever)",
+                    });
+                }
                 let mut starts = Vec::with_capacity(steps.len());
                 let mut t = 0u128;
                 for s in steps {
-                    if s.rate == Bitrate::ZERO {
-                        return Err(Error::ZeroRate {
-                            what: "capacity schedule step",
-                        });
-                    }
                     bounded("capacity schedule step duration", s.duration)?;
                     if s.duration.is_zero() {
                         return Err(Error::ZeroLimit {
@@ -301,10 +332,41 @@ impl Capacity {
         self.epoch.unwrap_or(t)
     }
 
-    /// The earliest instant at or after `t` at which a packet can start being served (the
-    /// next trace opportunity; `t` itself for rate-based capacity).
+    /// The earliest instant at or after `t` at which a packet can start being served: the
+    /// next trace opportunity, the end of a schedule's outage, `t` itself otherwise.
     pub(crate) fn service_start(&self, t: Instant) -> Instant {
         match &self.kind {
+            Kind::Schedule {
+                starts,
+                rates,
+                period,
+                repeat,
+            } => {
+                let epoch = self.epoch_or(t);
+                let off = t.saturating_duration_since(epoch).as_nanos();
+                if !*repeat && off >= *period {
+                    return t; // the last rate holds for ever, and it is positive
+                }
+                let mut base = if *repeat { off - off % *period } else { 0 };
+                let mut i = starts.partition_point(|&s| s <= off - base) - 1;
+                if rates[i] > 0 {
+                    return t;
+                }
+                // Down: walk to the next step with a positive rate. One exists before the end
+                // of a non-repeating schedule (its last rate is positive) and within one
+                // period of a repeating one (validated in `new`).
+                loop {
+                    i += 1;
+                    if i == rates.len() {
+                        i = 0;
+                        base += *period;
+                    }
+                    if rates[i] > 0 {
+                        let ns = base + starts[i];
+                        return epoch + Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX));
+                    }
+                }
+            }
             Kind::Trace {
                 offsets,
                 period,
@@ -349,6 +411,7 @@ impl Capacity {
                         let step_end = starts.get(i + 1).copied().unwrap_or(*period);
                         (i, Some(step_end - cyc))
                     };
+                    // A zero rate (an outage) does no work: the packet resumes at its end.
                     let rate = rates[i] as u128;
                     match end {
                         Some(left) if rate * left < work => {
@@ -392,7 +455,7 @@ impl Capacity {
         }
     }
 
-    /// The rate in force at `t` (the trace's mean rate for traces).
+    /// The rate in force at `t` (zero during an outage; the trace's mean rate for traces).
     pub(crate) fn rate_at(&self, t: Instant) -> Bitrate {
         match &self.kind {
             Kind::Constant(bps) => Bitrate::bps(*bps),
@@ -569,6 +632,74 @@ mod tests {
             repeat: false,
         };
         assert!(Capacity::new(&zero_step).is_err());
+    }
+
+    /// A schedule of (milliseconds, Mbit/s) steps.
+    fn steps(v: &[(u64, u64)], repeat: bool) -> CapacityConfig {
+        CapacityConfig::Schedule {
+            steps: v
+                .iter()
+                .map(|&(d, r)| RateStep {
+                    duration: ms(d),
+                    rate: Bitrate::mbps(r),
+                })
+                .collect(),
+            repeat,
+        }
+    }
+
+    #[test]
+    fn service_waits_for_the_end_of_an_outage() {
+        let t0 = Instant::now();
+        let c = anchored(&steps(&[(10, 1), (100, 0), (10, 2)], false), t0);
+        assert_eq!(c.service_start(t0 + ms(5)), t0 + ms(5));
+        assert_eq!(
+            c.service_start(t0 + ms(10)),
+            t0 + ms(110),
+            "down from 10 ms"
+        );
+        assert_eq!(c.service_start(t0 + ms(60)), t0 + ms(110));
+        assert_eq!(c.service_start(t0 + ms(110)), t0 + ms(110));
+        assert_eq!(
+            c.service_start(t0 + ms(500)),
+            t0 + ms(500),
+            "the last rate holds"
+        );
+        assert_eq!(c.rate_at(t0 + ms(60)), Bitrate::ZERO);
+    }
+
+    #[test]
+    fn a_packet_serialising_when_the_link_goes_down_finishes_after_it_returns() {
+        let t0 = Instant::now();
+        let mut c = anchored(&steps(&[(10, 1), (100, 0), (10, 1)], false), t0);
+        // 1250 B at 1 Mb/s is 10 ms: 5 ms of it before the outage, 5 ms after.
+        assert_eq!(c.finish(t0 + ms(5), DataSize::bytes(1250)), t0 + ms(115));
+    }
+
+    #[test]
+    fn a_repeating_schedule_finds_its_next_up_step_in_the_next_period() {
+        let t0 = Instant::now();
+        // Up 10 ms at 1 Mb/s, down 20 ms, repeating: the last step may be an outage.
+        let c = anchored(&steps(&[(10, 1), (20, 0)], true), t0);
+        assert_eq!(c.service_start(t0 + ms(12)), t0 + ms(30));
+        assert_eq!(c.service_start(t0 + ms(45)), t0 + ms(60));
+        assert_eq!(c.service_start(t0 + ms(65)), t0 + ms(65));
+        let mut c = anchored(&steps(&[(10, 1), (20, 0)], true), t0);
+        // 2500 B = 20 ms of work: 10 ms in the first period, 10 ms in the second.
+        assert_eq!(c.finish(t0, DataSize::bytes(2500)), t0 + ms(40));
+    }
+
+    #[test]
+    fn schedules_that_never_come_back_up_are_errors() {
+        assert!(matches!(
+            Capacity::new(&steps(&[(10, 0), (20, 0)], true)),
+            Err(Error::ZeroRate { .. })
+        ));
+        assert!(matches!(
+            Capacity::new(&steps(&[(10, 1), (20, 0)], false)),
+            Err(Error::ZeroRate { .. })
+        ));
+        assert!(Capacity::new(&steps(&[(10, 0), (20, 1)], false)).is_ok());
     }
 
     #[test]

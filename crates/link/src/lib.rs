@@ -38,6 +38,11 @@
 //! the same configs onto `tc`. Invalid configurations (zero rates, NaN probabilities, empty
 //! traces, zero limits, HTB rules naming no class) are [`Error`]s at construction.
 //!
+//! Outages: a capacity schedule step of rate zero takes the link down for its duration
+//! (nothing is serialised; arrivals queue and the qdisc drops at its limit; the head of the
+//! queue leaves when the link returns; see [`CapacityConfig::Schedule`]). A Mahimahi trace
+//! with no opportunities for a while behaves the same way.
+//!
 //! # Time model
 //!
 //! No clock is ever read: every input carries `now: Instant`, and `now` never goes backwards

@@ -287,9 +287,14 @@ impl<P: Clone + Send + 'static> Link<P> {
                     }
                     None => {
                         // Empty after dequeue-time drops, or throttled: retry at the qdisc's
-                        // timer, or when the next packet arrives.
+                        // timer (or the end of an outage then), or when the next packet
+                        // arrives.
                         self.throttled = !self.qdisc.is_empty();
-                        self.next_dequeue = self.qdisc.poll_timeout().filter(|x| *x > t);
+                        self.next_dequeue = self
+                            .qdisc
+                            .poll_timeout()
+                            .filter(|x| *x > t)
+                            .map(|x| self.capacity.service_start(x));
                     }
                 }
             }
@@ -339,7 +344,8 @@ impl<P> Link<P> {
         self.serving.is_some()
     }
 
-    /// The capacity in force at `t` (a trace's mean rate for traces).
+    /// The capacity in force at `t`: zero during a schedule's outage, a trace's mean rate for
+    /// traces.
     pub fn rate_at(&self, t: Instant) -> Bitrate {
         self.capacity.rate_at(t)
     }
@@ -662,6 +668,173 @@ pub(crate) mod tests {
                 "window {k}: {b} vs {cap}"
             );
         }
+    }
+
+    /// Times (from `t0`) of the events of `kind` that `pick` selects.
+    fn event_times(link: &Link<()>, t0: Instant, pick: fn(&EventKind) -> bool) -> Vec<Duration> {
+        link.events()
+            .iter()
+            .filter(|e| pick(&e.kind))
+            .map(|e| e.time - t0)
+            .collect()
+    }
+
+    #[test]
+    fn an_outage_delivers_nothing_and_the_queue_drains_after_it() {
+        // 1 Mb/s, down from 5 s to 7 s, then 1 Mb/s again; 20 ms propagation; a 0.5 Mb/s
+        // source that keeps sending through the outage into a queue large enough to hold it.
+        let t0 = Instant::now();
+        let delay = Duration::from_millis(20);
+        let cfg = LinkConfig {
+            qdisc: QdiscConfig::DropTail(DropTailConfig::packets(1000)),
+            ..schedule(&[(5, 1.0), (2, 0.0), (10, 1.0)]).with_delay(delay)
+        };
+        let mut link = Link::new(cfg).unwrap();
+        link.start(t0);
+        assert_eq!(link.rate_at(t0 + Duration::from_secs(6)), Bitrate::ZERO);
+        let mut src = [Cbr::new(0, Bitrate::kbps(500), 1200, t0)];
+        let out = drive(&mut link, &mut src, t0 + Duration::from_secs(15));
+        let (down, up) = (Duration::from_secs(5), Duration::from_secs(7));
+        // Nothing delivered from one propagation delay after the link went down until one
+        // after it came back (the packet serialising at 5 s pauses and finishes after 7 s).
+        let during: Vec<_> = out
+            .iter()
+            .map(|(t, _)| *t - t0)
+            .filter(|t| *t > down + delay && *t < up + delay)
+            .collect();
+        assert!(during.is_empty(), "delivered during the outage: {during:?}");
+        // Nothing leaves the queue while the link is down: packets wait in the qdisc, not in
+        // the transmitter.
+        let dequeued = event_times(&link, t0, |k| matches!(k, EventKind::Dequeued { .. }));
+        assert!(
+            !dequeued.iter().any(|t| *t > down && *t < up),
+            "dequeued during the outage"
+        );
+        // The 2 s backlog (125 kB) leaves at the full 1 Mb/s once the link is back, and is gone
+        // within 2 s (1 Mb/s out against 0.5 Mb/s in).
+        let after: Vec<_> = out
+            .iter()
+            .filter(|(t, _)| *t >= t0 + up + delay)
+            .cloned()
+            .collect();
+        let bins = per_window(&after, t0 + up + delay, Duration::from_millis(500), 4);
+        for (k, b) in bins.iter().enumerate() {
+            let mbps = *b as f64 * 8.0 / 0.5 / 1e6;
+            assert!(
+                (mbps - 1.0).abs() < 0.03,
+                "window {k} after the outage: {mbps} Mb/s"
+            );
+        }
+        let waited = out
+            .iter()
+            .filter(|(_, p)| p.arrival >= t0 + down && p.arrival < t0 + up)
+            .map(|(t, p)| *t - p.arrival)
+            .max()
+            .unwrap();
+        assert!(waited > Duration::from_millis(1900), "{waited:?}");
+        let late = out
+            .iter()
+            .filter(|(_, p)| p.arrival >= t0 + Duration::from_secs(10))
+            .map(|(t, p)| *t - p.arrival)
+            .max()
+            .unwrap();
+        assert!(
+            late < Duration::from_millis(40),
+            "the queue drained: {late:?}"
+        );
+        let s = link.stats().total();
+        assert_eq!(s.dropped, 0);
+        assert_eq!(s.lost, 0);
+    }
+
+    #[test]
+    fn droptail_fills_to_its_limit_during_an_outage_and_drops_the_rest() {
+        // The limit in time keeps its size at the last positive rate (300 ms at 1 Mb/s =
+        // 37 500 B) rather than falling to zero bytes with the rate or holding everything.
+        let limits = [
+            (
+                DropTailConfig::time(Duration::from_millis(300)),
+                37_500 - 1228,
+                37_500,
+            ),
+            (DropTailConfig::packets(50), 50 * 1228, 50 * 1228),
+        ];
+        for (dt, lo, hi) in limits {
+            let t0 = Instant::now();
+            let cfg = LinkConfig {
+                qdisc: QdiscConfig::DropTail(dt),
+                ..schedule(&[(5, 1.0), (2, 0.0), (10, 1.0)])
+            };
+            let mut link = Link::new(cfg).unwrap();
+            link.start(t0);
+            // 0.8 Mb/s of 1228-byte packets: no queue before the outage.
+            let mut src = [Cbr::new(0, Bitrate::kbps(800), 1228, t0)];
+            drive(&mut link, &mut src, t0 + Duration::from_millis(6990));
+            let backlog = link.backlog_bytes().as_bytes();
+            assert!((lo..=hi).contains(&backlog), "{dt:?}: backlog {backlog} B");
+            let drops = event_times(&link, t0, |k| {
+                matches!(k, EventKind::Dropped(DropReason::QueueFull))
+            });
+            assert!(
+                drops.iter().all(|t| *t > Duration::from_secs(5)),
+                "{dt:?}: dropped before the outage"
+            );
+            // 1.99 s of arrivals (≈ 162 packets) minus what the queue holds.
+            let expected = 1.99 * 800e3 / (1228.0 * 8.0) - backlog as f64 / 1228.0;
+            assert!(
+                (drops.len() as f64 - expected).abs() <= 3.0,
+                "{dt:?}: {} drops, expected {expected:.0}",
+                drops.len()
+            );
+        }
+    }
+
+    #[test]
+    fn a_mahimahi_trace_with_a_gap_delivers_nothing_in_it_and_drains_after() {
+        // 12 Mb/s (an opportunity each ms) for 2 s, no opportunity for 3 s, 12 Mb/s for 1 s.
+        let t0 = Instant::now();
+        let ms: Vec<u64> = (1..=2000).chain(5000..=6000).collect();
+        let cfg = LinkConfig {
+            capacity: CapacityConfig::Trace {
+                trace: MahimahiTrace::new(ms).unwrap(),
+            },
+            qdisc: QdiscConfig::DropTail(DropTailConfig::packets(200)),
+            ..LinkConfig::default()
+        };
+        let mut link = Link::new(cfg).unwrap();
+        link.start(t0);
+        let mut src = [Cbr::new(0, Bitrate::mbps(6), 1500, t0)];
+        let out = drive(&mut link, &mut src, t0 + Duration::from_millis(4990));
+        assert_eq!(
+            link.backlog(),
+            200,
+            "the queue fills to its limit in the gap"
+        );
+        let dropped = link.stats().total().dropped;
+        // 2.99 s of 500 packets/s, less the 200 queued (and the few queued at 2 s).
+        assert!((1290..=1300).contains(&dropped), "{dropped}");
+        let out2 = drive(&mut link, &mut src, t0 + Duration::from_secs(6));
+        let gap = (Duration::from_millis(2000), Duration::from_millis(5000));
+        assert!(
+            !out.iter()
+                .chain(&out2)
+                .any(|(t, _)| *t - t0 > gap.0 && *t - t0 < gap.1),
+            "delivered in the gap"
+        );
+        // From 5 s every opportunity is used until the 200 queued and the new arrivals are
+        // through: 400 packets in the first 400 ms.
+        let first = out2
+            .iter()
+            .filter(|(t, _)| *t - t0 < Duration::from_millis(5400))
+            .count();
+        assert!(first >= 395, "{first} delivered in 5.0-5.4 s");
+        let late = out2
+            .iter()
+            .filter(|(_, p)| p.arrival >= t0 + Duration::from_millis(5500))
+            .map(|(t, p)| *t - p.arrival)
+            .max()
+            .unwrap();
+        assert!(late <= Duration::from_millis(2), "drained: {late:?}");
     }
 
     #[test]

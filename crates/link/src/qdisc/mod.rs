@@ -73,7 +73,8 @@ pub trait Qdisc<P>: Send {
         None
     }
     /// The link's rate changed (a capacity schedule stepped): limits given in time at the
-    /// link rate are re-sized. Default: nothing.
+    /// link rate are re-sized. Zero during an outage: a qdisc then keeps the limits it had
+    /// (a buffer does not shrink because the link is down). Default: nothing.
     fn set_rate(&mut self, _rate: Bitrate) {}
 }
 
