@@ -748,6 +748,47 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_packet_arriving_during_an_outage_waits_in_the_queue_until_it_ends() {
+        // Down from 1 s to 3 s; the link is idle when a packet arrives at 1.5 s.
+        let t0 = Instant::now();
+        let s = Duration::from_millis;
+        let mut link = Link::new(schedule(&[(1, 1.0), (2, 0.0), (10, 1.0)])).unwrap();
+        link.start(t0);
+        let p = Packet::new(
+            PacketId(1),
+            FlowId::from_index(0),
+            DataSize::bytes(1250),
+            t0,
+            (),
+        );
+        link.handle_packet(p, t0 + s(1500));
+        assert_eq!(
+            (link.backlog(), link.busy()),
+            (1, false),
+            "queued, not serialising"
+        );
+        assert_eq!(
+            link.poll_timeout(),
+            Some(t0 + s(3000)),
+            "the end of the outage"
+        );
+        link.handle_timeout(t0 + s(2999));
+        assert_eq!(link.backlog(), 1);
+        let out = drive(&mut link, &mut [], t0 + s(4000));
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, t0 + s(3010), "served from 3 s, 10 ms at 1 Mb/s");
+        let sojourn: Vec<_> = link
+            .events()
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Dequeued { sojourn } => Some((e.time - t0, sojourn)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sojourn, vec![(s(3000), s(1500))]);
+    }
+
+    #[test]
     fn droptail_fills_to_its_limit_during_an_outage_and_drops_the_rest() {
         // The limit in time keeps its size at the last positive rate (300 ms at 1 Mb/s =
         // 37 500 B) rather than falling to zero bytes with the rate or holding everything.
