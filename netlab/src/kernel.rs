@@ -7,10 +7,20 @@
 //! Mapping: capacity → `tbf rate R burst B` at the root; the scenario's queue becomes tbf's
 //! child (`pfifo limit N` / `bfifo limit B` for DropTail, or the AQM's own kind with every
 //! parameter the scenario gives, refused with the field's name where `tc` cannot take it);
-//! one-way delay → `netem delay D` as the child of the queue... which needs netem.
+//! one-way delay → `netem delay D` as the child of the queue... which needs netem, as does
+//! random loss (`loss P%`, Gilbert-Elliott as `loss gemodel p r 1-h 1-k`).
 //! tbf counts Ethernet bytes (IP + 14), as the papers' testbeds did.
+//!
+//! What netem would do differently from cg-link is refused by field name rather than mapped
+//! to something else: `jitter` (netem's jitter reorders packets; cg-link's never does),
+//! `reorder` (netem sends the chosen packets at once instead of holding them back
+//! `reorder_delay`), `duplicate` (netem queues its copy again at the root qdisc, so the copy
+//! would take tbf capacity; cg-link's is made after serialisation), capacity schedules
+//! (with their outages) and traces.
 
 use std::collections::BTreeSet;
+
+use cg_link::LossConfig;
 
 use crate::scenario::units::Limit;
 use crate::scenario::{Capacity, LinkSpec, Qdisc};
@@ -50,9 +60,14 @@ pub fn probe(ns: &str) -> Result<BTreeSet<String>> {
     Ok(ok)
 }
 
-/// The `tc` command lines (without `tc -n NS`) that build `spec` on `dev`, or what is
-/// missing.
-pub fn plan(spec: &LinkSpec, dev: &str, have: &BTreeSet<String>) -> Result<Vec<Vec<String>>> {
+/// The `tc` command lines (without `tc -n NS`) that build `spec` (the `name` direction:
+/// `forward`, `reverse`) on `dev`, or what is missing or cannot be expressed.
+pub fn plan(
+    spec: &LinkSpec,
+    name: &str,
+    dev: &str,
+    have: &BTreeSet<String>,
+) -> Result<Vec<Vec<String>>> {
     let need = |k: &str| -> Result<()> {
         if have.contains(k) {
             Ok(())
@@ -63,12 +78,60 @@ pub fn plan(spec: &LinkSpec, dev: &str, have: &BTreeSet<String>) -> Result<Vec<V
             )))
         }
     };
-    let Capacity::Constant(rate) = spec.capacity else {
-        return Err(Error::KernelMissing(
-            "capacity schedules and traces need the emulated backend".into(),
-        ));
+    let refuse = |field: &str, why: &str| {
+        Err(Error::KernelMissing(format!(
+            "{name} link, field `{field}`: {why}; the emulated backend takes it"
+        )))
     };
-    if spec.loss > 0.0 || !spec.delay.is_zero() {
+    let rate = match spec.capacity {
+        Capacity::Constant(rate) => rate,
+        Capacity::Schedule(_) => {
+            return refuse(
+                "schedule",
+                "netlab does not change tbf's rate during a run (nor take the link down)",
+            );
+        }
+        Capacity::Trace(_) => return refuse("trace", "tc has no trace-driven rate"),
+    };
+    let d = &spec.delay;
+    if !d.jitter.is_zero() {
+        return refuse(
+            "jitter",
+            "netem's jitter reorders packets, cg-link's never does",
+        );
+    }
+    if d.reorder > 0.0 {
+        return refuse(
+            "reorder",
+            "netem's reorder sends the chosen packets at once rather than holding them back `reorder_delay`",
+        );
+    }
+    if d.duplicate > 0.0 {
+        return refuse(
+            "duplicate",
+            "netem queues its copy again at the root qdisc, where it would take tbf capacity",
+        );
+    }
+    let loss: Vec<String> = match spec.loss {
+        LossConfig::None => Vec::new(),
+        LossConfig::Bernoulli { p } => vec!["loss".into(), percent(p)],
+        LossConfig::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } => vec![
+            "loss".into(),
+            "gemodel".into(),
+            percent(p),
+            percent(r),
+            percent(loss_bad),
+            percent(loss_good),
+        ],
+        _ => return refuse("loss", "a loss model netlab does not map to netem"),
+    };
+    let base = d.base;
+    if !loss.is_empty() || !base.is_zero() {
         need("netem")?;
     }
     need("tbf")?;
@@ -120,17 +183,20 @@ pub fn plan(spec: &LinkSpec, dev: &str, have: &BTreeSet<String>) -> Result<Vec<V
     let mut c = s(&["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"]);
     c.extend(child);
     cmds.push(c);
-    if !spec.delay.is_zero() || spec.loss > 0.0 {
+    if !base.is_zero() || !loss.is_empty() {
         let mut c = s(&[
             "qdisc", "add", "dev", dev, "parent", "10:", "handle", "20:", "netem",
         ]);
-        c.extend(s(&["delay", &format!("{}us", spec.delay.as_micros())]));
-        if spec.loss > 0.0 {
-            c.extend(s(&["loss", &format!("{}%", spec.loss * 100.0)]));
-        }
+        c.extend(s(&["delay", &format!("{}us", base.as_micros())]));
+        c.extend(loss);
         cmds.push(c);
     }
     Ok(cmds)
+}
+
+/// A probability as netem's percentage.
+fn percent(p: f64) -> String {
+    format!("{}%", p * 100.0)
 }
 
 /// The `tc` parameters of an AQM, every one the scenario gives; a parameter `tc` cannot take
@@ -234,14 +300,15 @@ pub fn apply(ns: &str, cmds: &[Vec<String>]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cg_link::DelayConfig;
     use cg_types::Bitrate;
     use std::time::Duration;
 
     fn spec(delay_ms: u64, qdisc: Qdisc) -> LinkSpec {
         LinkSpec {
             capacity: Capacity::Constant(Bitrate::mbps(10)),
-            delay: Duration::from_millis(delay_ms),
-            loss: 0.0,
+            delay: DelayConfig::fixed(Duration::from_millis(delay_ms)),
+            loss: LossConfig::None,
             qdisc,
         }
     }
@@ -259,6 +326,7 @@ mod tests {
                     limit: Limit::Time(Duration::from_millis(300)),
                 },
             ),
+            "forward",
             "vr1",
             &have(&["tbf", "bfifo", "pfifo", "htb"]),
         )
@@ -278,6 +346,7 @@ mod tests {
                     limit: Limit::Packets(100),
                 },
             ),
+            "forward",
             "x",
             &h,
         )
@@ -289,7 +358,7 @@ mod tests {
             limit: None,
             ecn: None,
         };
-        let e = plan(&spec(0, codel), "x", &h).unwrap_err();
+        let e = plan(&spec(0, codel), "forward", "x", &h).unwrap_err();
         assert!(e.to_string().contains("codel"), "{e}");
     }
 
@@ -298,7 +367,7 @@ mod tests {
     }
 
     fn child(q: Qdisc) -> String {
-        plan(&spec(0, q), "vr1", &aqms()).unwrap()[1][8..].join(" ")
+        plan(&spec(0, q), "forward", "vr1", &aqms()).unwrap()[1][8..].join(" ")
     }
 
     #[test]
@@ -371,6 +440,7 @@ mod tests {
                     ecn: None,
                 },
             ),
+            "forward",
             "x",
             &aqms(),
         )
@@ -387,6 +457,7 @@ mod tests {
                     coupling: Some(1.5),
                 },
             ),
+            "forward",
             "x",
             &aqms(),
         )

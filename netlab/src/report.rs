@@ -55,6 +55,17 @@ pub fn preflight(sc: &Scenario) -> Result<()> {
     if sc.backend == Backend::Emulated || sc.fallback == Fallback::Emulated {
         crate::emu::linkcfg::link_config(&sc.forward, &sc.flows, sc.seed, "forward")?;
         crate::emu::linkcfg::link_config(&sc.reverse, &sc.flows, sc.seed, "reverse")?;
+    } else {
+        // What `tc` cannot express whatever the kernel has (jitter, reordering, duplication,
+        // schedules, traces) is refused now; missing qdiscs are found by probing at run time.
+        let every: std::collections::BTreeSet<String> = crate::kernel::KINDS
+            .iter()
+            .map(|k| (*k).to_owned())
+            .collect();
+        crate::kernel::plan(&sc.forward, "forward", "-", &every)?;
+        if runner::kernel_shapes_reverse(sc) {
+            crate::kernel::plan(&sc.reverse, "reverse", "-", &every)?;
+        }
     }
     Ok(())
 }

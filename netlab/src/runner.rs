@@ -642,12 +642,12 @@ pub fn expected_rtt_ms(sc: &Scenario, backend: Backend) -> f64 {
     };
     match backend {
         Backend::Emulated => {
-            (sc.forward.delay + sc.reverse.delay).as_secs_f64() * 1e3
+            (sc.forward.delay.base + sc.reverse.delay.base).as_secs_f64() * 1e3
                 + ser(&sc.forward)
                 + ser(&sc.reverse)
         }
         Backend::Kernel => {
-            (sc.forward.delay + sc.reverse.delay).as_secs_f64() * 1e3
+            (sc.forward.delay.base + sc.reverse.delay.base).as_secs_f64() * 1e3
                 + 74.0 * 8.0
                     / sc.forward
                         .capacity
@@ -657,6 +657,16 @@ pub fn expected_rtt_ms(sc: &Scenario, backend: Backend) -> f64 {
                     * 1e3
         }
     }
+}
+
+/// Whether the kernel backend puts qdiscs on the reverse path: for reverse flows, or a
+/// reverse link other than the default plain 1 Gbit/s wire. A reverse link with any
+/// impairment is planned (and refused if `tc` cannot express it), never skipped.
+pub fn kernel_shapes_reverse(sc: &Scenario) -> bool {
+    sc.flows.iter().any(|f| f.direction == Direction::Reverse)
+        || sc.reverse.capacity != crate::scenario::Capacity::Constant(cg_types::Bitrate::mbps(1000))
+        || sc.reverse.delay != cg_link::DelayConfig::default()
+        || sc.reverse.loss != cg_link::LossConfig::None
 }
 
 fn kernel_setup(
@@ -675,12 +685,9 @@ fn kernel_setup(
             "the kernel backend shapes one veth per direction, so it needs exactly one sender and one receiver host".into(),
         ));
     }
-    let fwd = crate::kernel::plan(&sc.forward, &topo.router_if(receivers[0]), have)?;
-    let rev_needed = sc.flows.iter().any(|f| f.direction == Direction::Reverse)
-        || sc.reverse.capacity.rate_at(Duration::ZERO) < cg_types::Bitrate::mbps(1000)
-        || !sc.reverse.delay.is_zero();
-    let rev = if rev_needed {
-        crate::kernel::plan(&sc.reverse, &topo.router_if(senders[0]), have)?
+    let fwd = crate::kernel::plan(&sc.forward, "forward", &topo.router_if(receivers[0]), have)?;
+    let rev = if kernel_shapes_reverse(sc) {
+        crate::kernel::plan(&sc.reverse, "reverse", &topo.router_if(senders[0]), have)?
     } else {
         Vec::new()
     };

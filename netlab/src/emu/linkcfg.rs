@@ -14,7 +14,9 @@ use crate::scenario::units::{Dur, Limit};
 use crate::scenario::{Capacity, FlowKind, FlowSpec, LinkSpec, Qdisc, RawHtbClass};
 use crate::{Error, Result};
 
-/// Builds (and validates, by constructing a link) the cg-link config for one direction.
+/// Builds (and validates, by constructing a link) the cg-link config for one direction. The
+/// scenario's delay and loss already are cg-link's [`DelayConfig`] and [`LossConfig`]; a
+/// schedule's `(from, rate)` steps become [`RateStep`] durations, an outage a zero-rate step.
 pub fn link_config(
     spec: &LinkSpec,
     flows: &[FlowSpec],
@@ -41,15 +43,10 @@ pub fn link_config(
                 .map_err(|e| Error::NotAvailable(format!("{what} trace: {e}")))?,
         },
     };
-    let loss = if spec.loss > 0.0 {
-        LossConfig::Bernoulli { p: spec.loss }
-    } else {
-        LossConfig::None
-    };
     let config = LinkConfig {
         capacity,
-        delay: DelayConfig::fixed(spec.delay),
-        loss,
+        delay: spec.delay,
+        loss: spec.loss,
         qdisc: qdisc_config(
             &spec.qdisc,
             spec.capacity.rate_at(Duration::ZERO),
@@ -65,6 +62,27 @@ pub fn link_config(
         .validate()
         .map_err(|e| Error::NotAvailable(format!("{what} link: {e}")))?;
     Ok(config)
+}
+
+/// The link the forwarder runs before the run's t0, for the RTT check: `config` at its initial
+/// capacity (a schedule's first rate, constant: an outage or step during set-up must not
+/// delay the probes) and base delay, without jitter, reordering, duplication or random loss,
+/// so that the check measures the path rather than the dice.
+pub fn probe_config(config: &LinkConfig) -> LinkConfig {
+    let capacity = match &config.capacity {
+        CapacityConfig::Schedule { steps, .. } => {
+            steps.first().map_or(config.capacity.clone(), |s| {
+                CapacityConfig::constant(s.rate)
+            })
+        }
+        other => other.clone(),
+    };
+    LinkConfig {
+        capacity,
+        delay: DelayConfig::fixed(config.delay.base),
+        loss: LossConfig::None,
+        ..config.clone()
+    }
 }
 
 /// The cg-link queue discipline for a scenario qdisc at mean link rate `rate`.
@@ -260,8 +278,8 @@ mod tests {
                 (Duration::ZERO, Bitrate::mbps(1)),
                 (Duration::from_secs(20), Bitrate::kbps(2500)),
             ]),
-            delay: Duration::from_millis(25),
-            loss: 0.0,
+            delay: DelayConfig::fixed(Duration::from_millis(25)),
+            loss: LossConfig::None,
             qdisc: Qdisc::Droptail {
                 limit: Limit::Time(Duration::from_millis(300)),
             },
@@ -275,6 +293,61 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(c.delay.base, Duration::from_millis(25));
+    }
+
+    fn scenario(forward: &str) -> crate::scenario::Scenario {
+        let text = format!("duration = \"10s\"\n[forward]\n{forward}\n");
+        crate::scenario::Scenario::parse(&text, "t.toml", "t", std::path::Path::new(".")).unwrap()
+    }
+
+    #[test]
+    fn every_impairment_reaches_cg_link_and_an_outage_is_a_zero_rate_step() {
+        let sc = scenario(
+            r#"schedule = [ { at = "0s", rate = "2Mbit" }, { at = "3s", down = "2s" } ]
+delay = "20ms"
+jitter = "1ms"
+reorder = 0.01
+reorder_delay = "15ms"
+duplicate = 0.02
+loss = { mean = 0.02, burst = 4 }"#,
+        );
+        let c = link_config(&sc.forward, &sc.flows, 1, "forward").unwrap();
+        let CapacityConfig::Schedule { steps, repeat } = &c.capacity else {
+            panic!("{:?}", c.capacity)
+        };
+        assert!(!repeat);
+        let s = Duration::from_secs;
+        assert_eq!(
+            steps,
+            &vec![
+                RateStep {
+                    duration: s(3),
+                    rate: Bitrate::mbps(2)
+                },
+                RateStep::down(s(2)),
+                RateStep {
+                    duration: s(1),
+                    rate: Bitrate::mbps(2)
+                },
+            ]
+        );
+        assert_eq!(
+            c.delay,
+            DelayConfig {
+                base: Duration::from_millis(20),
+                jitter: Duration::from_millis(1),
+                reorder: 0.01,
+                reorder_delay: Duration::from_millis(15),
+                duplicate: 0.02,
+            }
+        );
+        assert!((c.loss.mean_loss() - 0.02).abs() < 1e-12, "{:?}", c.loss);
+        // The probe link of the RTT check: the initial rate, the base delay, nothing random.
+        let p = probe_config(&c);
+        assert_eq!(p.capacity, CapacityConfig::constant(Bitrate::mbps(2)));
+        assert_eq!(p.delay, DelayConfig::fixed(Duration::from_millis(20)));
+        assert_eq!(p.loss, LossConfig::None);
+        assert_eq!((p.qdisc.clone(), p.seed), (c.qdisc.clone(), c.seed));
     }
 
     #[test]

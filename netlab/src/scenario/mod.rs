@@ -14,11 +14,12 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cg_link::{DelayConfig, LossConfig};
 use cg_types::Bitrate;
 use toml::Spanned;
 
 pub use schema::{Backend, EcnSetting, Fallback, FlowKind, Qdisc, RawHtbClass, TcpCc, WebRtcMode};
-use schema::{RawFlow, RawLink, RawScenario, RawStep};
+use schema::{LossKind, RawCapacityStep, RawFlow, RawLink, RawLoss, RawScenario};
 
 /// A scenario problem, located in its file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +57,8 @@ impl std::error::Error for ScenarioError {}
 pub enum Capacity {
     /// Constant.
     Constant(Bitrate),
-    /// Steps `(from, rate)`, sorted, the first at 0.
+    /// Steps `(from, rate)`, sorted, the first at 0 and positive; a zero rate is an outage
+    /// until the next step.
     Schedule(Vec<(Duration, Bitrate)>),
     /// Mahimahi trace: delivery opportunities (ms offsets, 1500 bytes each), looping.
     Trace(Vec<u64>),
@@ -80,32 +82,76 @@ impl Capacity {
         }
     }
 
-    /// Capacity × time over `[a, b)` in bits (for utilisation).
+    /// Capacity × time over `[a, b)` in bits (for utilisation): the integral of the rate, an
+    /// outage counting zero, or a trace's opportunities in `[a, b)` × 1500 bytes (so a gap in
+    /// a trace counts zero too).
     pub fn bits_between(&self, a: Duration, b: Duration) -> f64 {
-        let mut t = a;
-        let mut bits = 0.0;
-        let step = Duration::from_millis(10);
-        while t < b {
-            let dt = step.min(b - t);
-            bits += self.rate_at(t).as_bps_f64() * dt.as_secs_f64();
-            t += dt;
+        if b <= a {
+            return 0.0;
         }
-        bits
+        match self {
+            Capacity::Constant(r) => r.as_bps_f64() * (b - a).as_secs_f64(),
+            Capacity::Schedule(steps) => steps
+                .iter()
+                .enumerate()
+                .map(|(i, (at, r))| {
+                    let end = steps.get(i + 1).map_or(Duration::MAX, |s| s.0);
+                    let (lo, hi) = ((*at).max(a), end.min(b));
+                    if hi > lo {
+                        r.as_bps_f64() * (hi - lo).as_secs_f64()
+                    } else {
+                        0.0
+                    }
+                })
+                .sum(),
+            Capacity::Trace(ops) => {
+                (opportunities_before(ops, b) - opportunities_before(ops, a)) as f64 * 1500.0 * 8.0
+            }
+        }
     }
+}
+
+/// How many opportunities of a looping trace (ms offsets `ops`, period its last) come before
+/// `t`: opportunity `k·P + m` for every cycle `k ≥ 0` and offset `m`, as cg-link serves them.
+fn opportunities_before(ops: &[u64], t: Duration) -> u128 {
+    let Some(&last) = ops.last().filter(|l| **l > 0) else {
+        return 0;
+    };
+    let t = t.as_nanos();
+    if t == 0 {
+        return 0;
+    }
+    let period = u128::from(last) * 1_000_000;
+    let (q, s) = (t / period, t % period);
+    let before_s = ops.partition_point(|&m| u128::from(m) * 1_000_000 < s) as u128;
+    // With t on a period boundary (s = 0) the offsets equal to the period fall on t itself.
+    let at_boundary = if s == 0 {
+        ops.iter().filter(|&&m| m == last).count() as u128
+    } else {
+        0
+    };
+    q * ops.len() as u128 + before_s - at_boundary
 }
 
 /// One direction of the bottleneck, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkSpec {
-    /// Capacity over time.
+    /// Capacity over time (with its outages).
     pub capacity: Capacity,
-    /// One-way propagation delay.
-    pub delay: Duration,
-    /// Bernoulli loss probability.
-    pub loss: f64,
+    /// Propagation delay, jitter, reordering and duplication, as cg-link takes them.
+    pub delay: DelayConfig,
+    /// Random loss before the queue, as cg-link takes it.
+    pub loss: LossConfig,
     /// Queue discipline.
     pub qdisc: Qdisc,
 }
+
+/// The longest `delay`, `jitter` or `reorder_delay` a scenario may give: longer is a typo
+/// (a geostationary satellite hop is 0.25 s).
+pub const MAX_DELAY: Duration = Duration::from_secs(10);
+
+/// The longest outage: one day, cg-link's bound on any duration.
+pub const MAX_OUTAGE: Duration = Duration::from_secs(86_400);
 
 /// A host of the topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,6 +279,14 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// The key written before the value at `offset` (`kind` in `kind = "foo"`), for serde errors.
 fn key_before(text: &str, offset: usize) -> String {
     let offset = offset.min(text.len());
+    // An error at a key itself (an unknown field in an inline table) names that key.
+    let rest = &text[offset..];
+    let ident_len = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(rest.len());
+    if ident_len > 0 && rest[ident_len..].trim_start().starts_with('=') {
+        return rest[..ident_len].to_owned();
+    }
     let before = &text[..offset];
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let line = &before[line_start..];
@@ -375,8 +429,8 @@ fn build(
         Some(r) => link(cx, r.get_ref(), r.span(), "reverse", base)?,
         None => LinkSpec {
             capacity: Capacity::Constant(Bitrate::mbps(1000)),
-            delay: forward.delay,
-            loss: 0.0,
+            delay: DelayConfig::fixed(forward.delay.base),
+            loss: LossConfig::None,
             qdisc: Qdisc::Droptail {
                 limit: units::Limit::Packets(1000),
             },
@@ -521,10 +575,8 @@ fn link(
         }
         Capacity::Trace(ops)
     };
-    let loss = *l.loss.get_ref();
-    if !(0.0..1.0).contains(&loss) {
-        return Err(cx.err(l.loss.span(), &format!("{name}.loss"), "must be in [0, 1)"));
-    }
+    let delay = delay(cx, l, name)?;
+    let loss = loss(cx, l.loss.as_ref(), &format!("{name}.loss"))?;
     let qdisc = match &l.qdisc {
         Some(q) => q.get_ref().clone(),
         None => Qdisc::Droptail {
@@ -533,30 +585,295 @@ fn link(
     };
     Ok(LinkSpec {
         capacity,
-        delay: l.delay.0,
+        delay,
         loss,
         qdisc,
     })
 }
 
+/// `delay`, `jitter`, `reorder`, `reorder_delay`, `duplicate`.
+fn delay(cx: &Ctx<'_>, l: &RawLink, name: &str) -> Result<DelayConfig, ScenarioError> {
+    let field = |k: &str| format!("{name}.{k}");
+    let time = |v: &Option<Spanned<units::Dur>>, k: &str| match v {
+        None => Ok(Duration::ZERO),
+        Some(d) if d.get_ref().0 > MAX_DELAY => Err(cx.err(
+            d.span(),
+            &field(k),
+            format!(
+                "{} is longer than {}: surely a typo",
+                humantime::format_duration(d.get_ref().0),
+                humantime::format_duration(MAX_DELAY)
+            ),
+        )),
+        Some(d) => Ok(d.get_ref().0),
+    };
+    let mut c = DelayConfig {
+        base: time(&l.delay, "delay")?,
+        jitter: time(&l.jitter, "jitter")?,
+        reorder: probability(cx, l.reorder.as_ref(), &field("reorder"), true)?,
+        duplicate: probability(cx, l.duplicate.as_ref(), &field("duplicate"), true)?,
+        ..DelayConfig::default()
+    };
+    if let Some(rd) = &l.reorder_delay {
+        if c.reorder == 0.0 {
+            return Err(cx.err(
+                rd.span(),
+                &field("reorder_delay"),
+                "`reorder_delay` without `reorder`: set `reorder`, the probability that a packet is held back",
+            ));
+        }
+        if rd.get_ref().0.is_zero() {
+            return Err(cx.err(
+                rd.span(),
+                &field("reorder_delay"),
+                "must be above zero (a packet held back by nothing is not reordered)",
+            ));
+        }
+        c.reorder_delay = time(&l.reorder_delay, "reorder_delay")?;
+    }
+    Ok(c)
+}
+
+/// A probability field: in `[0, 1]` (`[0, 1)` unless `one_ok`); absent is 0.
+fn probability(
+    cx: &Ctx<'_>,
+    v: Option<&Spanned<f64>>,
+    field: &str,
+    one_ok: bool,
+) -> Result<f64, ScenarioError> {
+    let Some(v) = v else { return Ok(0.0) };
+    let p = *v.get_ref();
+    let ok = if one_ok {
+        (0.0..=1.0).contains(&p)
+    } else {
+        (0.0..1.0).contains(&p)
+    };
+    if ok {
+        Ok(p)
+    } else {
+        Err(cx.err(
+            v.span(),
+            field,
+            format!(
+                "must be a probability in [0, 1{}, got {p}",
+                if one_ok { "]" } else { ")" }
+            ),
+        ))
+    }
+}
+
+/// `loss = 0.01`, `loss = { mean = 0.02, burst = 4 }`, `loss = { kind = "gilbert_elliott",
+/// p = …, r = …, loss_good = …, loss_bad = … }` or `loss = { kind = "bernoulli", p = … }`.
+fn loss(
+    cx: &Ctx<'_>,
+    l: Option<&Spanned<RawLoss>>,
+    field: &str,
+) -> Result<LossConfig, ScenarioError> {
+    let Some(l) = l else {
+        return Ok(LossConfig::None);
+    };
+    let m = match l.get_ref() {
+        RawLoss::Bernoulli(p) => {
+            let p = probability(cx, Some(&Spanned::new(l.span(), *p)), field, false)?;
+            return Ok(if p > 0.0 {
+                LossConfig::Bernoulli { p }
+            } else {
+                LossConfig::None
+            });
+        }
+        RawLoss::Model(m) => m,
+    };
+    let sub = |k: &str| format!("{field}.{k}");
+    let refuse = |fields: &[(&Option<Spanned<f64>>, &str)], why: &str| match fields
+        .iter()
+        .find_map(|(v, k)| v.as_ref().map(|v| (v.span(), *k)))
+    {
+        Some((span, k)) => Err(cx.err(span, &sub(k), why)),
+        None => Ok(()),
+    };
+    let need = |v: &Option<Spanned<f64>>, k: &str, why: &str| {
+        v.as_ref()
+            .map(|v| (v.span(), *v.get_ref()))
+            .ok_or_else(|| cx.err(l.span(), &sub(k), why))
+    };
+    let kind = m
+        .kind
+        .as_ref()
+        .map_or(LossKind::GilbertElliott, |k| *k.get_ref());
+    match kind {
+        LossKind::Bernoulli => {
+            refuse(
+                &[
+                    (&m.r, "r"),
+                    (&m.loss_good, "loss_good"),
+                    (&m.loss_bad, "loss_bad"),
+                    (&m.mean, "mean"),
+                    (&m.burst, "burst"),
+                ],
+                "belongs to `kind = \"gilbert_elliott\"`; a Bernoulli loss has only `p`",
+            )?;
+            need(&m.p, "p", "a Bernoulli loss needs `p`, its probability")?;
+            let p = probability(cx, m.p.as_ref(), &sub("p"), false)?;
+            Ok(if p > 0.0 {
+                LossConfig::Bernoulli { p }
+            } else {
+                LossConfig::None
+            })
+        }
+        LossKind::GilbertElliott if m.mean.is_some() || m.burst.is_some() => {
+            refuse(
+                &[
+                    (&m.p, "p"),
+                    (&m.r, "r"),
+                    (&m.loss_good, "loss_good"),
+                    (&m.loss_bad, "loss_bad"),
+                ],
+                "give either `mean` and `burst`, or `p` and `r` (with `loss_good` and `loss_bad`), not both",
+            )?;
+            let (mean_span, mean) =
+                need(&m.mean, "mean", "`burst` needs `mean`, the mean loss ratio")?;
+            let (burst_span, burst) = need(
+                &m.burst,
+                "burst",
+                "`mean` needs `burst`, the mean length of a loss burst in packets",
+            )?;
+            if !(mean > 0.0 && mean < 1.0) {
+                return Err(cx.err(
+                    mean_span,
+                    &sub("mean"),
+                    format!("must be above 0 and below 1, got {mean}"),
+                ));
+            }
+            if !(burst.is_finite() && burst >= 1.0) {
+                return Err(cx.err(
+                    burst_span,
+                    &sub("burst"),
+                    format!("must be at least 1 (packets), got {burst}"),
+                ));
+            }
+            LossConfig::gilbert_elliott_mean_burst(mean, burst)
+                .map_err(|e| cx.err(mean_span, &sub("mean"), e.to_string()))
+        }
+        LossKind::GilbertElliott => {
+            let why = "a Gilbert-Elliott loss needs `p` and `r` (or `mean` and `burst`)";
+            need(&m.p, "p", why)?;
+            let (r_span, _) = need(&m.r, "r", why)?;
+            let p = probability(cx, m.p.as_ref(), &sub("p"), true)?;
+            let r = probability(cx, m.r.as_ref(), &sub("r"), true)?;
+            if r == 0.0 {
+                return Err(cx.err(
+                    r_span,
+                    &sub("r"),
+                    "must be above zero: with r = 0 the Bad state never ends",
+                ));
+            }
+            let loss_good = probability(cx, m.loss_good.as_ref(), &sub("loss_good"), true)?;
+            let loss_bad = match &m.loss_bad {
+                Some(_) => probability(cx, m.loss_bad.as_ref(), &sub("loss_bad"), true)?,
+                None => 1.0,
+            };
+            let c = LossConfig::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            };
+            if c.mean_loss() >= 1.0 {
+                return Err(cx.err(l.span(), field, "loses every packet (mean loss 1)"));
+            }
+            Ok(c)
+        }
+    }
+}
+
+/// A capacity schedule: rate steps and outages (`{ at = "60s", down = "2s" }`: zero from
+/// `at`, then back to the rate in force before, unless a later step starts right then).
 fn schedule(
     cx: &Ctx<'_>,
-    steps: &[RawStep],
+    steps: &[Spanned<RawCapacityStep>],
     span: Range<usize>,
     field: &str,
 ) -> Result<Capacity, ScenarioError> {
     if steps.is_empty() {
         return Err(cx.err(span, field, "schedule is empty"));
     }
-    if !steps[0].at.0.is_zero() {
-        return Err(cx.err(span, field, "the first step must be `at = \"0s\"`"));
+    let fmt = |d: Duration| humantime::format_duration(d).to_string();
+    let mut out: Vec<(Duration, Bitrate)> = Vec::new();
+    let mut up_rate = Bitrate::ZERO;
+    // The outage in force: its start and end.
+    let mut down: Option<(Duration, Duration)> = None;
+    for (i, step) in steps.iter().enumerate() {
+        let s = step.get_ref();
+        let f = |k: &str| format!("{field}[{i}].{k}");
+        let at = s.at.get_ref().0;
+        if i == 0 && !at.is_zero() {
+            return Err(cx.err(
+                s.at.span(),
+                &f("at"),
+                "the first step must be `at = \"0s\"`",
+            ));
+        }
+        if out.last().is_some_and(|(prev, _)| at <= *prev) {
+            return Err(cx.err(s.at.span(), &f("at"), "step times must increase"));
+        }
+        if let Some((from, until)) = down.take() {
+            if at < until {
+                return Err(cx.err(
+                    s.at.span(),
+                    &f("at"),
+                    format!(
+                        "starts at {} inside the outage from {} to {}",
+                        fmt(at),
+                        fmt(from),
+                        fmt(until)
+                    ),
+                ));
+            }
+            if until < at {
+                out.push((until, up_rate));
+            }
+        }
+        match (&s.rate, &s.down) {
+            (Some(r), None) => {
+                up_rate = r.get_ref().0;
+                out.push((at, up_rate));
+            }
+            (None, Some(d)) => {
+                let len = d.get_ref().0;
+                if i == 0 {
+                    return Err(cx.err(
+                        d.span(),
+                        &f("down"),
+                        "the link must be up at 0s (netlab measures the RTT through it before \
+                         the run starts); start the outage later",
+                    ));
+                }
+                if len.is_zero() || len > MAX_OUTAGE {
+                    return Err(cx.err(
+                        d.span(),
+                        &f("down"),
+                        format!("must be above zero and at most one day, got {}", fmt(len)),
+                    ));
+                }
+                out.push((at, Bitrate::ZERO));
+                down = Some((at, at + len));
+            }
+            (Some(_), Some(d)) => {
+                return Err(cx.err(d.span(), &f("down"), "give `rate` or `down`, not both"));
+            }
+            (None, None) => {
+                return Err(cx.err(
+                    step.span(),
+                    &format!("{field}[{i}]"),
+                    "a step needs `rate` (a new capacity) or `down` (an outage, e.g. \"2s\")",
+                ));
+            }
+        }
     }
-    if steps.windows(2).any(|w| w[1].at <= w[0].at) {
-        return Err(cx.err(span, field, "step times must increase"));
+    if let Some((_, until)) = down {
+        out.push((until, up_rate));
     }
-    Ok(Capacity::Schedule(
-        steps.iter().map(|s| (s.at.0, s.rate.0)).collect(),
-    ))
+    Ok(Capacity::Schedule(out))
 }
 
 fn flow_instances(
@@ -780,8 +1097,8 @@ rate = "2Mbit"
         assert_eq!(s.hosts.len(), 2);
         assert_eq!(s.flows[0].direction, Direction::Forward);
         assert_eq!(s.flows[0].stop, Duration::from_secs(10));
-        assert_eq!(s.forward.delay, Duration::from_millis(25));
-        assert_eq!(s.reverse.delay, Duration::from_millis(25));
+        assert_eq!(s.forward.delay.base, Duration::from_millis(25));
+        assert_eq!(s.reverse.delay.base, Duration::from_millis(25));
     }
 
     #[test]
@@ -866,6 +1183,359 @@ rate = "2Mbit"
         let e = Scenario::parse(&both, "t.toml", "t", &dir).unwrap_err();
         assert!(e.message.contains("exactly one"), "{e}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// `OK` with `lines` added to `[forward]` after its delay (so they start on line 6).
+    fn forward_with(lines: &str) -> String {
+        OK.replace(
+            "delay = \"25ms\"\n",
+            &format!("delay = \"25ms\"\n{lines}\n"),
+        )
+    }
+
+    /// The error of `OK` with `lines` added to `[forward]`.
+    fn refused(lines: &str) -> ScenarioError {
+        parse(&forward_with(lines)).expect_err(lines)
+    }
+
+    #[test]
+    fn every_impairment_is_read_per_direction_into_cg_link_configs() {
+        let text = format!(
+            "{}\n[reverse]\ncapacity = \"10Mbit\"\ndelay = \"5ms\"\njitter = \"1ms\"\nloss = 0.01\n",
+            forward_with(
+                "jitter = \"2ms\"\nreorder = 0.01\nreorder_delay = \"20ms\"\nduplicate = 0.02\n\
+                 loss = { kind = \"gilbert_elliott\", p = 0.005, r = 0.25, loss_good = 0, loss_bad = 1 }"
+            )
+        );
+        let s = parse(&text).unwrap();
+        assert_eq!(
+            s.forward.delay,
+            DelayConfig {
+                base: Duration::from_millis(25),
+                jitter: Duration::from_millis(2),
+                reorder: 0.01,
+                reorder_delay: Duration::from_millis(20),
+                duplicate: 0.02,
+            }
+        );
+        assert_eq!(
+            s.forward.loss,
+            LossConfig::GilbertElliott {
+                p: 0.005,
+                r: 0.25,
+                loss_good: 0.0,
+                loss_bad: 1.0
+            }
+        );
+        assert_eq!(s.reverse.delay.base, Duration::from_millis(5));
+        assert_eq!(s.reverse.delay.jitter, Duration::from_millis(1));
+        assert_eq!(s.reverse.delay.reorder, 0.0);
+        assert_eq!(s.reverse.loss, LossConfig::Bernoulli { p: 0.01 });
+    }
+
+    #[test]
+    fn omitted_impairments_are_none_and_reorder_delay_defaults_to_10ms() {
+        let s = parse(OK).unwrap();
+        assert_eq!(
+            s.forward.delay,
+            DelayConfig::fixed(Duration::from_millis(25))
+        );
+        assert_eq!(s.forward.loss, LossConfig::None);
+        // The default reverse path copies the forward base delay, not its impairments.
+        let s = parse(&forward_with("jitter = \"3ms\"\nreorder = 0.1\nloss = 0.1")).unwrap();
+        assert_eq!(s.forward.delay.reorder_delay, Duration::from_millis(10));
+        assert_eq!(
+            s.reverse.delay,
+            DelayConfig::fixed(Duration::from_millis(25))
+        );
+        assert_eq!(s.reverse.loss, LossConfig::None);
+    }
+
+    #[test]
+    fn loss_is_a_probability_or_a_model_table() {
+        let loss = |l: &str| {
+            parse(&forward_with(&format!("loss = {l}")))
+                .unwrap()
+                .forward
+                .loss
+        };
+        assert_eq!(loss("0.02"), LossConfig::Bernoulli { p: 0.02 });
+        assert_eq!(loss("0"), LossConfig::None);
+        assert_eq!(
+            loss("{ kind = \"bernoulli\", p = 0.03 }"),
+            LossConfig::Bernoulli { p: 0.03 }
+        );
+        // loss_good and loss_bad default to 0 and 1; integers are accepted as probabilities.
+        assert_eq!(
+            loss("{ kind = \"gilbert_elliott\", p = 0.01, r = 1 }"),
+            LossConfig::GilbertElliott {
+                p: 0.01,
+                r: 1.0,
+                loss_good: 0.0,
+                loss_bad: 1.0
+            }
+        );
+        // Mean loss and burst length: r = 1/burst, p = r·mean/(1 − mean).
+        let LossConfig::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } = loss("{ mean = 0.02, burst = 4 }")
+        else {
+            panic!("not Gilbert-Elliott")
+        };
+        assert_eq!((r, loss_good, loss_bad), (0.25, 0.0, 1.0));
+        assert!((p - 0.25 * 0.02 / 0.98).abs() < 1e-12, "{p}");
+    }
+
+    /// `(line, field, part of the message)` of the error for `lines` in `[forward]`.
+    fn check_refused(lines: &str, line: usize, field: &str, says: &str) {
+        let e = refused(lines);
+        assert_eq!(e.file, "t.toml");
+        assert_eq!((e.line, e.field.as_str()), (line, field), "{lines}: {e}");
+        assert!(e.message.contains(says), "{lines}: {e}");
+        assert!(e.to_string().starts_with(&format!("t.toml:{line}:")), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_delays_and_probabilities_are_refused_with_file_line_and_field() {
+        check_refused("jitter = \"-1ms\"", 6, "jitter", "negative");
+        check_refused("jitter = \"11s\"", 6, "forward.jitter", "longer than 10s");
+        check_refused("\n\ndelay2 = 1", 8, "delay2", "unknown field");
+        check_refused("reorder = 1.5", 6, "forward.reorder", "[0, 1]");
+        check_refused("reorder = -0.1", 6, "forward.reorder", "[0, 1]");
+        check_refused("duplicate = nan", 6, "forward.duplicate", "got NaN");
+        check_refused(
+            "reorder_delay = \"20ms\"",
+            6,
+            "forward.reorder_delay",
+            "without `reorder`",
+        );
+        check_refused(
+            "reorder = 0.1\nreorder_delay = \"0s\"",
+            7,
+            "forward.reorder_delay",
+            "above zero",
+        );
+        check_refused(
+            "reorder = 0.1\nreorder_delay = \"1h\"",
+            7,
+            "forward.reorder_delay",
+            "longer than",
+        );
+        check_refused("jiter = \"1ms\"", 6, "jiter", "unknown field");
+        let e = parse(&OK.replace("delay = \"25ms\"", "delay = \"2min\"")).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (5, "forward.delay"), "{e}");
+    }
+
+    #[test]
+    fn bad_loss_models_are_refused_with_file_line_and_field() {
+        check_refused("loss = 1.0", 6, "forward.loss", "[0, 1)");
+        check_refused("loss = -0.5", 6, "forward.loss", "[0, 1)");
+        check_refused(
+            "loss = \"lots\"",
+            6,
+            "loss",
+            "a loss probability such as 0.01",
+        );
+        check_refused(
+            "loss = { kind = \"gilbert_elliott\", p = 0.1 }",
+            6,
+            "forward.loss.r",
+            "needs `p` and `r`",
+        );
+        check_refused(
+            "loss = { p = 0.1, r = 0 }",
+            6,
+            "forward.loss.r",
+            "never ends",
+        );
+        check_refused("loss = { p = 1.2, r = 0.5 }", 6, "forward.loss.p", "[0, 1]");
+        check_refused(
+            "loss = { p = 0.1, r = 0.5, loss_bad = 2 }",
+            6,
+            "forward.loss.loss_bad",
+            "[0, 1]",
+        );
+        check_refused(
+            "loss = { p = 0.1, r = 0.5, loss_good = 1 }",
+            6,
+            "forward.loss",
+            "every packet",
+        );
+        check_refused(
+            "loss = { mean = 0.02 }",
+            6,
+            "forward.loss.burst",
+            "`mean` needs `burst`",
+        );
+        check_refused(
+            "loss = { burst = 3 }",
+            6,
+            "forward.loss.mean",
+            "`burst` needs `mean`",
+        );
+        check_refused(
+            "loss = { mean = 0.02, burst = 0.5 }",
+            6,
+            "forward.loss.burst",
+            "at least 1",
+        );
+        check_refused(
+            "loss = { mean = 1, burst = 4 }",
+            6,
+            "forward.loss.mean",
+            "below 1",
+        );
+        check_refused(
+            "loss = { mean = 0.9, burst = 2 }",
+            6,
+            "forward.loss.mean",
+            "at most burst/(burst + 1) = 0.667",
+        );
+        check_refused(
+            "loss = { mean = 0.02, burst = 4, p = 0.1 }",
+            6,
+            "forward.loss.p",
+            "not both",
+        );
+        check_refused(
+            "loss = { kind = \"bernoulli\", p = 0.1, r = 0.3 }",
+            6,
+            "forward.loss.r",
+            "only `p`",
+        );
+        check_refused(
+            "loss = { kind = \"markov\" }",
+            6,
+            "kind",
+            "unknown variant `markov`",
+        );
+        check_refused(
+            "loss = { mean = 0.02, burst = 4, brust = 1 }",
+            6,
+            "brust",
+            "unknown field `brust`",
+        );
+    }
+
+    /// `OK` with a forward schedule of `steps` (one per line, from line 5) for its capacity.
+    fn with_schedule(steps: &[&str]) -> String {
+        OK.replace(
+            "capacity = \"1Mbit\"",
+            &format!("schedule = [\n{}\n]", steps.join(",\n")),
+        )
+    }
+
+    #[test]
+    fn outages_in_a_schedule_go_to_zero_and_come_back_at_the_rate_before() {
+        let s = parse(&with_schedule(&[
+            "{ at = \"0s\", rate = \"2Mbit\" }",
+            "{ at = \"4s\", down = \"2s\" }",
+            "{ at = \"8s\", rate = \"1Mbit\" }",
+            "{ at = \"9s\", down = \"500ms\" }",
+            "{ at = \"9500ms\", down = \"1s\" }",
+        ]))
+        .unwrap();
+        let sec = Duration::from_secs_f64;
+        assert_eq!(
+            s.forward.capacity,
+            Capacity::Schedule(vec![
+                (sec(0.0), Bitrate::mbps(2)),
+                (sec(4.0), Bitrate::ZERO),
+                (sec(6.0), Bitrate::mbps(2)),
+                (sec(8.0), Bitrate::mbps(1)),
+                (sec(9.0), Bitrate::ZERO),
+                (sec(9.5), Bitrate::ZERO),
+                (sec(10.5), Bitrate::mbps(1)),
+            ])
+        );
+        assert_eq!(s.forward.capacity.rate_at(sec(5.0)), Bitrate::ZERO);
+        // 2 Mb/s × 6 s + 1 Mb/s × 1 s, nothing in the outages.
+        let bits = s.forward.capacity.bits_between(sec(0.0), sec(10.0));
+        assert!((bits - 13e6).abs() < 1.0, "{bits}");
+        // An outage ending where the next step starts needs no return step.
+        let s = parse(&with_schedule(&[
+            "{ at = \"0s\", rate = \"2Mbit\" }",
+            "{ at = \"4s\", down = \"2s\" }",
+            "{ at = \"6s\", rate = \"1Mbit\" }",
+        ]))
+        .unwrap();
+        let Capacity::Schedule(steps) = &s.forward.capacity else {
+            panic!()
+        };
+        assert_eq!(steps.len(), 3);
+    }
+
+    #[test]
+    fn bad_outages_are_refused_with_file_line_and_field() {
+        let refused = |steps: &[&str]| parse(&with_schedule(steps)).unwrap_err();
+        let up = "{ at = \"0s\", rate = \"2Mbit\" }";
+        let e = refused(&["{ at = \"0s\", down = \"2s\" }"]);
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (5, "forward.schedule[0].down"),
+            "{e}"
+        );
+        assert!(e.message.contains("must be up at 0s"), "{e}");
+        let e = refused(&[up, "{ at = \"4s\", down = \"2s\", rate = \"1Mbit\" }"]);
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (6, "forward.schedule[1].down"),
+            "{e}"
+        );
+        assert!(e.message.contains("not both"), "{e}");
+        let e = refused(&[up, "{ at = \"4s\" }"]);
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (6, "forward.schedule[1]"),
+            "{e}"
+        );
+        assert!(
+            e.message.contains("`rate`") && e.message.contains("`down`"),
+            "{e}"
+        );
+        let e = refused(&[up, "{ at = \"4s\", down = \"0s\" }"]);
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (6, "forward.schedule[1].down"),
+            "{e}"
+        );
+        assert!(e.message.contains("above zero"), "{e}");
+        let e = refused(&[
+            up,
+            "{ at = \"4s\", down = \"2s\" }",
+            "{ at = \"5s\", rate = \"1Mbit\" }",
+        ]);
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (7, "forward.schedule[2].at"),
+            "{e}"
+        );
+        assert!(e.message.contains("inside the outage from 4s to 6s"), "{e}");
+        let e = refused(&[up, "{ at = \"4s\", rate = \"0\" }"]);
+        assert_eq!((e.line, e.field.as_str()), (6, "rate"), "{e}");
+        assert!(
+            e.message.contains("down = "),
+            "a zero rate points to `down`: {e}"
+        );
+        let e = refused(&[up, "{ at = \"4s\", down = \"2s\", up = true }"]);
+        assert!(e.message.contains("unknown field `up`"), "{e}");
+    }
+
+    #[test]
+    fn trace_capacity_counts_opportunities_so_a_gap_counts_zero() {
+        // Opportunities at 1, 1 and 5 ms, looping every 5 ms.
+        let c = Capacity::Trace(vec![1, 1, 5]);
+        let ms = Duration::from_millis;
+        let opp = |a, b| c.bits_between(ms(a), ms(b)) / 12_000.0;
+        assert_eq!(opp(0, 5), 2.0, "the 5 ms one is at 5 ms itself");
+        assert_eq!(opp(0, 6), 3.0);
+        assert_eq!(opp(2, 5), 0.0, "a gap");
+        assert_eq!(opp(0, 11), 6.0, "1, 1, 5, 6, 6, 10");
+        assert_eq!(opp(5, 10), 3.0, "5, 6, 6");
+        assert_eq!(opp(7, 7), 0.0);
     }
 
     #[test]

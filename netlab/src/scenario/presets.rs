@@ -66,6 +66,6 @@ mod tests {
         );
         let s = load("tma24-4-htb-cubic").unwrap().unwrap();
         assert!(matches!(s.forward.qdisc, Qdisc::Htb { .. }));
-        assert_eq!(s.forward.delay.as_millis() * 2, 30);
+        assert_eq!(s.forward.delay.base.as_millis() * 2, 30);
     }
 }

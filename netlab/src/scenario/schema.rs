@@ -1,6 +1,9 @@
 //! The scenario file's schema (serde), as written by users. [`super::Scenario`] is the
 //! checked form built from it.
 
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
@@ -102,10 +105,6 @@ fn one_u32() -> Spanned<u32> {
     Spanned::new(0..0, 1)
 }
 
-fn zero_loss() -> Spanned<f64> {
-    Spanned::new(0..0, 0.0)
-}
-
 fn default_subnet() -> Spanned<String> {
     Spanned::new(0..0, "10.77.0.0/16".to_owned())
 }
@@ -116,19 +115,112 @@ fn default_subnet() -> Spanned<String> {
 pub struct RawLink {
     /// Constant capacity.
     pub capacity: Option<Spanned<Rate>>,
-    /// Piecewise-constant capacity: `[{ at = "0s", rate = "1Mbit" }, …]`.
-    pub schedule: Option<Spanned<Vec<RawStep>>>,
+    /// Piecewise-constant capacity with outages: `[{ at = "0s", rate = "1Mbit" },
+    /// { at = "60s", down = "2s" }, …]`.
+    pub schedule: Option<Spanned<Vec<Spanned<RawCapacityStep>>>>,
     /// A Mahimahi delivery-opportunity trace file (one ms timestamp per 1500-byte
     /// opportunity), relative to the scenario file.
     pub trace: Option<Spanned<String>>,
     /// One-way propagation delay (default 0).
-    #[serde(default)]
-    pub delay: Dur,
-    /// Random loss probability in [0, 1) (default 0).
-    #[serde(default = "zero_loss")]
-    pub loss: Spanned<f64>,
+    pub delay: Option<Spanned<Dur>>,
+    /// Standard deviation of a normal jitter added to `delay` (default 0); never reorders.
+    pub jitter: Option<Spanned<Dur>>,
+    /// Probability that a packet is held back by `reorder_delay` so later ones overtake it
+    /// (default 0).
+    pub reorder: Option<Spanned<f64>>,
+    /// How long a reordered packet is held back (default 10 ms); needs `reorder`.
+    pub reorder_delay: Option<Spanned<Dur>>,
+    /// Probability that a packet is delivered twice (default 0).
+    pub duplicate: Option<Spanned<f64>>,
+    /// Random loss before the queue: a probability (Bernoulli) or a model table (default
+    /// none).
+    pub loss: Option<Spanned<RawLoss>>,
     /// The queue discipline (default DropTail 1000 packets).
     pub qdisc: Option<Spanned<Qdisc>>,
+}
+
+/// One step of a link's capacity schedule: a new rate, or an outage.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCapacityStep {
+    /// When the step starts (from the start of the run).
+    pub at: Spanned<Dur>,
+    /// Capacity from then on.
+    pub rate: Option<Spanned<Rate>>,
+    /// An outage: the link is down for this long from `at`, then comes back at the rate in
+    /// force before it.
+    pub down: Option<Spanned<Dur>>,
+}
+
+/// A link's random loss as written: `loss = 0.01` or a model table.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum RawLoss {
+    /// Each packet lost independently with this probability.
+    Bernoulli(f64),
+    /// `{ kind = "gilbert_elliott", p = …, r = … }`, `{ mean = 0.02, burst = 4 }` or
+    /// `{ kind = "bernoulli", p = … }`.
+    Model(Box<RawLossModel>),
+}
+
+impl<'de> Deserialize<'de> for RawLoss {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawLoss;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a loss probability such as 0.01, or a table such as \
+                     { mean = 0.02, burst = 4 } or { kind = \"gilbert_elliott\", p = 0.005, r = 0.25 }",
+                )
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawLoss, E> {
+                Ok(RawLoss::Bernoulli(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawLoss, E> {
+                Ok(RawLoss::Bernoulli(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawLoss, E> {
+                Ok(RawLoss::Bernoulli(v as f64))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawLoss, A::Error> {
+                RawLossModel::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|m| RawLoss::Model(Box::new(m)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A loss model table. Which fields go together is checked with the scenario
+/// ([`super::Scenario::load`]), so each mistake is named with its line.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLossModel {
+    /// `gilbert_elliott` (default) or `bernoulli`.
+    pub kind: Option<Spanned<LossKind>>,
+    /// Bernoulli: the loss probability. Gilbert-Elliott: P(Good → Bad) per packet.
+    pub p: Option<Spanned<f64>>,
+    /// Gilbert-Elliott: P(Bad → Good) per packet.
+    pub r: Option<Spanned<f64>>,
+    /// Gilbert-Elliott: loss probability in Good (default 0).
+    pub loss_good: Option<Spanned<f64>>,
+    /// Gilbert-Elliott: loss probability in Bad (default 1).
+    pub loss_bad: Option<Spanned<f64>>,
+    /// Gilbert-Elliott by its effect: the mean loss ratio…
+    pub mean: Option<Spanned<f64>>,
+    /// …and the mean length of a loss burst in packets.
+    pub burst: Option<Spanned<f64>>,
+}
+
+/// Loss model kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossKind {
+    /// Independent losses.
+    Bernoulli,
+    /// Two-state burst loss.
+    GilbertElliott,
 }
 
 /// One step of a capacity schedule.

@@ -32,7 +32,10 @@ impl Rate {
             .parse()
             .map_err(|e| format!("rate `{s}` is not a rate like \"2.5Mbit\": {e}"))?;
         if b == Bitrate::ZERO {
-            return Err(format!("rate `{s}` must be above zero"));
+            return Err(format!(
+                "rate `{s}` must be above zero (a link outage is a schedule step such as \
+                 {{ at = \"60s\", down = \"2s\" }})"
+            ));
         }
         Ok(Rate(b))
     }
