@@ -6,6 +6,8 @@
 //! - utilisation U = R / b: bytes delivered on the forward link over the capacity integral,
 //!   both over the measurement window [warm-up, duration];
 //! - loss ratio: packets dropped at the bottleneck / packets that arrived there;
+//! - duplicates: a packet the link duplicated is delivered twice; the second delivery is
+//!   counted as a duplicate, not as throughput or an arrival (the copy took no capacity);
 //! - queuing delay: per-packet sojourn time in the queue (dequeue − enqueue); mean, standard
 //!   deviation, p5/p25/p50/p75/p95, and the share of packets above 10/20/50/100 ms;
 //! - Jain's fairness index (Σx)² / (n·Σx²) over the mean throughputs of the forward flows,
@@ -128,8 +130,15 @@ pub struct FlowSummary {
     pub owd_ms: Dist,
     /// UDP: CE marks seen by the receiver.
     pub receiver_ce: u64,
-    /// UDP: datagrams missing at the receiver (sequence gaps).
+    /// UDP: datagrams missing at the receiver (sequence gaps not filled by a late datagram
+    /// within the window; one filled just after the window's end still counts).
     pub receiver_lost: u64,
+    /// UDP: datagrams that arrived after a later one (filling a sequence gap).
+    pub receiver_reordered: u64,
+    /// UDP: datagrams that arrived again (a copy of one already received).
+    pub receiver_duplicates: u64,
+    /// Copies delivered by the bottleneck (its duplication) within the window.
+    pub duplicates: u64,
     /// cg GCC flows: delay-based decrease events within the window (n_dd, the count of
     /// `Ar` updates that lowered the target; MMSys16 §4, 2013 §IV-B), from cg-send's stats.
     pub n_dd: Option<u64>,
@@ -151,7 +160,10 @@ pub struct LinkSummary {
     pub qdelay_ms: Dist,
     /// CE marks.
     pub ce_marks: u64,
-    /// Per-bin capacity and delivered rate, Mb/s.
+    /// Copies delivered by the link's duplication (not counted in U or the loss ratio).
+    pub duplicates: u64,
+    /// Per-bin capacity and delivered rate, Mb/s: the capacity is what the link could carry
+    /// in the bin (zero in an outage or a trace's gap).
     #[serde(skip)]
     pub bins: Vec<(f64, f64, f64)>,
 }
@@ -253,9 +265,10 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
     let mut delivered_pkts = vec![0u64; nf];
     let mut dropped = vec![0u64; nf];
     let mut ce = vec![0u64; nf];
+    let mut copies = vec![0u64; nf];
     let mut link_bytes = 0u64;
     let mut link_bins = vec![0.0f64; nbins];
-    let (mut link_drops, mut link_pkts, mut link_ce) = (0u64, 0u64, 0u64);
+    let (mut link_drops, mut link_pkts, mut link_ce, mut link_copies) = (0u64, 0u64, 0u64, 0u64);
     for r in &records {
         let t = r.t_ns as f64 / 1e9;
         let b = (t / bin) as usize;
@@ -278,6 +291,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                 }
                 Kind::Dequeued if in_window(t) => link_q.push(r.dur_ns as f64 / 1e6),
                 Kind::Marked if in_window(t) => link_ce += 1,
+                Kind::Copy if in_window(t) => link_copies += 1,
                 _ => {}
             }
         }
@@ -314,6 +328,11 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                     ce[fi] += 1;
                 }
             }
+            Kind::Copy => {
+                if in_window(t) {
+                    copies[fi] += 1;
+                }
+            }
         }
     }
     let mut flows = Vec::new();
@@ -326,7 +345,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
         // Endpoint data.
         let mut rtts = Vec::new();
         let mut owds = Vec::new();
-        let (mut rce, mut rlost) = (0u64, 0u64);
+        let (mut rce, mut rlost, mut rreordered, mut rdup) = (0u64, 0.0f64, 0u64, 0u64);
         if f.kind == FlowKind::Tcp {
             let rows = read_csv(&raw.join(format!("send-{}.csv", f.name)));
             let mut per_bin: Vec<(f64, u32)> = vec![(0.0, 0); nbins];
@@ -420,7 +439,13 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                 }
                 if in_window(r[0]) {
                     rce += r[3] as u64;
-                    rlost += r[7] as u64;
+                    // Net per bin: gaps opened minus gaps a late datagram filled (can be
+                    // negative in the bin a late one arrives in).
+                    rlost += r[7];
+                    if r.len() >= 10 {
+                        rreordered += r[8] as u64;
+                        rdup += r[9] as u64;
+                    }
                 }
             }
         }
@@ -447,9 +472,11 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                     .iter()
                     .filter(|r| r.len() >= 8 && in_window(r[0]))
                     .map(|r| r[2])
-                    .sum();
-                if got + rlost as f64 > 0.0 {
-                    rlost as f64 / (got + rlost as f64)
+                    .sum::<f64>()
+                    - rdup as f64;
+                let lost = rlost.max(0.0);
+                if got + lost > 0.0 {
+                    lost / (got + lost)
                 } else {
                     0.0
                 }
@@ -467,7 +494,10 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
             rtt_ms: Dist::of(&mut rtts),
             owd_ms: Dist::of(&mut owds),
             receiver_ce: rce,
-            receiver_lost: rlost,
+            receiver_lost: rlost.max(0.0) as u64,
+            receiver_reordered: rreordered,
+            receiver_duplicates: rdup,
+            duplicates: copies[fi],
             n_dd,
             target_mbps,
             bins: std::mem::take(&mut bins[fi]),
@@ -494,8 +524,9 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
             let cap = sc
                 .forward
                 .capacity
-                .rate_at(Duration::from_secs_f64(t))
-                .as_mbps_f64();
+                .bits_between(Duration::from_secs_f64(t), Duration::from_secs_f64(t + bin))
+                / bin
+                / 1e6;
             let rate = if have_log {
                 link_bins[b] * 8.0 / bin / 1e6
             } else {
@@ -522,6 +553,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
         },
         qdelay_ms: Dist::of(&mut link_q),
         ce_marks: link_ce,
+        duplicates: link_copies,
         bins: link_series,
     };
     // Jain over forward flows while all are active.

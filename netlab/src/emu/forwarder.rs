@@ -15,9 +15,15 @@
 //! rates. A packet therefore leaves at most `coalesce` + scheduler lateness after its
 //! computed instant; both are measured ([`ForwarderStats`]).
 //!
-//! Until the run's t0 the forwarder uses a pair of *probe* links with the same configuration
-//! started at its own start (so the RTT check sees the configured delay and initial rate);
-//! at t0 it switches to fresh links whose capacity schedules start at t0.
+//! Until the run's t0 the forwarder uses a pair of *probe* links with the same qdisc, initial
+//! rate and base delay but no outage, jitter, reordering, duplication or random loss
+//! ([`super::linkcfg::probe_config`]), started at its own start, so the RTT check sees the
+//! configured delay and initial rate; at t0 it switches to fresh links with the full
+//! configuration whose capacity schedules start at t0.
+//!
+//! Duplication: cg-link delivers a duplicated packet twice; the second delivery of it is
+//! logged as [`Kind::Copy`], not as a delivery, so the bottleneck's throughput counts each
+//! packet once (the copy took no capacity) while the receiver sees both.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -139,6 +145,39 @@ impl Lateness {
 struct Side {
     link: Link<Vec<u8>>,
     dir: Dir,
+    copies: Copies,
+}
+
+/// Tells the second delivery of a duplicated packet from the first: cg-link reports
+/// [`EventKind::Duplicated`] when it makes the copy, before either is delivered.
+#[derive(Default)]
+struct Copies {
+    /// Duplicated packets by id, and whether one of their two deliveries was seen.
+    pending: HashMap<PacketId, bool>,
+}
+
+impl Copies {
+    /// Takes in `ev`; true if it is the second delivery of a duplicated packet.
+    fn is_copy(&mut self, ev: &LinkEvent) -> bool {
+        match ev.kind {
+            EventKind::Duplicated => {
+                self.pending.insert(ev.id, false);
+                false
+            }
+            EventKind::Delivered { .. } => match self.pending.get_mut(&ev.id) {
+                Some(true) => {
+                    self.pending.remove(&ev.id);
+                    true
+                }
+                Some(seen) => {
+                    *seen = true;
+                    false
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    }
 }
 
 /// Runs until stdin reaches end of file (the runner closes it to stop us).
@@ -155,12 +194,14 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
     };
     let mut sides = [
         Side {
-            link: new_link(&cfg.forward, started)?,
+            link: new_link(&super::linkcfg::probe_config(&cfg.forward), started)?,
             dir: Dir::Forward,
+            copies: Copies::default(),
         },
         Side {
-            link: new_link(&cfg.reverse, started)?,
+            link: new_link(&super::linkcfg::probe_config(&cfg.reverse), started)?,
             dir: Dir::Reverse,
+            copies: Copies::default(),
         },
     ];
     let mut probing = true;
@@ -188,6 +229,8 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
         if probing && now >= t0 && sides.iter().all(|s| s.link.poll_timeout().is_none()) {
             sides[0].link = new_link(&cfg.forward, t0)?;
             sides[1].link = new_link(&cfg.reverse, t0)?;
+            sides[0].copies = Copies::default();
+            sides[1].copies = Copies::default();
             probing = false;
         }
         // Batched reads: drain each TUN (bounded per wake-up).
@@ -248,7 +291,11 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
                 if probing {
                     continue;
                 }
-                if let Some(rec) = record_of(&ev, side.dir, t0, &flows) {
+                let copy = side.copies.is_copy(&ev);
+                if let Some(mut rec) = record_of(&ev, side.dir, t0, &flows) {
+                    if copy {
+                        rec.kind = Kind::Copy;
+                    }
                     match rec.kind {
                         Kind::Dropped => stats.link_drops[i] += 1,
                         Kind::Marked => stats.ce_marks[i] += 1,
@@ -423,6 +470,37 @@ fn record_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_second_delivery_of_a_duplicated_packet_is_logged_as_a_copy() {
+        // A link that duplicates every packet: each one is delivered twice, and exactly one
+        // of its two deliveries is a copy.
+        let mut cfg = LinkConfig::constant(cg_types::Bitrate::mbps(10));
+        cfg.delay.duplicate = 1.0;
+        let mut link: Link<Vec<u8>> = Link::new(cfg).unwrap();
+        let t0 = Instant::now();
+        let flow = unknown_flow();
+        for i in 0..5 {
+            let p = Packet::new(PacketId(i), flow, DataSize::bytes(100), t0, vec![0; 100]);
+            link.handle_packet(p, t0);
+        }
+        let mut copies = Copies::default();
+        let end = t0 + Duration::from_secs(1);
+        link.handle_timeout(end);
+        while link.poll_delivery(end).is_some() {}
+        let mut delivered = 0;
+        let mut copy_ids = Vec::new();
+        while let Some(ev) = link.poll_event() {
+            if copies.is_copy(&ev) {
+                copy_ids.push(ev.id.0);
+            } else if matches!(ev.kind, EventKind::Delivered { .. }) {
+                delivered += 1;
+            }
+        }
+        assert_eq!(delivered, 5);
+        assert_eq!(copy_ids, vec![0, 1, 2, 3, 4]);
+        assert!(copies.pending.is_empty());
+    }
 
     #[test]
     fn lateness_quantiles_come_from_the_histogram() {

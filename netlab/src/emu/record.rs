@@ -2,7 +2,7 @@
 //! forwarder and read back by the metrics.
 //!
 //! One record per link event that metrics need (dequeue with sojourn, delivery with latency,
-//! drop with reason, CE mark): 32 bytes little-endian, so a 100 Mb/s run writes ≈ 0.5 MB/s.
+//! drop with reason, CE mark, the delivery of a duplicate's copy): 32 bytes little-endian, so a 100 Mb/s run writes ≈ 0.5 MB/s.
 
 use std::io::{self, Read, Write};
 use std::net::IpAddr;
@@ -24,6 +24,9 @@ pub enum Kind {
     Dropped = 3,
     /// CE-marked.
     Marked = 4,
+    /// Delivered a second time: the copy of a duplicated packet (`dur` = latency). Not a
+    /// delivery of the link's capacity: duplication happens after serialisation.
+    Copy = 5,
 }
 
 /// Which bottleneck.
@@ -93,6 +96,7 @@ impl Record {
             2 => Kind::Delivered,
             3 => Kind::Dropped,
             4 => Kind::Marked,
+            5 => Kind::Copy,
             _ => return None,
         };
         let dir = match b[22] {

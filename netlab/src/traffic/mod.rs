@@ -8,6 +8,7 @@
 
 pub mod cg;
 pub mod probe;
+pub mod seq;
 pub mod tcp;
 pub mod udp;
 

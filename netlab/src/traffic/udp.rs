@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use cg_types::{Bitrate, DataSize, Ecn};
 
+use super::seq::{Arrival, SeqTracker};
 use super::sleep_until_mono;
 use crate::sys::mono_ns;
 use crate::{Error, Result};
@@ -116,10 +117,17 @@ struct Bin {
     ect: u64,
     owd_sum_ns: u128,
     owd_max_ns: u64,
+    /// Gaps opened minus gaps filled by late datagrams (negative in a bin where more late
+    /// datagrams arrived than gaps opened).
+    lost: i64,
+    reordered: u64,
+    duplicates: u64,
 }
 
 /// Runs a sink on `port` until `stop`; writes
-/// `t_s,bytes,packets,ce,ect,owd_mean_ms,owd_max_ms,lost` per bin (loss from sequence gaps).
+/// `t_s,bytes,packets,ce,ect,owd_mean_ms,owd_max_ms,lost,reordered,duplicates` per bin
+/// (`packets` and `bytes` count every datagram, copies too; `lost` is net of late arrivals,
+/// see [`super::seq`]).
 pub fn sink(
     port: u16,
     t0_ns: u64,
@@ -135,8 +143,7 @@ pub fn sink(
     sock.set_read_timeout(Some(Duration::from_millis(100))).ok();
     let bin_ns = bin.as_nanos().max(1) as u64;
     let mut bins: Vec<Bin> = Vec::new();
-    let mut lost_bins: Vec<u64> = Vec::new();
-    let mut max_seq: Option<u64> = None;
+    let mut seqs = SeqTracker::default();
     let mut buf = vec![0u8; 2048];
     let mut cmsg = [0u8; 128];
     while !stop.load(Ordering::SeqCst) {
@@ -179,7 +186,6 @@ pub fn sink(
         }
         if bins.len() <= i {
             bins.resize(i + 1, Bin::default());
-            lost_bins.resize(i + 1, 0);
         }
         let b = &mut bins[i];
         b.bytes += n as u64;
@@ -194,20 +200,25 @@ pub fn sink(
         let owd = now.saturating_sub(sent);
         b.owd_sum_ns += u128::from(owd);
         b.owd_max_ns = b.owd_max_ns.max(owd);
-        match max_seq {
-            Some(m) if seq > m => {
-                lost_bins[i] += seq - m - 1;
-                max_seq = Some(seq);
+        match seqs.arrive(seq) {
+            Arrival::InOrder { gap } => {
+                b.lost = b
+                    .lost
+                    .saturating_add(i64::try_from(gap).unwrap_or(i64::MAX));
             }
-            None => {
-                lost_bins[i] += seq;
-                max_seq = Some(seq);
+            Arrival::Late => {
+                b.lost = b.lost.saturating_sub(1);
+                b.reordered += 1;
             }
-            _ => {}
+            Arrival::Duplicate => b.duplicates += 1,
         }
     }
     let mut w = BufWriter::new(File::create(out).map_err(|e| Error::io("create udp csv", e))?);
-    writeln!(w, "t_s,bytes,packets,ce,ect,owd_mean_ms,owd_max_ms,lost").ok();
+    writeln!(
+        w,
+        "t_s,bytes,packets,ce,ect,owd_mean_ms,owd_max_ms,lost,reordered,duplicates"
+    )
+    .ok();
     for (i, b) in bins.iter().enumerate() {
         let mean = if b.packets > 0 {
             b.owd_sum_ns as f64 / b.packets as f64 / 1e6
@@ -216,7 +227,7 @@ pub fn sink(
         };
         writeln!(
             w,
-            "{:.3},{},{},{},{},{:.3},{:.3},{}",
+            "{:.3},{},{},{},{},{:.3},{:.3},{},{},{}",
             i as f64 * bin.as_secs_f64(),
             b.bytes,
             b.packets,
@@ -224,7 +235,9 @@ pub fn sink(
             b.ect,
             mean,
             b.owd_max_ns as f64 / 1e6,
-            lost_bins[i]
+            b.lost,
+            b.reordered,
+            b.duplicates
         )
         .ok();
     }
