@@ -428,6 +428,61 @@ mod tests {
         );
     }
 
+    fn droptail() -> Qdisc {
+        Qdisc::Droptail {
+            limit: Limit::Packets(100),
+        }
+    }
+
+    #[test]
+    fn impairments_netem_would_change_are_refused_by_field() {
+        let every = have(KINDS);
+        let refusal = |spec: LinkSpec| plan(&spec, "reverse", "x", &every).unwrap_err().to_string();
+        let with = |f: fn(&mut DelayConfig)| {
+            let mut s = spec(10, droptail());
+            f(&mut s.delay);
+            s
+        };
+        for (spec, field) in [
+            (with(|d| d.jitter = Duration::from_millis(1)), "`jitter`"),
+            (with(|d| d.reorder = 0.01), "`reorder`"),
+            (with(|d| d.duplicate = 0.01), "`duplicate`"),
+        ] {
+            let e = refusal(spec);
+            assert!(e.contains("reverse link") && e.contains(field), "{e}");
+        }
+        let mut outage = spec(10, droptail());
+        outage.capacity = Capacity::Schedule(vec![
+            (Duration::ZERO, Bitrate::mbps(2)),
+            (Duration::from_secs(4), Bitrate::ZERO),
+            (Duration::from_secs(6), Bitrate::mbps(2)),
+        ]);
+        let e = refusal(outage);
+        assert!(e.contains("`schedule`"), "{e}");
+    }
+
+    #[test]
+    fn gilbert_elliott_loss_becomes_netem_gemodel() {
+        let mut s = spec(10, droptail());
+        s.loss = LossConfig::GilbertElliott {
+            p: 0.005,
+            r: 0.25,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        };
+        let p = plan(&s, "forward", "vr1", &have(KINDS)).unwrap();
+        // `loss gemodel p r 1-h 1-k`: 1-h is Bad's loss, 1-k Good's.
+        assert!(
+            p[2].join(" ")
+                .ends_with("delay 10000us loss gemodel 0.5% 25% 100% 0%"),
+            "{:?}",
+            p[2]
+        );
+        // Without netem it is missing, like the delay.
+        let e = plan(&s, "forward", "vr1", &have(&["tbf", "pfifo"])).unwrap_err();
+        assert!(e.to_string().contains("netem"), "{e}");
+    }
+
     #[test]
     fn a_parameter_tc_cannot_take_is_refused_by_name() {
         let e = plan(

@@ -355,6 +355,22 @@ mod tests {
     }
 
     #[test]
+    fn the_kernel_backend_refuses_what_tc_cannot_express_before_anything_is_created() {
+        let text = |fallback: &str| {
+            format!(
+                "duration = \"5s\"\nbackend = \"kernel\"\nkernel_fallback = \"{fallback}\"\n\
+                 [forward]\ncapacity = \"10Mbit\"\nreorder = 0.01\n"
+            )
+        };
+        let sc = Scenario::parse(&text("error"), "t.toml", "t", Path::new(".")).unwrap();
+        let e = preflight(&sc).unwrap_err().to_string();
+        assert!(e.contains("forward link, field `reorder`"), "{e}");
+        // With the emulator as fallback the emulator will run it.
+        let sc = Scenario::parse(&text("emulated"), "t.toml", "t", Path::new(".")).unwrap();
+        preflight(&sc).unwrap();
+    }
+
+    #[test]
     fn cg_flows_need_the_cg_binaries_before_anything_is_created() {
         let sc = crate::scenario::presets::load("mmsys16-6.1-variable-capacity")
             .unwrap()
