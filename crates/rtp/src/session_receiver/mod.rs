@@ -365,12 +365,7 @@ impl ReceiverSession {
         // Its RTP timestamp is the last media packet's, so it joins that frame's group.
         let kind = if p.ssrc != self.config.rtx_ssrc {
             PacketKind::Media
-        } else if p.payload.len() < 2
-            || !self.nack.is_missing(
-                self.media
-                    .peek(u16::from_be_bytes([p.payload[0], p.payload[1]])),
-            )
-        {
+        } else if !self.repairs_a_loss(&p.payload) {
             PacketKind::Padding
         } else {
             PacketKind::Retransmission
@@ -390,6 +385,17 @@ impl ReceiverSession {
             ssrc: p.ssrc,
             kind,
         });
+    }
+
+    /// Whether an RTX payload (RFC 4588: the original sequence number first) carries a packet
+    /// the NACK tracker misses; anything else on the RTX stream is padding.
+    fn repairs_a_loss(&self, rtx_payload: &[u8]) -> bool {
+        match rtx_payload {
+            [a, b, ..] => self
+                .nack
+                .is_missing(self.media.peek(u16::from_be_bytes([*a, *b]))),
+            _ => false,
+        }
     }
 
     fn on_media(&mut self, p: ParsedRtp, codec: crate::Codec, now: Instant) -> Result<(), Error> {
@@ -420,14 +426,14 @@ impl ReceiverSession {
         let Some(codec) = self.media_codec else {
             return Ok(()); // nothing to repair yet
         };
-        let osn = u16::from_be_bytes([p.payload[0], p.payload[1]]);
-        if !self.nack.is_missing(self.media.peek(osn)) {
+        if !self.repairs_a_loss(&p.payload) {
             // A copy of a packet that is here (payload padding: a probe, as the estimator
             // takes it) or was never asked for: counted as padding, not as received media, so
             // the reception report's loss does not go negative by the number of probes.
             self.stats.padding_packets += 1;
             return Ok(());
         }
+        let osn = u16::from_be_bytes([p.payload[0], p.payload[1]]);
         self.stats.retransmissions += 1;
         let seq = self.media.on_packet(osn);
         self.nack.on_packet(seq, now);
