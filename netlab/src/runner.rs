@@ -664,7 +664,7 @@ pub fn expected_rtt_ms(sc: &Scenario, backend: Backend) -> f64 {
 /// impairment is planned (and refused if `tc` cannot express it), never skipped.
 pub fn kernel_shapes_reverse(sc: &Scenario) -> bool {
     sc.flows.iter().any(|f| f.direction == Direction::Reverse)
-        || sc.reverse.capacity != crate::scenario::Capacity::Constant(cg_types::Bitrate::mbps(1000))
+        || !matches!(sc.reverse.capacity, crate::scenario::Capacity::Constant(r) if r >= cg_types::Bitrate::mbps(1000))
         || sc.reverse.delay != cg_link::DelayConfig::default()
         || sc.reverse.loss != cg_link::LossConfig::None
 }

@@ -239,6 +239,8 @@ enum Kind {
         rates: Vec<u64>,
         period: u128,
         repeat: bool,
+        /// Some step has rate zero: only then does `service_start` look the time up.
+        outages: bool,
     },
     Trace {
         /// Opportunity offsets within one period, nanoseconds.
@@ -300,6 +302,7 @@ impl Capacity {
                     rates: steps.iter().map(|s| s.rate.as_bps()).collect(),
                     period: t,
                     repeat: *repeat,
+                    outages: steps.iter().any(|s| s.rate == Bitrate::ZERO),
                 }
             }
             CapacityConfig::Trace { trace } => {
@@ -336,11 +339,13 @@ impl Capacity {
     /// next trace opportunity, the end of a schedule's outage, `t` itself otherwise.
     pub(crate) fn service_start(&self, t: Instant) -> Instant {
         match &self.kind {
+            Kind::Schedule { outages: false, .. } => t,
             Kind::Schedule {
                 starts,
                 rates,
                 period,
                 repeat,
+                ..
             } => {
                 let epoch = self.epoch_or(t);
                 let off = t.saturating_duration_since(epoch).as_nanos();
@@ -396,6 +401,7 @@ impl Capacity {
                 rates,
                 period,
                 repeat,
+                ..
             } => {
                 // Remaining work in bit·nanoseconds (bits × 1e9), so that a step's capacity is
                 // rate × duration_ns exactly.
@@ -465,6 +471,7 @@ impl Capacity {
                 rates,
                 period,
                 repeat,
+                ..
             } => {
                 let off = t.saturating_duration_since(self.epoch_or(t)).as_nanos();
                 if !*repeat && off >= *period {

@@ -341,13 +341,16 @@ loss = { mean = 0.02, burst = 4 }"#,
                 duplicate: 0.02,
             }
         );
-        assert!((c.loss.mean_loss() - 0.02).abs() < 1e-12, "{:?}", c.loss);
+        let LossConfig::GilbertElliott { p, r, .. } = c.loss else {
+            panic!("{:?}", c.loss)
+        };
+        // r = 1/burst, p = r·mean/(1 − mean).
+        assert!((r - 0.25).abs() < 1e-12 && (p - 0.25 * 0.02 / 0.98).abs() < 1e-12);
         // The probe link of the RTT check: the initial rate, the base delay, nothing random.
         let p = probe_config(&c);
         assert_eq!(p.capacity, CapacityConfig::constant(Bitrate::mbps(2)));
         assert_eq!(p.delay, DelayConfig::fixed(Duration::from_millis(20)));
         assert_eq!(p.loss, LossConfig::None);
-        assert_eq!((p.qdisc.clone(), p.seed), (c.qdisc.clone(), c.seed));
     }
 
     #[test]

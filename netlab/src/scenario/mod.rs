@@ -855,8 +855,11 @@ fn schedule(
                         format!("must be above zero and at most one day, got {}", fmt(len)),
                     ));
                 }
+                let Some(end) = at.checked_add(len) else {
+                    return Err(cx.err(d.span(), &f("down"), "the outage ends beyond any run"));
+                };
                 out.push((at, Bitrate::ZERO));
-                down = Some((at, at + len));
+                down = Some((at, end));
             }
             (Some(_), Some(d)) => {
                 return Err(cx.err(d.span(), &f("down"), "give `rate` or `down`, not both"));
@@ -1470,57 +1473,56 @@ rate = "2Mbit"
 
     #[test]
     fn bad_outages_are_refused_with_file_line_and_field() {
-        let refused = |steps: &[&str]| parse(&with_schedule(steps)).unwrap_err();
+        // The steps are refused at `line`, naming `field`, with a message containing `says`.
+        let refused = |steps: &[&str], line: usize, field: &str, says: &str| {
+            let e = parse(&with_schedule(steps)).unwrap_err();
+            assert_eq!((e.line, e.field.as_str()), (line, field), "{e}");
+            assert!(e.message.contains(says), "{e}");
+        };
         let up = "{ at = \"0s\", rate = \"2Mbit\" }";
-        let e = refused(&["{ at = \"0s\", down = \"2s\" }"]);
-        assert_eq!(
-            (e.line, e.field.as_str()),
-            (5, "forward.schedule[0].down"),
-            "{e}"
+        refused(
+            &["{ at = \"0s\", down = \"2s\" }"],
+            5,
+            "forward.schedule[0].down",
+            "must be up at 0s",
         );
-        assert!(e.message.contains("must be up at 0s"), "{e}");
-        let e = refused(&[up, "{ at = \"4s\", down = \"2s\", rate = \"1Mbit\" }"]);
-        assert_eq!(
-            (e.line, e.field.as_str()),
-            (6, "forward.schedule[1].down"),
-            "{e}"
+        refused(
+            &[up, "{ at = \"4s\", down = \"2s\", rate = \"1Mbit\" }"],
+            6,
+            "forward.schedule[1].down",
+            "not both",
         );
-        assert!(e.message.contains("not both"), "{e}");
-        let e = refused(&[up, "{ at = \"4s\" }"]);
-        assert_eq!(
-            (e.line, e.field.as_str()),
-            (6, "forward.schedule[1]"),
-            "{e}"
+        refused(&[up, "{ at = \"4s\" }"], 6, "forward.schedule[1]", "`down`");
+        refused(
+            &[up, "{ at = \"4s\", down = \"0s\" }"],
+            6,
+            "forward.schedule[1].down",
+            "above zero",
         );
-        assert!(
-            e.message.contains("`rate`") && e.message.contains("`down`"),
-            "{e}"
+        refused(
+            &[
+                up,
+                "{ at = \"4s\", down = \"2s\" }",
+                "{ at = \"5s\", rate = \"1Mbit\" }",
+            ],
+            7,
+            "forward.schedule[2].at",
+            "inside the outage from 4s to 6s",
         );
-        let e = refused(&[up, "{ at = \"4s\", down = \"0s\" }"]);
-        assert_eq!(
-            (e.line, e.field.as_str()),
-            (6, "forward.schedule[1].down"),
-            "{e}"
+        // A zero rate points to `down`.
+        refused(&[up, "{ at = \"4s\", rate = \"0\" }"], 6, "rate", "down = ");
+        // An outage whose end does not fit in a duration is refused, not a panic.
+        refused(
+            &[up, "{ at = \"18446744073709551615s\", down = \"1day\" }"],
+            6,
+            "forward.schedule[1].down",
+            "beyond any run",
         );
-        assert!(e.message.contains("above zero"), "{e}");
-        let e = refused(&[
+        let e = parse(&with_schedule(&[
             up,
-            "{ at = \"4s\", down = \"2s\" }",
-            "{ at = \"5s\", rate = \"1Mbit\" }",
-        ]);
-        assert_eq!(
-            (e.line, e.field.as_str()),
-            (7, "forward.schedule[2].at"),
-            "{e}"
-        );
-        assert!(e.message.contains("inside the outage from 4s to 6s"), "{e}");
-        let e = refused(&[up, "{ at = \"4s\", rate = \"0\" }"]);
-        assert_eq!((e.line, e.field.as_str()), (6, "rate"), "{e}");
-        assert!(
-            e.message.contains("down = "),
-            "a zero rate points to `down`: {e}"
-        );
-        let e = refused(&[up, "{ at = \"4s\", down = \"2s\", up = true }"]);
+            "{ at = \"4s\", down = \"2s\", up = true }",
+        ]))
+        .unwrap_err();
         assert!(e.message.contains("unknown field `up`"), "{e}");
     }
 
