@@ -48,6 +48,10 @@ pub struct DelayBasedStats {
     pub link_capacity: Option<Bitrate>,
     /// Groups processed.
     pub groups: u64,
+    /// Over-use signals so far (each Normal or Underuse → Overuse change counts once): the
+    /// decreases the delay gradient asked for, the figure a fault test counts to tell a
+    /// false over-use (jitter, reordering) from a real one.
+    pub overuses: u64,
 }
 
 impl DelayBasedStats {
@@ -60,6 +64,7 @@ impl DelayBasedStats {
             ("dm", self.dm),
             ("signal", self.signal.as_f64()),
             ("state", self.state.as_f64()),
+            ("overuses", self.overuses as f64),
         ];
         v.extend(self.gain.map(|g| ("gain", g)));
         v.extend(self.noise_var.map(|n| ("noise_var", n)));
@@ -237,6 +242,8 @@ impl DelayBasedController {
         let signal = self.detector.detect(m, gamma_before, delta.send_delta_ms);
         let a_r = self.rate.update(signal, r, delta.arrival_us);
         let signal = self.detector.signal();
+        let overuses = self.stats.overuses
+            + u64::from(signal == Signal::Overuse && self.stats.signal != Signal::Overuse);
         let hint = RegionHint {
             decreasing: self.rate.state() == RateState::Decrease,
             ar_well_below_r: r.is_some_and(|r| a_r.as_bps_f64() < self.near_ratio * r.as_bps_f64()),
@@ -254,6 +261,7 @@ impl DelayBasedController {
             receive_rate: r,
             link_capacity: self.rate.link_capacity(),
             groups: self.stats.groups + 1,
+            overuses,
         };
         true
     }
@@ -358,7 +366,7 @@ mod tests {
         let two_state_at_start = DelayBasedStats::default();
         assert_eq!(
             names(&two_state_at_start),
-            ["m", "gamma", "dm", "signal", "state"]
+            ["m", "gamma", "dm", "signal", "state", "overuses"]
         );
         let scalar = DelayBasedStats {
             gain: Some(0.3),
@@ -367,7 +375,7 @@ mod tests {
             ..DelayBasedStats::default()
         };
         assert_eq!(
-            scalar.extra()[5..],
+            scalar.extra()[6..],
             [("gain", 0.3), ("noise_var", 12.0), ("r", 800_000.0)]
         );
     }
@@ -417,6 +425,7 @@ mod tests {
         };
         f.drive(&mut c, 720e3, 1e6, 3.0);
         assert_ne!(c.stats().signal, Signal::Overuse);
+        assert_eq!(c.stats().overuses, 0);
         let mut decreased = false;
         for _ in 0..60 {
             f.drive(&mut c, 1.2e6, 1e6, 0.1);
@@ -427,6 +436,7 @@ mod tests {
         }
         assert!(decreased, "stats {:?}", c.stats());
         assert!(c.stats().m > c.stats().gamma);
+        assert_eq!(c.stats().overuses, 1, "one over-use signal counted once");
         // Eq. (3): Ar = α·R with R the receive rate when over-use fired (which the near-max
         // region records as its first link-capacity sample), at most the bottleneck rate.
         let s = c.stats();

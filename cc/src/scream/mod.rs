@@ -159,6 +159,18 @@ pub struct Scream {
     events: VecDeque<ControllerEvent>,
     lost_packets: u64,
     ce_packets: u64,
+    /// Window reductions so far by their cause: loss, CE (classic or L4S) and queue delay
+    /// (virtual CE). A fault test counts them to tell a reaction to reordering or jitter
+    /// from one to congestion.
+    backoffs: Backoffs,
+}
+
+/// Window reductions counted by cause.
+#[derive(Debug, Clone, Copy, Default)]
+struct Backoffs {
+    loss: u64,
+    ce: u64,
+    delay: u64,
 }
 
 impl Scream {
@@ -212,6 +224,7 @@ impl Scream {
             events: VecDeque::new(),
             lost_packets: 0,
             ce_packets: 0,
+            backoffs: Backoffs::default(),
             cfg,
         };
         s.update_rates();
@@ -475,6 +488,11 @@ impl Scream {
             1.0
         };
         self.last_backoff = 1.0 - factor;
+        match ev {
+            Congestion::Loss => self.backoffs.loss += 1,
+            Congestion::ClassicCe | Congestion::L4sCe => self.backoffs.ce += 1,
+            Congestion::VirtualCe(_) => self.backoffs.delay += 1,
+        }
         self.cwnd = (self.cwnd * factor).max(self.min_cwnd());
         self.last_event = Some(ev);
         self.last_reaction = Some(now);
@@ -773,6 +791,9 @@ impl Controller for Scream {
                 ("lost_packets", self.lost_packets as f64),
                 ("ce_packets", self.ce_packets as f64),
                 ("discards", self.media.discards as f64),
+                ("loss_backoffs", self.backoffs.loss as f64),
+                ("ce_backoffs", self.backoffs.ce as f64),
+                ("delay_backoffs", self.backoffs.delay as f64),
                 (
                     "discard_recovering",
                     f64::from(u8::from(self.media.recovering)),
@@ -1079,6 +1100,7 @@ mod tests {
         // Another CE only 5 ms later: no second cut.
         d.round(3, 3, 0, Duration::ZERO, 5 * MS);
         assert!(d.s.cwnd >= after_first);
+        assert_eq!(d.s.backoffs.ce, 1, "one reaction counted");
     }
 
     #[test]
@@ -1094,6 +1116,8 @@ mod tests {
         }
         assert!(matches!(d.s.last_event, Some(Congestion::VirtualCe(a)) if a > 0.5));
         assert!(d.s.cwnd < before);
+        let b = d.s.backoffs;
+        assert!(b.delay > 0 && b.loss == 0 && b.ce == 0, "{b:?}");
     }
 
     #[test]
