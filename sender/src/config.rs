@@ -193,6 +193,12 @@ pub struct SenderConfig {
     /// Tmin = 5 s); tests shorten it.
     #[serde(with = "humantime_serde")]
     pub rtcp_timeout: Duration,
+    /// Feedback missing this long halves the rate, and again after each further period,
+    /// down to 1/16, until feedback returns (RFC 8888 §5; see
+    /// [`cg_rtp::FeedbackLossResponse`]). `None` (default): from the controller's feedback,
+    /// 0.5 s for transport-wide CC and RFC 8888, 3 s for REMB; zero: never.
+    #[serde(default, with = "humantime_serde")]
+    pub feedback_timeout: Option<Duration>,
     /// Statistics are emitted this often. Default 100 ms.
     #[serde(with = "humantime_serde")]
     pub stats_interval: Duration,
@@ -239,6 +245,7 @@ impl Default for SenderConfig {
             key_frame_min_interval: Duration::from_millis(500),
             pacer_max_queue_delay: None,
             rtcp_timeout: Duration::from_secs(15),
+            feedback_timeout: None,
             stats_interval: Duration::from_millis(100),
             key_frame_interval: Some(3000),
             ssrc: cg_rtp::SenderConfig::default().ssrc,

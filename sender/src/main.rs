@@ -130,6 +130,11 @@ struct Args {
     /// RTP circuit-breaker RTCP timeout (RFC 8083 §4.1), e.g. 15s.
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
     rtcp_timeout: Duration,
+    /// Feedback missing this long halves the rate, and again after each further period, down
+    /// to 1/16, until it returns (RFC 8888 §5), e.g. 1s; `auto`: 0.5 s for transport-wide CC
+    /// and RFC 8888, 3 s for REMB; `off`: only the circuit breaker acts.
+    #[arg(long, default_value = "auto", value_name = "DURATION|auto|off")]
+    feedback_timeout: String,
     /// Stop after this long (e.g. 30s); default: run until SIGINT/SIGTERM.
     #[arg(long, value_parser = humantime::parse_duration)]
     duration: Option<Duration>,
@@ -321,18 +326,15 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         min_bitrate: a.min_bitrate,
         max_bitrate: a.max_bitrate,
         rtcp_timeout: a.rtcp_timeout,
+        feedback_timeout: match a.feedback_timeout.as_str() {
+            "auto" => None,
+            d => Some(duration_or_off("--feedback-timeout", d, "1s")?.unwrap_or_default()),
+        },
         stats_interval: a.stats_interval,
         key_frame_interval: (a.key_interval > 0).then_some(a.key_interval),
         pacer_max_queue_delay: a.pacer_queue_bound,
         adaptation: adaptation(a)?,
-        frame_dropper: match a.frame_dropper.as_str() {
-            "off" | "none" | "0" => None,
-            d => Some(humantime::parse_duration(d).map_err(|e| {
-                Error::Config(format!(
-                    "bad --frame-dropper {d:?} ({e}); expected e.g. 500ms or off"
-                ))
-            })?),
-        },
+        frame_dropper: duration_or_off("--frame-dropper", &a.frame_dropper, "500ms")?,
         rate_buffer: a.rate_buffer,
         ..SenderConfig::default()
     };
@@ -364,4 +366,16 @@ fn adaptation(a: &Args) -> Result<cg_media::AdaptationConfig, Error> {
         min_frame_rate: a.min_fps,
         ..cg_media::AdaptationConfig::default()
     })
+}
+
+/// A duration option that also takes `off` (`None`); `example` goes in the error.
+fn duration_or_off(flag: &str, value: &str, example: &str) -> Result<Option<Duration>, Error> {
+    match value {
+        "off" | "none" | "0" => Ok(None),
+        d => humantime::parse_duration(d).map(Some).map_err(|e| {
+            Error::Config(format!(
+                "bad {flag} {d:?} ({e}); expected e.g. {example} or off"
+            ))
+        }),
+    }
 }

@@ -404,6 +404,7 @@ impl Sampler {
             send_errors: net.send_errors,
             breaker_open: tripped,
             breaker_trips: s.breaker_trips,
+            feedback_timeouts: s.feedback_timeouts,
             extra: c.extra.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
         })
     }
@@ -419,6 +420,11 @@ pub(crate) fn rtp_config(config: &SenderConfig) -> cg_rtp::SenderConfig {
     cg_rtp::SenderConfig {
         ecn: config.ecn.ecn(),
         rtcp_timeout: config.rtcp_timeout,
+        feedback_loss: match config.feedback_timeout {
+            None => cg_rtp::FeedbackLossResponse::Auto,
+            Some(d) if d.is_zero() => cg_rtp::FeedbackLossResponse::Off,
+            Some(d) => cg_rtp::FeedbackLossResponse::After(d),
+        },
         ntp_at_start: crate::ntp_now(),
         ssrc: config.ssrc,
         rtx_ssrc: config.ssrc.wrapping_add(1),

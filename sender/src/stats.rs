@@ -88,6 +88,11 @@ pub struct Stats {
     pub breaker_open: bool,
     /// Times the breaker tripped.
     pub breaker_trips: u64,
+    /// Silences of the feedback that halved the rate (RFC 8888 §5): the target and the pacer
+    /// run at half the controller's rate after each period without feedback (0.5 s with
+    /// transport-wide CC or RFC 8888, 3 s with REMB) until feedback returns.
+    #[serde(default)]
+    pub feedback_timeouts: u64,
     /// Controller-specific quantities by name (GCC: `m`, `gamma`, `state`, `a_r`, `a_s`,
     /// `n_dd`…; SCReAM: `alpha`…).
     pub extra: BTreeMap<String, f64>,

@@ -137,8 +137,8 @@ pub use session_receiver::{
     FeedbackConfig, ReceiverConfig, ReceiverEvent, ReceiverSession, ReceiverStats,
 };
 pub use session_sender::{
-    BreakerState, KeyFrameReason, PayloadTypes, SenderConfig, SenderEvent, SenderSession,
-    SenderStats,
+    BreakerState, FeedbackLossResponse, KeyFrameReason, PayloadTypes, SenderConfig, SenderEvent,
+    SenderSession, SenderStats,
 };
 pub use time::NtpClock;
 

@@ -576,6 +576,38 @@ fn circuit_breaker_trips_when_feedback_is_black_holed_and_recovers() {
     assert!(!w.sender.circuit_breaker_tripped());
 }
 
+/// RFC 8888 §5: feedback lost for several report intervals halves the rate each 0.5 s (with
+/// transport-wide CC) down to 1/16, long before the breaker's 15 s; the first feedback gives
+/// the controller's rate back at once.
+#[test]
+fn lost_feedback_halves_the_rate_until_it_returns() {
+    let (mut w, _) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(1), Ecn::NotEct);
+    let t0 = w.now;
+    let s = Duration::from_secs;
+    let hole = (t0 + s(2), t0 + s(5));
+    w.drop_rev = Box::new(move |_, now| now >= hole.0 && now < hole.1);
+    // 30 fps of 4 kB frames (960 kbit/s): the pacer (1.5 Mbit/s here) sends them as they come.
+    w.run(t0 + s(8), &mut cbr_source(Codec::Vp8, 30, 4000, 30));
+    let bits_in = |a: Instant, b: Instant| {
+        w.forward_sent
+            .iter()
+            .filter(|(t, k, _)| *k == TransmitKind::Media && *t >= a && *t < b)
+            .map(|(_, _, n)| 8.0 * *n as f64)
+            .sum::<f64>()
+            / (b - a).as_secs_f64()
+    };
+    let before = bits_in(t0 + s(1), hole.0);
+    // From 2 s into the hole the pacer runs at 1/16 of 1.5 Mbit/s: under 100 kbit/s.
+    let late_in_hole = bits_in(hole.0 + s(2), hole.1);
+    let after = bits_in(hole.1 + s(1), t0 + s(8));
+    assert!(before > 900e3, "{before}");
+    assert!(late_in_hole < 100e3, "{late_in_hole} b/s without feedback");
+    assert!(after > 900e3, "{after} b/s once feedback returned");
+    assert_eq!(w.sender.stats().feedback_timeouts, 1);
+    assert_eq!(w.sender.stats().breaker_trips, 0);
+    assert_eq!(w.sender.target_bitrate(), Bitrate::mbps(1));
+}
+
 #[test]
 fn probe_sends_padding_on_the_rtx_stream() {
     let (mut w, seen) = wire(

@@ -1,4 +1,17 @@
-//! RTP circuit breaker #1, RTCP timeout (RFC 8083 §4.1).
+//! The sender's response to missing feedback: first a rate reduction (RFC 8888 §5), then RTP
+//! circuit breaker #1, RTCP timeout (RFC 8083 §4.1).
+//!
+//! RFC 8888 §5: "if multiple consecutive congestion control feedback packets are lost, then
+//! the media sender SHOULD rapidly reduce its sending rate as this likely indicates a path
+//! failure". None of cg's controllers does so by itself: GCC keeps its target without
+//! feedback, and SCReAM forgets its flight after 0.5 s without feedback (the reference's
+//! guard against a deadlocked window), which reopens its window. So the session does it for
+//! every controller: after `reduce_after` without feedback the rate the controller asks for
+//! (the encoder's target and the pacer's rate) is halved, and halved again after each further
+//! `reduce_after`, down to 1/16 of it; the first feedback gives the controller's own rate back
+//! at once (its state was never touched, and the silence told it nothing). libwebrtc gets the
+//! same effect from its congestion window, which stops the pacer when the bytes sent without
+//! feedback exceed about RTT + 350 ms of the target.
 //!
 //! A sender that has received no RTCP reporting on its SSRC for three deterministic RTCP
 //! intervals (Td with Tmin = 5 s, so 15 s) must cease transmission. We count every RTCP
@@ -23,21 +36,45 @@ pub enum BreakerState {
     Recovered,
 }
 
+/// Halvings of the rate at most while feedback is missing: 1/16 of the controller's rate.
+const MAX_HALVINGS: u32 = 4;
+
 #[derive(Debug)]
 pub(crate) struct Breaker {
     timeout: Duration,
+    /// Silence after which the rate is halved (and again after each further one); `None`: no
+    /// reduction, only the breaker.
+    reduce_after: Option<Duration>,
     /// Last feedback, or the first media packet while none has arrived yet.
     last_heard: Option<Instant>,
     tripped: bool,
+    /// Halvings in force for the current silence.
+    halvings: u32,
+    /// Silences that reduced the rate.
+    reductions: u64,
 }
 
 impl Breaker {
-    pub fn new(timeout: Duration) -> Self {
+    pub fn new(timeout: Duration, reduce_after: Option<Duration>) -> Self {
         Self {
             timeout,
+            reduce_after: reduce_after.filter(|d| !d.is_zero()),
             last_heard: None,
             tripped: false,
+            halvings: 0,
+            reductions: 0,
         }
+    }
+
+    /// The share of the controller's rate the sender may use now: 1, or 1/2ⁿ after n
+    /// `reduce_after` periods without feedback.
+    pub fn rate_factor(&self) -> f64 {
+        0.5f64.powi(self.halvings as i32)
+    }
+
+    /// Silences that reduced the rate so far.
+    pub fn reductions(&self) -> u64 {
+        self.reductions
     }
 
     /// Media was sent: start the clock if it is not running.
@@ -50,6 +87,10 @@ impl Breaker {
     /// Feedback on our SSRC arrived. Returns `Recovered` if the breaker closes.
     pub fn on_feedback(&mut self, now: Instant) -> Option<BreakerState> {
         self.last_heard = Some(now);
+        if self.halvings > 0 {
+            tracing::info!("feedback returned: the controller's rate is back");
+            self.halvings = 0;
+        }
         if self.tripped {
             self.tripped = false;
             tracing::info!("RTP circuit breaker recovered: feedback returned");
@@ -58,10 +99,24 @@ impl Breaker {
         None
     }
 
-    /// Checks the timeout. Returns `Tripped` when the breaker opens.
+    /// Checks the timeouts: halves the rate once more if another `reduce_after` passed without
+    /// feedback; returns `Tripped` when the breaker opens.
     pub fn check(&mut self, now: Instant) -> Option<BreakerState> {
         let heard = self.last_heard?;
         let silent = now.saturating_duration_since(heard);
+        if let Some(after) = self.reduce_after {
+            let due = (silent.as_nanos() / after.as_nanos()).min(u128::from(MAX_HALVINGS)) as u32;
+            if due > self.halvings {
+                if self.halvings == 0 {
+                    self.reductions += 1;
+                    tracing::warn!(
+                        ?silent,
+                        "no feedback: halving the rate (RFC 8888 §5) until it returns"
+                    );
+                }
+                self.halvings = due;
+            }
+        }
         if !self.tripped && silent >= self.timeout {
             self.tripped = true;
             let reason = "RTCP timeout (RFC 8083 §4.1): no feedback for 3 RTCP intervals";
@@ -81,12 +136,17 @@ impl Breaker {
         self.tripped
     }
 
-    /// When [`check`](Self::check) may next trip.
+    /// When [`check`](Self::check) may next halve the rate or trip.
     pub fn deadline(&self) -> Option<Instant> {
         if self.tripped {
             return None;
         }
-        self.last_heard.map(|t| t + self.timeout)
+        let heard = self.last_heard?;
+        let halve = self
+            .reduce_after
+            .filter(|_| self.halvings < MAX_HALVINGS)
+            .map(|after| heard + after * (self.halvings + 1));
+        Some(halve.map_or(heard + self.timeout, |h| h.min(heard + self.timeout)))
     }
 }
 
@@ -97,7 +157,7 @@ mod tests {
     #[test]
     fn trips_after_the_timeout_and_recovers_on_feedback() {
         let t0 = Instant::now();
-        let mut b = Breaker::new(Duration::from_secs(15));
+        let mut b = Breaker::new(Duration::from_secs(15), None);
         assert_eq!(
             b.check(t0 + Duration::from_secs(100)),
             None,
@@ -117,5 +177,43 @@ mod tests {
         );
         assert!(!b.tripped());
         assert_eq!(b.deadline(), Some(t0 + Duration::from_secs(32)));
+    }
+
+    #[test]
+    fn missing_feedback_halves_the_rate_each_period_and_feedback_restores_it() {
+        let t0 = Instant::now();
+        let s = Duration::from_millis;
+        let mut b = Breaker::new(Duration::from_secs(15), Some(s(500)));
+        b.on_media_sent(t0);
+        assert_eq!(b.deadline(), Some(t0 + s(500)));
+        assert_eq!(b.check(t0 + s(499)), None);
+        assert_eq!(b.rate_factor(), 1.0);
+        assert_eq!(b.check(t0 + s(500)), None);
+        assert_eq!(b.rate_factor(), 0.5);
+        assert_eq!(b.deadline(), Some(t0 + s(1000)));
+        b.check(t0 + s(1700));
+        assert_eq!(b.rate_factor(), 0.125, "three periods: 1/8");
+        b.check(t0 + s(9000));
+        assert_eq!(b.rate_factor(), 1.0 / 16.0, "never below 1/16");
+        assert_eq!(
+            b.deadline(),
+            Some(t0 + s(15_000)),
+            "only the breaker is left"
+        );
+        assert_eq!(b.reductions(), 1, "one silence");
+        assert_eq!(
+            b.on_feedback(t0 + s(9100)),
+            None,
+            "the breaker had not tripped"
+        );
+        assert_eq!(b.rate_factor(), 1.0, "feedback gives the rate back at once");
+        b.check(t0 + s(9600));
+        assert_eq!(b.rate_factor(), 0.5);
+        assert_eq!(b.reductions(), 2);
+        // Without a reduction period only the breaker acts.
+        let mut off = Breaker::new(Duration::from_secs(15), None);
+        off.on_media_sent(t0);
+        off.check(t0 + s(14_000));
+        assert_eq!(off.rate_factor(), 1.0);
     }
 }

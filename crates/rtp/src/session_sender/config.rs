@@ -64,6 +64,40 @@ impl PayloadTypes {
     }
 }
 
+/// How long the sender waits without feedback before it halves its rate, and again after
+/// each further such period down to 1/16 of the controller's rate, until feedback returns
+/// (RFC 8888 §5: "if multiple consecutive congestion control feedback packets are lost, then
+/// the media sender SHOULD rapidly reduce its sending rate"). The circuit breaker
+/// ([`SenderConfig::rtcp_timeout`]) still stops media after its own timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FeedbackLossResponse {
+    /// From the controller's feedback: 0.5 s with transport-wide CC or RFC 8888 (reports
+    /// every 40–100 ms, so about five in a row lost or late), 3 s with REMB (REMB and
+    /// receiver reports come about once a second, RRs randomised over 0.4–1.2 s).
+    #[default]
+    Auto,
+    /// After this long (zero: never).
+    After(Duration),
+    /// Never: only the circuit breaker acts.
+    Off,
+}
+
+impl FeedbackLossResponse {
+    /// The silence after which the rate is halved, for a controller fed by `kind`.
+    pub fn period(self, kind: cg_cc::FeedbackKind) -> Option<Duration> {
+        match self {
+            FeedbackLossResponse::Auto => Some(match kind {
+                cg_cc::FeedbackKind::Remb => Duration::from_secs(3),
+                cg_cc::FeedbackKind::TransportWideCc | cg_cc::FeedbackKind::Rfc8888 => {
+                    Duration::from_millis(500)
+                }
+            }),
+            FeedbackLossResponse::After(d) => Some(d).filter(|d| !d.is_zero()),
+            FeedbackLossResponse::Off => None,
+        }
+    }
+}
+
 /// Sender settings. Every default is chosen for an interactive video session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SenderConfig {
@@ -101,6 +135,9 @@ pub struct SenderConfig {
     pub sr_interval: Duration,
     /// Circuit-breaker RTCP timeout, RFC 8083 §4.1: 3 × Td with Tmin = 5 s = 15 s (default).
     pub rtcp_timeout: Duration,
+    /// When missing feedback halves the rate before the breaker stops it (RFC 8888 §5).
+    /// Default [`FeedbackLossResponse::Auto`].
+    pub feedback_loss: FeedbackLossResponse,
     /// CNAME for SDES (RFC 3550 §6.5.1). Default "cg-sender".
     pub cname: String,
     /// NTP time (RFC 5905 64-bit) at the session's start `Instant`; the driver reads it from
@@ -136,6 +173,7 @@ impl Default for SenderConfig {
             history_age: Duration::from_secs(1),
             sr_interval: Duration::from_secs(1),
             rtcp_timeout: Duration::from_secs(15),
+            feedback_loss: FeedbackLossResponse::Auto,
             cname: "cg-sender".into(),
             ntp_at_start: 0,
             ccfb_convention: NumReportsConvention::Count,

@@ -54,7 +54,7 @@ use rtc_rtcp::reception_report::ReceptionReport;
 use rtc_rtcp::sender_report::SenderReport;
 
 pub use breaker::BreakerState;
-pub use config::{PayloadTypes, SenderConfig};
+pub use config::{FeedbackLossResponse, PayloadTypes, SenderConfig};
 
 use crate::history::{History, Stored};
 use crate::pacer::{Dropped, Pacer, PacketClass, Queued, Release};
@@ -141,6 +141,8 @@ pub struct SenderStats {
     pub key_frame_requests_in_flight: u64,
     /// Times the circuit breaker tripped.
     pub breaker_trips: u64,
+    /// Silences of the feedback that halved the rate (see [`crate::FeedbackLossResponse`]).
+    pub feedback_timeouts: u64,
     /// Last RTT from RR LSR/DLSR (RFC 3550 §6.4.1).
     pub rtt: Option<Duration>,
     /// Last fraction lost from an RR.
@@ -253,7 +255,10 @@ impl SenderSession {
             pacer,
             history: History::new(config.history_packets, config.history_age),
             sent_log: SentLog::new(config.history_packets.max(4096) * 2),
-            breaker: Breaker::new(config.rtcp_timeout),
+            breaker: Breaker::new(
+                config.rtcp_timeout,
+                config.feedback_loss.period(controller.feedback_kind()),
+            ),
             rtcp_out: VecDeque::new(),
             events: VecDeque::new(),
             next_sr: now + config.sr_interval,
@@ -406,7 +411,9 @@ impl SenderSession {
             self.sr_due = true;
             self.next_sr = now + self.config.sr_interval;
         }
-        if let Some(state) = self.breaker.check(now) {
+        let breaker = self.breaker.check(now);
+        self.stats.feedback_timeouts = self.breaker.reductions();
+        if let Some(state) = breaker {
             self.stats.breaker_trips += 1;
             let dropped = self.pacer.discard_media();
             if dropped.frames > 0 {
@@ -438,7 +445,11 @@ impl SenderSession {
             return None;
         }
         self.enforce_queue_bound(now);
-        self.pacer.set_rate(self.controller.pacing_rate());
+        self.pacer.set_rate(
+            self.controller
+                .pacing_rate()
+                .mul_f64(self.breaker.rate_factor()),
+        );
         let allowance = self.controller.send_allowance();
         let release = self.pacer.poll(now, allowance)?;
         let t = match release {
@@ -499,13 +510,16 @@ impl SenderSession {
         self.events.pop_front()
     }
 
-    /// The bit rate the encoder should produce now (the controller's target; zero while the
-    /// circuit breaker is open).
+    /// The bit rate the encoder should produce now: the controller's target, halved for each
+    /// period without feedback ([`FeedbackLossResponse`]), zero while the circuit breaker is
+    /// open.
     pub fn target_bitrate(&self) -> Bitrate {
         if self.breaker.tripped() {
             Bitrate::ZERO
         } else {
-            self.controller.target_bitrate()
+            self.controller
+                .target_bitrate()
+                .mul_f64(self.breaker.rate_factor())
         }
     }
 
