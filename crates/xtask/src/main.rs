@@ -5,7 +5,8 @@
 //! - `test`: setup, then fmt check, clippy with `-D warnings`, and `cargo test --workspace`,
 //!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too;
 //!   then the end-to-end media tests (`netlab/tests/cg_flows.rs`: real cg-send/cg-recv through
-//!   namespaces, judged on rate, delay and frames) in a release build, as users run them — in
+//!   namespaces, judged on rate, delay and frames; `netlab/tests/faults.rs`: the same under
+//!   outages, reordering, burst loss and jitter) in a release build, as users run them — in
 //!   a debug build they are ignored. `test --long` also runs the 200 s scenarios of issue #14
 //!   (the papers' schedules on camera and game content, about 40 minutes), ignored otherwise.
 //! - `demo`: setup, then the project's main job.
@@ -225,8 +226,17 @@ fn test(extra: &[String]) -> Result<(), String> {
         .args(["test", "--workspace", "--all-features"])
         .args(&extra))?;
     let mut e2e = cargo();
-    e2e.args(["test", "--release", "-p", "cg-netlab", "--test", "cg_flows"])
-        .args(&extra);
+    e2e.args([
+        "test",
+        "--release",
+        "-p",
+        "cg-netlab",
+        "--test",
+        "cg_flows",
+        "--test",
+        "faults",
+    ])
+    .args(&extra);
     if long {
         if !extra.iter().any(|a| *a == "--") {
             e2e.arg("--");
