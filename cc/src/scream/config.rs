@@ -135,6 +135,10 @@ pub struct ScreamConfig {
     /// RACK-like reorder window: a packet still unacknowledged this long after a later packet
     /// was acknowledged is lost (RFC 8985 idea; reference `kReorderTime`). Default 30 ms.
     pub reorder_window: Duration,
+    /// Learn the reordering window from packets acknowledged after the edge passed them, as
+    /// RFC 8298 §4.1.2.4 describes (`reorder_window` is then its minimum; see `loss.rs`).
+    /// Default `true` in both sets; `false`: a fixed `reorder_window`.
+    pub adaptive_reorder_window: bool,
     /// Loss-reaction gate (reference); default (draft) `None`: every loss event counts.
     pub loss_gate: Option<LossGate>,
     /// EWMA gain of the packet-loss rate used by [`LossGate`]. Default 1/16 per feedback.
@@ -290,6 +294,7 @@ impl ScreamConfig {
             loss_beta: 0.7,
             ecn_beta: 0.9,
             reorder_window: Duration::from_millis(30),
+            adaptive_reorder_window: true,
             loss_gate: Some(LossGate::default()),
             loss_rate_gain: 1.0 / 16.0,
             initial_l4s_alpha: 0.1,
@@ -396,6 +401,7 @@ mod tests {
             assert_eq!(c.qdelay_target, Duration::from_millis(60));
             assert_eq!(c.loss_beta, 0.7);
             assert_eq!(c.reorder_window, Duration::from_millis(30));
+            assert!(c.adaptive_reorder_window);
             assert_eq!((c.l4s_gain_up, c.l4s_gain_down), (1.0 / 8.0, 1.0 / 128.0));
             assert_eq!(
                 (c.base_delay_slots, c.base_delay_slot),

@@ -49,7 +49,14 @@ pub struct Flight {
     bytes_in_flight: u64,
     last_sent_seq: Option<u64>,
     max_tracked: usize,
+    /// Packets declared lost, newest last (at most [`DECLARED_LOST_KEPT`]): their sequence
+    /// number and when the edge passed them, so a late acknowledgement still measures the
+    /// reordering (`loss.rs`).
+    pub(super) declared_lost: VecDeque<(u64, Instant)>,
 }
+
+/// Declared-lost packets remembered for a late acknowledgement.
+pub(super) const DECLARED_LOST_KEPT: usize = 256;
 
 impl Flight {
     /// An empty history keeping at most `max_tracked` packets.
@@ -60,6 +67,7 @@ impl Flight {
             bytes_in_flight: 0,
             last_sent_seq: None,
             max_tracked: max_tracked.clamp(16, 1 << 20),
+            declared_lost: VecDeque::new(),
         }
     }
 
@@ -131,6 +139,7 @@ impl Flight {
     /// Forgets every packet (feedback has stopped; reopen the window rather than deadlock).
     pub fn clear(&mut self) {
         self.packets.clear();
+        self.declared_lost.clear();
         self.bytes_in_flight = 0;
         self.highest_acked = self.last_sent_seq;
     }

@@ -1,9 +1,19 @@
 //! Loss detection (SCReAM v2 draft §4.2.1.1) and the loss-reaction gate.
 //!
 //! RACK-like (RFC 8985 §6.2 idea, time-based reordering window): a packet is lost when it is
-//! still unacknowledged `reorder_window` (30 ms) after the received edge passed it, i.e. after
-//! a packet sent later was acknowledged. Detection runs on every feedback and on the timer
+//! still unacknowledged a reordering window after the received edge passed it, i.e. after a
+//! packet sent later was acknowledged. Detection runs on every feedback and on the timer
 //! [`Flight::loss_deadline`] returns.
+//!
+//! The window is `reorder_window` (30 ms) or, with `adaptive_reorder_window`, what RFC 8298
+//! §4.1.2.4 asks: "If later feedback indicates that a previously lost marked packet was indeed
+//! received, then the reordering window is updated to reflect the reordering delay", the time
+//! from the edge passing the packet to its acknowledgement ([`ReorderWindow`]). A fixed 30 ms
+//! is shorter than one RFC 8888 report interval (40 ms): a packet 20 ms late on the link often
+//! reaches the sender one report after the packets that overtook it, more than 30 ms after
+//! them, and was declared lost. Measured in netlab (`netlab/tests/faults.rs`, 2 Mbit/s, 1 %
+//! of the packets held back 20 ms, 1 % duplicated): 18 false losses in 30 s and U 0.80–0.81
+//! against 0.95 without the reordering.
 //!
 //! The gate (reference implementation): a loss counts as a congestion event only if the
 //! packet-loss-rate EWMA exceeds 1 % or `qdelay_avg` exceeds T/4, so sparse random loss on an
@@ -37,6 +47,10 @@ impl Flight {
                     Some(t) if now >= t + reorder_window => {
                         lost.packets += 1;
                         lost.bytes += u64::from(front.size);
+                        if self.declared_lost.len() == super::flight::DECLARED_LOST_KEPT {
+                            self.declared_lost.pop_front();
+                        }
+                        self.declared_lost.push_back((front.seq, t));
                     }
                     _ => break,
                 }
@@ -46,6 +60,13 @@ impl Flight {
         lost
     }
 
+    /// A packet declared lost was acknowledged after all: when the edge had passed it
+    /// (`None` if it was not declared lost, or is long forgotten).
+    pub fn declared_lost_acked(&mut self, seq: u64) -> Option<Instant> {
+        let i = self.declared_lost.iter().position(|&(s, _)| s == seq)?;
+        self.declared_lost.remove(i).map(|(_, t)| t)
+    }
+
     /// When the oldest missing packet will be declared lost, if any.
     pub fn loss_deadline(&self, reorder_window: Duration) -> Option<Instant> {
         let front = self.packets.front()?;
@@ -53,6 +74,62 @@ impl Flight {
             return None;
         }
         front.missing_since.map(|t| t + reorder_window)
+    }
+}
+
+/// RFC 8298 §4.1.2.4's reordering window, learnt from the packets acknowledged after the
+/// edge had passed them: 1.25 × the longest such delay over the last 5–10 s (two 5 s slots),
+/// at least the configured window and at most the larger of sRTT and 100 ms (RACK, RFC 8985
+/// §6.2, caps its window at sRTT: a longer one would only delay the reaction to real loss).
+#[derive(Debug, Clone, Default)]
+pub struct ReorderWindow {
+    /// Longest reordering delay of the previous and the current slot.
+    slots: [Duration; 2],
+    slot_start: Option<Instant>,
+    /// The window as of the last [`ReorderWindow::update`].
+    current: Duration,
+}
+
+/// One slot of the reordering-delay maximum.
+const REORDER_SLOT: Duration = Duration::from_secs(5);
+
+impl ReorderWindow {
+    /// A packet the edge had passed at `missing_since` was acknowledged at `now`.
+    pub fn on_late_ack(&mut self, missing_since: Instant, now: Instant) {
+        self.rotate(now);
+        let d = now.saturating_duration_since(missing_since);
+        self.slots[1] = self.slots[1].max(d);
+    }
+
+    fn rotate(&mut self, now: Instant) {
+        let start = *self.slot_start.get_or_insert(now);
+        let age = now.saturating_duration_since(start);
+        if age >= 2 * REORDER_SLOT {
+            self.slots = [Duration::ZERO; 2];
+            self.slot_start = Some(now);
+        } else if age >= REORDER_SLOT {
+            self.slots = [self.slots[1], Duration::ZERO];
+            self.slot_start = Some(start + REORDER_SLOT);
+        }
+    }
+
+    /// Recomputes the window at `now` from the configured one and sRTT; returns it.
+    pub fn update(&mut self, now: Instant, configured: Duration, srtt: Duration) -> Duration {
+        self.rotate(now);
+        let learnt = self.learnt().mul_f64(1.25);
+        let cap = srtt.max(Duration::from_millis(100));
+        self.current = configured.max(learnt.min(cap));
+        self.current
+    }
+
+    /// The window as of the last update (zero before the first).
+    pub fn current(&self) -> Duration {
+        self.current
+    }
+
+    /// The longest reordering delay measured over the slots.
+    pub fn learnt(&self) -> Duration {
+        self.slots[0].max(self.slots[1])
     }
 }
 

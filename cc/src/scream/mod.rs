@@ -159,6 +159,10 @@ pub struct Scream {
     events: VecDeque<ControllerEvent>,
     lost_packets: u64,
     ce_packets: u64,
+    /// RFC 8298 §4.1.2.4's learnt reordering window.
+    reorder: loss::ReorderWindow,
+    /// Packets declared lost and acknowledged later (reordered by more than the window).
+    spurious_losses: u64,
     /// Window reductions so far by their cause: loss, CE (classic or L4S) and queue delay
     /// (virtual CE). A fault test counts them to tell a reaction to reordering or jitter
     /// from one to congestion.
@@ -225,6 +229,8 @@ impl Scream {
             lost_packets: 0,
             ce_packets: 0,
             backoffs: Backoffs::default(),
+            reorder: loss::ReorderWindow::default(),
+            spurious_losses: 0,
             cfg,
         };
         s.update_rates();
@@ -293,8 +299,28 @@ impl Scream {
         self.target >= self.cfg.max_bitrate
     }
 
+    /// The reordering window in force (`loss.rs`), recomputed at `now`.
+    fn update_reorder_window(&mut self, now: Instant) -> Duration {
+        if self.cfg.adaptive_reorder_window {
+            self.reorder
+                .update(now, self.cfg.reorder_window, self.delay.srtt)
+        } else {
+            self.cfg.reorder_window
+        }
+    }
+
+    /// The reordering window as last computed.
+    fn reorder_window(&self) -> Duration {
+        if self.cfg.adaptive_reorder_window {
+            self.reorder.current().max(self.cfg.reorder_window)
+        } else {
+            self.cfg.reorder_window
+        }
+    }
+
     fn on_loss_detection(&mut self, now: Instant, delivered: u64) {
-        let lost = self.flight.detect_losses(now, self.cfg.reorder_window);
+        let window = self.update_reorder_window(now);
+        let lost = self.flight.detect_losses(now, window);
         self.loss_rate
             .update(lost.packets, delivered, self.cfg.loss_rate_gain);
         if lost.packets > 0 {
@@ -613,10 +639,18 @@ impl Controller for Scream {
         for r in feedback.packets {
             let Some(arrival) = r.arrival else { continue };
             let Some(a) = self.flight.on_acked(r.seq, now) else {
+                // Declared lost, yet here: the reordering window was too short.
+                if let Some(missing_since) = self.flight.declared_lost_acked(r.seq) {
+                    self.reorder.on_late_ack(missing_since, now);
+                    self.spurious_losses += 1;
+                }
                 continue;
             };
             delivered += 1;
             let rec = a.record;
+            if let Some(missing_since) = rec.missing_since {
+                self.reorder.on_late_ack(missing_since, now);
+            }
             self.bottleneck
                 .on_acked(arrival.as_micros(), rec.sent_us, u64::from(rec.size));
             self.newly_acked += a.edge_bytes;
@@ -692,7 +726,7 @@ impl Controller for Scream {
     fn handle_timeout(&mut self, now: Instant) {
         if self
             .flight
-            .loss_deadline(self.cfg.reorder_window)
+            .loss_deadline(self.reorder_window())
             .is_some_and(|t| t <= now)
         {
             self.on_loss_detection(now, 0);
@@ -715,7 +749,7 @@ impl Controller for Scream {
 
     fn poll_timeout(&self) -> Option<Instant> {
         [
-            self.flight.loss_deadline(self.cfg.reorder_window),
+            self.flight.loss_deadline(self.reorder_window()),
             self.feedback_deadline(),
             self.discard_deadline(),
         ]
@@ -791,6 +825,11 @@ impl Controller for Scream {
                 ("lost_packets", self.lost_packets as f64),
                 ("ce_packets", self.ce_packets as f64),
                 ("discards", self.media.discards as f64),
+                ("spurious_losses", self.spurious_losses as f64),
+                (
+                    "reorder_window_ms",
+                    self.reorder_window().as_secs_f64() * 1e3,
+                ),
                 ("loss_backoffs", self.backoffs.loss as f64),
                 ("ce_backoffs", self.backoffs.ce as f64),
                 ("delay_backoffs", self.backoffs.delay as f64),
@@ -1086,6 +1125,75 @@ mod tests {
             assert_eq!(d.s.last_event, Some(Congestion::Loss));
             assert!((d.s.cwnd / before - 0.7).abs() < 1e-9);
         }
+    }
+
+    /// Sends 10 packets and acknowledges all but the first one 30 ms later, then the first
+    /// one `late` after that (a reordered packet); returns the lost-packet count after it.
+    fn reordered_round(d: &mut Driver, late: Duration) -> u64 {
+        let sent = d.send(10);
+        let ack = |d: &mut Driver, which: &[(u64, Instant)]| {
+            let results: Vec<PacketResult> = which
+                .iter()
+                .map(|&(seq, at)| PacketResult {
+                    seq,
+                    arrival: Some(RemoteTime::from_micros(
+                        5_000_000 + (at - d.epoch()).as_micros() as i64 + 10_000,
+                    )),
+                    ecn: Ecn::NotEct,
+                })
+                .collect();
+            d.s.on_feedback(
+                &Feedback {
+                    packets: &results,
+                    ..Feedback::default()
+                },
+                d.t,
+            );
+        };
+        d.t += 30 * MS;
+        ack(d, &sent[1..]);
+        d.t += late;
+        d.s.handle_timeout(d.t);
+        ack(d, &sent[..1]);
+        d.t += 100 * MS;
+        d.s.handle_timeout(d.t);
+        d.s.lost_packets
+    }
+
+    #[test]
+    fn a_reordered_packet_acknowledged_late_widens_the_reorder_window() {
+        for adaptive in [true, false] {
+            let mut d = Driver::new(ScreamConfig {
+                adaptive_reorder_window: adaptive,
+                ..ScreamConfig::default()
+            });
+            d.ecn = Ecn::NotEct;
+            for _ in 0..5 {
+                d.round(10, 0, 0, Duration::ZERO, 30 * MS);
+            }
+            // 45 ms late, past the configured 30 ms: declared lost, then acknowledged.
+            assert_eq!(reordered_round(&mut d, 45 * MS), 1, "adaptive {adaptive}");
+            let learnt = d.s.stats().extra_value("reorder_window_ms").unwrap();
+            if adaptive {
+                assert_eq!(d.s.spurious_losses, 1);
+                assert!((learnt - 56.25).abs() < 0.01, "{learnt}");
+                // The same reordering again: within the learnt window, no loss.
+                assert_eq!(reordered_round(&mut d, 45 * MS), 1);
+            } else {
+                assert_eq!(learnt, 30.0);
+                assert_eq!(reordered_round(&mut d, 45 * MS), 2);
+            }
+        }
+        // Capped: a packet 300 ms late does not stretch the window past max(sRTT, 100 ms).
+        let mut w = loss::ReorderWindow::default();
+        let t0 = Instant::now();
+        w.on_late_ack(t0, t0 + 300 * MS);
+        assert_eq!(w.update(t0 + 300 * MS, 30 * MS, 50 * MS), 100 * MS);
+        // Forgotten after two 5 s slots without reordering.
+        assert_eq!(
+            w.update(t0 + Duration::from_secs(11), 30 * MS, 50 * MS),
+            30 * MS
+        );
     }
 
     #[test]
