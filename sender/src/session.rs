@@ -112,7 +112,7 @@ impl Sender {
                         break;
                     };
                     match push_frame(&handle, &frame, codec).await {
-                        Some(target) => steering.steer(&encoder, target),
+                        Some(ask) => steering.steer(&encoder, ask.target),
                         None => continue, // the driver stopped: the next turn reports why
                     }
                 }
@@ -295,11 +295,19 @@ impl HasSender for cg_webrtc::WebRtcSession<SenderSession> {
 
 /// Pushes an encoded frame into the session behind `handle`; the controller's target after
 /// it, or `None` if the driver has stopped. A frame the session refuses is logged and lost.
+/// What a session asks of the encoder after a frame: its target, and whether its feedback
+/// is arriving (a WHEP viewer whose feedback stopped does not steer the shared encoder).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ask {
+    pub target: Bitrate,
+    pub hears_feedback: bool,
+}
+
 pub(crate) async fn push_frame<S: HasSender>(
     handle: &DriverHandle<S>,
     frame: &cg_media::EncodedFrame,
     codec: cg_rtp::Codec,
-) -> Option<Bitrate> {
+) -> Option<Ask> {
     let f = cg_rtp::EncodedFrame {
         data: frame.data.clone(),
         capture_time: frame.capture_time.to_instant(),
@@ -312,7 +320,10 @@ pub(crate) async fn push_frame<S: HasSender>(
             if let Err(e) = s.push_frame(f, now) {
                 tracing::warn!(%e, "frame not packetized");
             }
-            s.target_bitrate()
+            Ask {
+                target: s.target_bitrate(),
+                hears_feedback: s.hears_feedback(),
+            }
         })
         .await
         .ok()
@@ -402,6 +413,8 @@ impl Sampler {
             padding_packets: s.padding_packets,
             rtcp_received: s.rtcp_received,
             send_errors: net.send_errors,
+            foreign_datagrams: net.foreign_datagrams,
+            malformed: s.malformed,
             breaker_open: tripped,
             breaker_trips: s.breaker_trips,
             feedback_timeouts: s.feedback_timeouts,

@@ -82,6 +82,12 @@ pub struct Stats {
     pub padding_packets: u64,
     /// RTCP datagrams received from the receiver.
     pub rtcp_received: u64,
+    /// Datagrams from other addresses than the receiver, dropped unread.
+    #[serde(default)]
+    pub foreign_datagrams: u64,
+    /// Datagrams from the receiver that did not parse as RTCP for this stream, dropped.
+    #[serde(default)]
+    pub malformed: u64,
     /// Datagrams lost to send errors (ENOBUFS, ECONNREFUSED while the receiver is gone…).
     pub send_errors: u64,
     /// Whether the RTP circuit breaker (RFC 8083) is open: media stopped.

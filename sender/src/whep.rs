@@ -7,9 +7,10 @@
 //! controller, and its own cg-net driver. The encoder follows the **lowest** target of the
 //! live viewers, so no viewer's path is overrun (the others get less than they could; a
 //! per-viewer encoder or simulcast would lift that). A viewer is live while ICE holds its
-//! path (`connected`, not `disconnected`) and its feedback arrives (its RTP circuit breaker
-//! is closed): a viewer gone silent keeps its session until ICE gives up, but its frozen or
-//! zero target does not hold the encoder down for the others. A viewer that connects gets a key frame;
+//! path (`connected`, not `disconnected`) and its feedback arrives (its rate is not halved
+//! for missing feedback, and its RTP circuit breaker is closed): a viewer gone silent keeps
+//! its session until ICE gives up, but its halved or zero target does not hold the encoder
+//! down for the others. A viewer that connects gets a key frame;
 //! a viewer that leaves (`DELETE`, ICE or DTLS failure, silence until ICE gives up, or no
 //! connection within [`WhepConfig::connect_timeout`] of its offer) is dropped with its socket and does not
 //! disturb the others.
@@ -220,12 +221,14 @@ impl WhepSender {
                     let mut lowest: Option<Bitrate> = None;
                     let mut any = false;
                     for v in viewers.values().filter(|v| v.state != PeerState::Connecting) {
-                        let Some(t) = push_frame(&v.handle, &frame, codec).await else {
+                        let Some(ask) = push_frame(&v.handle, &frame, codec).await else {
                             continue;
                         };
                         any = true;
-                        // Zero: the viewer's breaker is open (no feedback); it is not live.
-                        if v.state == PeerState::Connected && t > Bitrate::ZERO {
+                        // A viewer whose feedback stopped (its rate halved for it, or its
+                        // breaker open) is not live: it does not hold the others down.
+                        if v.state == PeerState::Connected && ask.hears_feedback {
+                            let t = ask.target;
                             lowest = Some(lowest.map_or(t, |l| l.min(t)));
                         }
                     }

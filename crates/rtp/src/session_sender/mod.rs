@@ -543,6 +543,12 @@ impl SenderSession {
         self.breaker.tripped()
     }
 
+    /// Whether feedback is arriving: the breaker is closed and the rate is not reduced for
+    /// missing feedback ([`FeedbackLossResponse`]).
+    pub fn hears_feedback(&self) -> bool {
+        !self.breaker.tripped() && self.breaker.rate_factor() == 1.0
+    }
+
     /// The configuration.
     pub fn config(&self) -> &SenderConfig {
         &self.config
