@@ -111,6 +111,15 @@ fn backoffs_since(controller: &str, out: &Path, from: f64) -> f64 {
     }
 }
 
+/// `Ok` when nothing is wrong, else every complaint.
+fn verdict(bad: Vec<String>) -> Result<(), String> {
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(bad.join("; "))
+    }
+}
+
 /// The link's utilisation from `summary.json` (IP bytes over capacity, after the warm-up).
 fn utilisation(summary: &Value) -> f64 {
     num(&summary["metrics"]["link"], "utilisation")
@@ -171,11 +180,7 @@ fn a_two_second_outage_is_recovered_within_five_seconds() {
                 if run_t(last, t0) < 20.0 || num(last, "breaker_trips") > 0.0 || sessions != 1.0 {
                     bad.push("a program restarted or its breaker tripped".into());
                 }
-                if bad.is_empty() {
-                    Ok(())
-                } else {
-                    Err(bad.join("; "))
-                }
+                verdict(bad)
             },
         );
     }
@@ -277,11 +282,7 @@ duplicate = 0.01"#,
                 if decoded > frames_sent || num(last_recv, "decode_errors") > 0.0 {
                     bad.push("a frame decoded twice or undecodable".into());
                 }
-                if bad.is_empty() {
-                    Ok(())
-                } else {
-                    Err(bad.join("; "))
-                }
+                verdict(bad)
             },
         );
     }
@@ -352,11 +353,7 @@ loss = { mean = 0.02, burst = 4 }"#,
                 if longest > 500.0 {
                     bad.push(format!("a freeze of {longest:.0} ms"));
                 }
-                if bad.is_empty() {
-                    Ok(())
-                } else {
-                    Err(bad.join("; "))
-                }
+                verdict(bad)
             },
         );
     }
@@ -479,11 +476,7 @@ fn a_feedback_blackout_cuts_the_rate_and_is_recovered_within_five_seconds() {
                 if num(last, "breaker_trips") > 0.0 {
                     bad.push("the circuit breaker tripped".into());
                 }
-                if bad.is_empty() {
-                    Ok(())
-                } else {
-                    Err(bad.join("; "))
-                }
+                verdict(bad)
             },
         );
     }
@@ -733,11 +726,7 @@ fn hostile_datagrams_are_dropped_and_counted_without_harm() {
                 if run_t(ls, t0) < 23.0 || num(lr, "sessions") != 1.0 {
                     bad.push("a program stopped or restarted".into());
                 }
-                if bad.is_empty() {
-                    Ok(())
-                } else {
-                    Err(bad.join("; "))
-                }
+                verdict(bad)
             },
         );
     }
