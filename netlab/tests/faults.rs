@@ -93,23 +93,26 @@ fn counted_since(samples: &[Value], t0: u64, from: f64, name: &str, top: bool) -
     samples.last().map_or(0.0, get) - at
 }
 
-/// The back-offs a controller made from `from` s on that were not asked for by a real queue
-/// or loss, as each controller counts them: GCC's over-use signals (the sender's estimator
-/// in send-side mode, the receiver's in REMB mode) and SCReAM's loss and queue-delay
-/// window reductions.
-fn backoffs_since(controller: &str, out: &Path, from: f64) -> f64 {
+/// The back-offs a controller made from `from` s on, as it counts them: GCC's over-use signals
+/// (the sender's estimator in send-side mode, the receiver's in REMB mode) and SCReAM's window
+/// reductions of the kinds `scream` names (`loss_backoffs`, `delay_backoffs`).
+fn backoffs_since(controller: &str, out: &Path, from: f64, scream: &[&str]) -> f64 {
     let t0 = t0(out);
     let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
     let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
     match controller {
         "gcc" => counted_since(&sent, t0, from, "overuses", false),
         "gcc-remb" => counted_since(&recv, t0, from, "overuses", false),
-        _ => {
-            counted_since(&sent, t0, from, "loss_backoffs", false)
-                + counted_since(&sent, t0, from, "delay_backoffs", false)
-        }
+        _ => scream
+            .iter()
+            .map(|k| counted_since(&sent, t0, from, k, false))
+            .sum(),
     }
 }
+
+/// What reordering could be mistaken for: a loss (SCReAM's window reductions for loss; GCC's
+/// over-uses, which also count the delay gradient of a held-back packet).
+const REORDER_BACKOFFS: &[&str] = &["loss_backoffs"];
 
 /// `Ok` when nothing is wrong, else every complaint.
 fn verdict(bad: Vec<String>) -> Result<(), String> {
@@ -207,7 +210,7 @@ fn clean_run(cc: &'static str) -> (f64, f64) {
         |_| {},
         |s, out| {
             let u = utilisation(s);
-            let b = backoffs_since(cc, out, 5.0);
+            let b = backoffs_since(cc, out, 5.0, REORDER_BACKOFFS);
             eprintln!("clean {cc}: U {u:.3}, back-offs after 5 s {b}");
             *got.lock().unwrap() = Some((u, b));
             if u.is_nan() {
@@ -223,8 +226,9 @@ fn clean_run(cc: &'static str) -> (f64, f64) {
 }
 
 /// 1 % of the packets held back 20 ms (later ones overtake them) and 1 % duplicated: the
-/// link's utilisation within 3 % of the same run without them, no more back-offs than
-/// that clean run made (a reordered packet is neither a loss nor a delay gradient), and no
+/// link's utilisation within 3 % of the same run without them, at most two back-offs more
+/// than that clean run made (GCC's over-uses, SCReAM's reductions for loss: a reordered
+/// packet is neither a loss nor a delay gradient), and no
 /// frame decoded twice or undecodable.
 #[test]
 #[cfg_attr(
@@ -250,7 +254,7 @@ duplicate = 0.01"#,
             |_| {},
             |s, out| {
                 let u = utilisation(s);
-                let b = backoffs_since(cc, out, 5.0);
+                let b = backoffs_since(cc, out, 5.0, REORDER_BACKOFFS);
                 let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
                 let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
                 let (last_sent, last_recv) = (
@@ -274,7 +278,10 @@ duplicate = 0.01"#,
                         "U {u:.3} below 97 % of the clean run's {u_clean:.3}"
                     ));
                 }
-                if b > b_clean {
+                // GCC's over-uses on a full link vary by 1–2 between runs of 20 s (measured:
+                // 1–3 in clean runs); what reordering caused before the SCReAM fix was 18
+                // false losses in 30 s.
+                if b > b_clean + 2.0 {
                     bad.push(format!(
                         "{b} back-offs against {b_clean} without reordering"
                     ));
@@ -382,7 +389,7 @@ jitter = "1ms""#,
             &toml,
             |_| {},
             |s, out| {
-                let b = backoffs_since(cc, out, 5.0);
+                let b = backoffs_since(cc, out, 5.0, &["loss_backoffs", "delay_backoffs"]);
                 let t0 = t0(out);
                 let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
                 let target: Vec<f64> = sent
