@@ -82,15 +82,14 @@ fn extra(line: &Value, name: &str) -> f64 {
     line["extra"][name].as_f64().unwrap_or(f64::NAN)
 }
 
-/// The growth of the counter `name` (in `extra`, or a top-level field with `top`) over the
-/// samples from run time `from` s to the end.
-fn counted_since(samples: &[Value], t0: u64, from: f64, name: &str, top: bool) -> f64 {
-    let get = |l: &Value| if top { num(l, name) } else { extra(l, name) };
+/// The growth of the controller counter `name` (in `extra`) over the samples from run time
+/// `from` s to the end.
+fn counted_since(samples: &[Value], t0: u64, from: f64, name: &str) -> f64 {
     let at = samples
         .iter()
         .find(|l| run_t(l, t0) >= from)
-        .map_or(0.0, get);
-    samples.last().map_or(0.0, get) - at
+        .map_or(0.0, |l| extra(l, name));
+    samples.last().map_or(0.0, |l| extra(l, name)) - at
 }
 
 /// The back-offs a controller made from `from` s on, as it counts them: GCC's over-use signals
@@ -101,11 +100,11 @@ fn backoffs_since(controller: &str, out: &Path, from: f64, scream: &[&str]) -> f
     let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
     let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
     match controller {
-        "gcc" => counted_since(&sent, t0, from, "overuses", false),
-        "gcc-remb" => counted_since(&recv, t0, from, "overuses", false),
+        "gcc" => counted_since(&sent, t0, from, "overuses"),
+        "gcc-remb" => counted_since(&recv, t0, from, "overuses"),
         _ => scream
             .iter()
-            .map(|k| counted_since(&sent, t0, from, k, false))
+            .map(|k| counted_since(&sent, t0, from, k))
             .sum(),
     }
 }
