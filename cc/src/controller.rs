@@ -248,6 +248,13 @@ pub trait ReceiveSideEstimator: Send + fmt::Debug {
     /// The current estimate.
     fn estimate(&self) -> Bitrate;
 
+    /// The estimate a REMB may carry now (also the one bundled with a receiver report):
+    /// `None` while the estimator has none to announce yet. Default: always
+    /// [`estimate`](Self::estimate).
+    fn remb_estimate(&self) -> Option<Bitrate> {
+        Some(self.estimate())
+    }
+
     /// The state for logs and plots (same naming as [`ControllerStats::extra`]).
     fn stats(&self) -> Vec<(&'static str, f64)>;
 }

@@ -13,7 +13,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -263,7 +262,6 @@ delay = "10ms""#,
     ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
 )]
 fn killed_receiver_trips_the_breaker_and_a_restarted_one_gets_the_stream_back() {
-    let (_, recv_bin) = cg_binaries();
     let fwd = r#"capacity = "2Mbit"
 delay = "10ms"
 qdisc = { kind = "droptail", limit = "300ms" }"#;
@@ -277,77 +275,29 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
     )
     .replace("@DELAY@", "10ms")
     .replace("@START@", "300k");
-    let restarted_stats = std::sync::Mutex::new(None::<PathBuf>);
+    let restarted = std::sync::Mutex::new(None::<Replaced>);
     run_checked(
         "breaker",
         &toml,
         |out| {
-            // Find cg-recv (its stats file is under our scratch dir), kill it at ~8 s, keep
-            // its network namespace, start a new cg-recv there at ~15 s.
-            let needle = out.join("raw/cg-recv-cg.jsonl").display().to_string();
-            let mut pid = None;
-            for _ in 0..100 {
-                pid = pid_of(&needle, "cg-recv");
-                if pid.is_some() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            let Some(pid) = pid else { return };
-            let Ok(netns) = std::fs::File::open(format!("/proc/{pid}/ns/net")) else {
-                return;
-            };
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let listen = String::from_utf8_lossy(&cmdline)
-                .split('\0')
-                .skip_while(|a| *a != "--listen")
-                .nth(1)
-                .unwrap_or("0.0.0.0:5000")
-                .to_owned();
-            std::thread::sleep(Duration::from_secs(9));
-            // SAFETY: kill(2) on a pid we just read from /proc.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            std::thread::sleep(Duration::from_secs(7));
-            let stats = out.join("restarted-recv.jsonl");
-            use std::os::fd::AsRawFd;
-            use std::os::unix::process::CommandExt;
-            let fd = netns.as_raw_fd();
-            let mut cmd = Command::new(&recv_bin);
-            cmd.args([
-                "--listen",
-                &listen,
-                "--cc",
-                "gcc",
-                "--quiet",
-                "--duration",
-                "14s",
-                "--stats-file",
-            ])
-            .arg(&stats)
-            .stdin(Stdio::null());
-            // SAFETY: setns(2) only, between fork and exec; `netns` outlives the spawn.
-            unsafe {
-                cmd.pre_exec(move || {
-                    if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-            if let Ok(mut child) = cmd.spawn() {
-                let _ = child.wait();
-            }
-            *restarted_stats.lock().unwrap() = Some(stats);
+            // Kill cg-recv at ~9 s, keep its network namespace, start a new cg-recv there at
+            // ~16 s (after the 3 s RTCP timeout has tripped the breaker).
+            *restarted.lock().unwrap() = replace_receiver(
+                out,
+                Duration::from_secs(9),
+                Duration::from_secs(7),
+                Duration::from_secs(14),
+            );
         },
         |_s, out| {
             let t0 = t0(out);
             let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
             let first = lines(&out.join("raw/cg-recv-cg.jsonl"));
-            let second = restarted_stats
+            let second = restarted
                 .lock()
                 .unwrap()
                 .as_ref()
-                .map(|p| lines(p))
+                .map(|r| lines(&r.stats))
                 .unwrap_or_default();
             let tripped: Vec<f64> = sent
                 .iter()

@@ -1,8 +1,8 @@
 //! Issue #17's fault suite: real `cg-send` and `cg-recv` through netlab's emulated bottleneck
 //! with the faults real access networks have (an outage, reordering with duplication, burst
 //! loss, jitter, a feedback blackout) and hostile datagrams, for each controller (send-side
-//! GCC, GCC-REMB, SCReAM), each judged on what the link carried and what the viewer saw.
-//! (`cg_flows` kills cg-recv mid-stream and starts a new one.)
+//! GCC, GCC-REMB, SCReAM), each judged on what the link carried and what the viewer saw, and a
+//! receiver killed with `kill -9` and started anew.
 //!
 //! Every case is 640×360 at 30 fps of the `camera` picture through 2 Mbit/s DropTail
 //! (300 ms), RTT 50 ms, unless it says otherwise. Like `cg_flows`, they judge rates and
@@ -481,6 +481,85 @@ fn a_feedback_blackout_cuts_the_rate_and_is_recovered_within_five_seconds() {
                 }
                 if num(last, "breaker_trips") > 0.0 {
                     bad.push("the circuit breaker tripped".into());
+                }
+                verdict(bad)
+            },
+        );
+    }
+}
+
+/// `kill -9` of cg-recv at ≈ 8 s and a new one started 0.5 s later in its place (same port
+/// and arguments): the new receiver decodes its first frame within 3 s of its start and then
+/// has no freeze over 500 ms, the link carries 90 % of its capacity again within 5 s of the
+/// restart, and cg-send runs on (its statistics to the end, no circuit-breaker trip).
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
+fn a_killed_receiver_replaced_by_a_new_one_has_the_stream_back_within_three_seconds() {
+    use std::time::Duration;
+    for cc in CONTROLLERS {
+        let toml = fault_scenario(
+            &format!("kill-recv-{cc}"),
+            cc,
+            r#"capacity = "2Mbit""#,
+            22,
+            &camera_360p("10M"),
+        );
+        let replaced = Mutex::new(None::<Replaced>);
+        run_checked(
+            &format!("killed receiver {cc}"),
+            &toml,
+            |out| {
+                *replaced.lock().unwrap() = replace_receiver(
+                    out,
+                    Duration::from_secs(8),
+                    Duration::from_millis(500),
+                    Duration::from_secs(12),
+                )
+            },
+            |s, out| {
+                let r = replaced.lock().unwrap();
+                let r = r.as_ref().ok_or("the receiver was not replaced")?;
+                let t0 = t0(out);
+                let restart = (r.started_mono_ns as f64 - t0 as f64) / 1e9;
+                let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
+                let first = lines(&out.join("raw/cg-recv-cg.jsonl"));
+                let second = lines(&r.stats);
+                let first_frame = second
+                    .iter()
+                    .find(|l| num(l, "frames_decoded") > 0.0)
+                    .map(|l| run_t(l, t0) - restart);
+                let longest_after = freezes(&second, t0)
+                    .into_iter()
+                    .map(|(_, ms)| ms)
+                    .fold(0.0, f64::max);
+                let t90 = t90_after(&link_bins(out), restart);
+                let last = sent.last().ok_or("no sender statistics")?;
+                let decoded = |v: &[Value]| v.last().map_or(0.0, |l| num(l, "frames_decoded"));
+                eprintln!(
+                    "killed receiver {cc}: restarted at {restart:.1} s; first frame {first_frame:?} s after it; longest freeze after {longest_after:.0} ms; link t90 after the restart {t90:?} s; U {:.3}; decoded {} before the kill, {} after; sender to {:.1} s, breaker trips {}",
+                    utilisation(s),
+                    decoded(&first),
+                    decoded(&second),
+                    run_t(last, t0),
+                    num(last, "breaker_trips"),
+                );
+                let mut bad = Vec::new();
+                if !first_frame.is_some_and(|t| t <= 3.0) {
+                    bad.push(format!(
+                        "first frame {first_frame:?} s after the restart (> 3 s)"
+                    ));
+                }
+                if longest_after > 500.0 {
+                    bad.push(format!("a {longest_after:.0} ms freeze after the restart"));
+                }
+                if !t90.is_some_and(|t| t <= 5.0) {
+                    bad.push(format!("link t90 after the restart {t90:?} s > 5 s"));
+                }
+                if run_t(last, t0) < 20.0 || num(last, "breaker_trips") > 0.0 {
+                    bad.push("cg-send stopped or its breaker tripped".into());
                 }
                 verdict(bad)
             },

@@ -45,7 +45,9 @@ struct Args {
     #[arg(long, default_value_t = 30)]
     fps: u32,
     /// GCC-REMB: the receive-side estimator's start rate (give the sender's
-    /// --start-bitrate: the first REMB carries it).
+    /// --start-bitrate). The first REMB, 0.5 s after the stream's first packet, carries
+    /// the larger of it and the rate received, so a receiver that joins a running stream
+    /// does not pull it down.
     #[arg(long, default_value = "300k")]
     start_bitrate: cg_types::Bitrate,
     /// Show the decoded video in a window (needs a display) instead of decoding only.

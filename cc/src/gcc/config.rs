@@ -242,6 +242,15 @@ pub struct GccConfig {
     /// Send a REMB at once when `Ar` falls below this fraction of the last sent value.
     /// Default 0.97 (a drop of more than 3 %).
     pub remb_drop_ratio: f64,
+    /// REMB mode: hold the first REMB until one receive-rate window (`R`) has been measured
+    /// and start `Ar` at `max(start_bitrate, R)`, so a receiver that joins a running stream
+    /// (restarted, or a new viewer) does not announce its configured start rate and pull
+    /// the sender down. The papers say nothing of `Ar`'s start; libwebrtc's remote
+    /// estimator sends no REMB until its estimate is initialised from the measured incoming
+    /// rate (after 5 s, or at the first over-use). Default `true`. `false`: the first REMB
+    /// carries `start_bitrate` (a cg-recv killed and restarted under a 2 Mbit/s stream
+    /// pulled it to 300 kbit/s; the link took 7.6 s to be 90 % full again, issue #17).
+    pub remb_start_from_receive_rate: bool,
 
     /// Loss-based controller. Default [`LossModel::Mmsys16`].
     pub loss: LossModel,
@@ -383,6 +392,7 @@ impl Default for GccConfig {
             max_rate_ratio_cuts: false,
             remb_interval: Duration::from_secs(1),
             remb_drop_ratio: 0.97,
+            remb_start_from_receive_rate: true,
             loss: LossModel::Mmsys16,
             loss_high: 0.1,
             loss_low: 0.02,

@@ -307,6 +307,17 @@ impl DelayBasedController {
         self.rate.estimate()
     }
 
+    /// Starts `Ar` at `max(Ar, R)` once `R` is known; returns whether it was (see
+    /// [`GccConfig::remb_start_from_receive_rate`]).
+    pub fn start_from_receive_rate(&mut self) -> bool {
+        let Some(r) = self.receive_rate.rate() else {
+            return false;
+        };
+        self.rate.raise_to(r);
+        self.stats.a_r = self.rate.estimate();
+        true
+    }
+
     /// A validated probe result (see [`RemoteRateController::on_probe_result`]); ignored
     /// while the detector signals over-use, as libwebrtc's `DelayBasedBwe` does.
     /// Returns whether it was applied.

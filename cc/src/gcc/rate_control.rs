@@ -344,6 +344,15 @@ impl RemoteRateController {
         true
     }
 
+    /// `Ar ← max(Ar, rate)` within `[min, max]`, the state unchanged: a start from a
+    /// measured rate (see
+    /// [`GccConfig::remb_start_from_receive_rate`](crate::gcc::GccConfig::remb_start_from_receive_rate)).
+    pub fn raise_to(&mut self, rate: Bitrate) {
+        if rate > self.ar {
+            self.ar = rate.min(self.p.max).max(self.p.min);
+        }
+    }
+
     /// A decrease without an over-use signal (the sender measured a standing queue, see
     /// [`GccConfig::standing_queue_decrease`](crate::gcc::GccConfig::standing_queue_decrease)):
     /// `Ar ← min(Ar, α·R)` as eq. (3)'s Decrease, then Hold; `R` enters the link-capacity

@@ -30,6 +30,8 @@ pub struct GccReceiver {
     grouping: Grouping,
     base: Instant,
     has_estimate: bool,
+    /// `Ar` has its start (see [`GccConfig::remb_start_from_receive_rate`]).
+    started: bool,
     last_arrival: Instant,
     probes: Option<ProbeDetector>,
     probe_results: u64,
@@ -46,6 +48,7 @@ impl GccReceiver {
             grouping: c.grouping,
             base: now,
             has_estimate: false,
+            started: !c.remb_start_from_receive_rate,
             last_arrival: now,
             probes: c.probing.then(ProbeDetector::default),
             probe_results: 0,
@@ -94,30 +97,35 @@ impl ReceiveSideEstimator for GccReceiver {
             self.has_estimate = true;
             self.remb.send_now();
         }
+        if !self.started {
+            self.started = self.delay.start_from_receive_rate();
+        }
         self.last_arrival = self.last_arrival.max(p.arrival);
     }
 
     fn handle_timeout(&mut self, _now: Instant) {}
 
     fn poll_timeout(&self) -> Option<Instant> {
-        if !self.has_estimate {
-            return None;
-        }
-        if self.remb.is_due(self.last_arrival, self.delay.estimate()) {
+        let ar = self.remb_estimate()?;
+        if self.remb.is_due(self.last_arrival, ar) {
             return Some(self.last_arrival);
         }
         self.remb.next_periodic()
     }
 
     fn poll_remb(&mut self, now: Instant) -> Option<Bitrate> {
-        if !self.has_estimate {
-            return None;
-        }
-        self.remb.poll(now, self.delay.estimate())
+        let ar = self.remb_estimate()?;
+        self.remb.poll(now, ar)
     }
 
     fn estimate(&self) -> Bitrate {
         self.delay.estimate()
+    }
+
+    /// `Ar` once a group has been measured and (with
+    /// [`GccConfig::remb_start_from_receive_rate`]) `Ar` has its start.
+    fn remb_estimate(&self) -> Option<Bitrate> {
+        (self.has_estimate && self.started).then(|| self.delay.estimate())
     }
 
     fn stats(&self) -> Vec<(&'static str, f64)> {
@@ -280,5 +288,50 @@ mod tests {
         let (_, remb, n) = run(&off);
         assert_eq!(n, 0);
         assert!(remb.is_none_or(|r| r < Bitrate::kbps(400)), "{remb:?}");
+    }
+
+    /// A receiver started under a running stream (`packet`: 4 × 1000 bytes a frame at
+    /// 30 fps, 960 kbit/s) announces what it receives, not its start rate; with the switch
+    /// off, the start rate (300 kbit/s) goes out first.
+    #[test]
+    fn a_receiver_joining_a_running_stream_starts_from_what_it_receives() {
+        let t0 = Instant::now();
+        let first_remb = |cfg: GccConfig| {
+            let mut rx = cfg.build_receiver(t0);
+            (0..4 * 30 * 3).find_map(|i| {
+                let p = packet(t0, i, 0);
+                rx.on_packet_received(&p);
+                // Nothing to bundle with a receiver report before the first REMB either.
+                if rx.poll_timeout().is_none() {
+                    assert_eq!(rx.remb_estimate(), None);
+                }
+                rx.poll_timeout()
+                    .is_some_and(|t| t <= p.arrival)
+                    .then(|| rx.poll_remb(p.arrival).map(|r| (p.arrival - t0, r)))
+                    .flatten()
+            })
+        };
+        let start = Bitrate::kbps(300);
+        let (at, r) = first_remb(GccConfig {
+            start_bitrate: start,
+            ..GccConfig::default()
+        })
+        .expect("a REMB");
+        assert!(r >= Bitrate::kbps(900), "{r} at {at:?}");
+        assert!(at <= Duration::from_millis(600), "{at:?}");
+        let (_, r) = first_remb(GccConfig {
+            start_bitrate: start,
+            remb_start_from_receive_rate: false,
+            ..GccConfig::default()
+        })
+        .expect("a REMB");
+        assert!(r <= Bitrate::kbps(310), "{r}");
+        // A start rate above what arrives stays the start.
+        let (_, r) = first_remb(GccConfig {
+            start_bitrate: Bitrate::mbps(2),
+            ..GccConfig::default()
+        })
+        .expect("a REMB");
+        assert!(r >= Bitrate::kbps(1900), "{r}");
     }
 }

@@ -404,3 +404,81 @@ pub fn judged_run(
         },
     );
 }
+
+/// What [`replace_receiver`] did: the new cg-recv's statistics file and when it was started
+/// (`CLOCK_MONOTONIC`, as the statistics' `mono_ns`).
+pub struct Replaced {
+    pub stats: PathBuf,
+    pub started_mono_ns: u64,
+}
+
+/// `kill -9` of flow `cg`'s cg-recv in run `out` `kill_after` after it is found (≈ run time
+/// 0), then, `gap` later, a new cg-recv in the same network namespace with the same arguments
+/// (port, controller, start bit rate…) but its statistics in `out/restarted-recv.jsonl`, run
+/// for `run_for`. `None` when the receiver was not found or the new one could not start.
+pub fn replace_receiver(
+    out: &Path,
+    kill_after: std::time::Duration,
+    gap: std::time::Duration,
+    run_for: std::time::Duration,
+) -> Option<Replaced> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let needle = out.join("raw/cg-recv-cg.jsonl").display().to_string();
+    let pid = (0..100).find_map(|_| {
+        pid_of(&needle, "cg-recv").or_else(|| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            None
+        })
+    })?;
+    let netns = std::fs::File::open(format!("/proc/{pid}/ns/net")).ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut argv: Vec<String> = String::from_utf8_lossy(&cmdline)
+        .split('\0')
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let program = argv.remove(0);
+    let stats = out.join("restarted-recv.jsonl");
+    if let Some(i) = argv.iter().position(|a| a == "--stats-file") {
+        argv[i + 1] = stats.display().to_string();
+    }
+    argv.extend([
+        "--duration".to_owned(),
+        format!("{}ms", run_for.as_millis()),
+    ]);
+    std::thread::sleep(kill_after);
+    // SAFETY: kill(2) on a pid we just read from /proc.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    std::thread::sleep(gap);
+    let fd = netns.as_raw_fd();
+    let mut cmd = Command::new(program);
+    cmd.args(&argv).stdin(Stdio::null());
+    // SAFETY: setns(2) only, between fork and exec; `netns` outlives the spawn.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started_mono_ns = mono_ns();
+    let mut child = cmd.spawn().ok()?;
+    child.wait().ok()?;
+    Some(Replaced {
+        stats,
+        started_mono_ns,
+    })
+}
+
+/// The host's `CLOCK_MONOTONIC`, ns (the clock of the programs' `mono_ns`).
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime(2) writes into `ts`, which lives for the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

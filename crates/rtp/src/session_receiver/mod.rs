@@ -555,7 +555,8 @@ impl ReceiverSession {
         }
     }
 
-    /// RR + SDES (+ REMB in REMB mode), RFC 3550 §6.4.2.
+    /// RR + SDES (+ REMB in REMB mode, once the estimator has one to announce), RFC 3550
+    /// §6.4.2.
     fn queue_rr(&mut self, now: Instant) {
         let mut blocks = Vec::new();
         blocks.extend(self.media.report(self.config.media_ssrc, now));
@@ -563,7 +564,8 @@ impl ReceiverSession {
         let remb = self
             .estimator
             .as_ref()
-            .map(|e| (e.estimate(), vec![self.config.media_ssrc]));
+            .and_then(|e| e.remb_estimate())
+            .map(|r| (r, vec![self.config.media_ssrc]));
         let with_remb = remb.is_some();
         match rtcp::build_rr(self.config.ssrc, blocks, &self.config.cname, remb) {
             Ok(b) => {
