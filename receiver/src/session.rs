@@ -444,7 +444,7 @@ async fn serve_whip(
 /// A WebRTC peer of this receiver on `local` (its host candidate).
 fn peer_config(config: &ReceiverConfig, local: SocketAddr) -> PeerConfig {
     PeerConfig {
-        codec: cg_sender::rtp_codec(config.codec),
+        codec: config.codec,
         ..PeerConfig::new(local)
     }
 }

@@ -74,9 +74,6 @@ pub use session::Sender;
 pub use stats::{Stats, kbps, ms, pct};
 pub use whep::{WhepConfig, WhepSender};
 
-#[doc(hidden)]
-pub use session::rtp_codec;
-
 /// The NTP time (RFC 5905 64-bit: seconds since 1900 in the high half) now, from the system
 /// clock: what [`cg_rtp::SenderConfig::ntp_at_start`] wants, so that sender and receiver on
 /// one host map capture times onto the same clock.

@@ -78,7 +78,7 @@ impl Sender {
             start,
         )?;
         let (encoder, frames) = Encoder::start(config.encoder_config())?;
-        let codec = rtp_codec(encoder.kind().codec());
+        let codec = encoder.kind().codec();
         let (driver, mut handle) = Driver::new(socket, session, DriverConfig::new(config.peer))?;
         let (stop_driver, driver_stopped) = oneshot::channel::<()>();
         let mut driver_task = tokio::spawn(driver.run(async move {
@@ -446,14 +446,5 @@ pub(crate) fn rtp_config(config: &SenderConfig) -> cg_rtp::SenderConfig {
             ..cg_rtp::pacer::PacerConfig::default()
         },
         ..cg_rtp::SenderConfig::default()
-    }
-}
-
-/// cg-media's codec as cg-rtp's (the payload format).
-pub fn rtp_codec(c: cg_media::Codec) -> cg_rtp::Codec {
-    match c {
-        cg_media::Codec::H264 => cg_rtp::Codec::H264,
-        cg_media::Codec::H265 => cg_rtp::Codec::H265,
-        _ => cg_rtp::Codec::Vp8,
     }
 }

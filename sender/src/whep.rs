@@ -37,7 +37,7 @@ use cg_webrtc::http::SessionHost;
 use cg_webrtc::{IceTimeouts, PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::session::{Sampler, Steering, push_frame, rtp_codec};
+use crate::session::{Sampler, Steering, push_frame};
 use crate::{Error, SenderConfig, Stats};
 
 /// The default [`WhepConfig::connect_timeout`].
@@ -139,7 +139,7 @@ impl WhepSender {
         } = self;
         let start = Instant::now();
         let (encoder, frames) = Encoder::start(config.encoder_config())?;
-        let codec = rtp_codec(encoder.kind().codec());
+        let codec = encoder.kind().codec();
         let (cmd_tx, mut cmds) = mpsc::channel::<Command>(16);
         let host = Host {
             cmds: cmd_tx,

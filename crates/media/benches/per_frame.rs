@@ -9,8 +9,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use cg_media::{
-    Codec, FrameDropper, FreezeDetector, HostTime, RateWindow, SyntheticVideo, TestPattern,
-    vp8_base_qp,
+    Codec, FrameDropper, FreezeDetector, HostTime, MediaCodec, RateWindow, SyntheticVideo,
+    TestPattern, vp8_base_qp,
 };
 use cg_types::{Bitrate, DataSize, Rng};
 

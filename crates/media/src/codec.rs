@@ -1,25 +1,31 @@
 //! Codecs, their caps, and key-frame detection from the bitstream.
 
-use std::fmt;
+pub use cg_types::Codec;
 
-use serde::{Deserialize, Serialize};
+/// What cg-media knows of a [`Codec`]: its GStreamer caps and what its bitstream says.
+pub trait MediaCodec {
+    /// The GStreamer caps of an encoded access unit as cg-media produces and consumes it.
+    fn caps(&self) -> gstreamer::Caps;
 
-/// A video codec cg-media encodes and decodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum Codec {
-    /// VP8 (RFC 6386), one frame per access unit.
-    Vp8,
-    /// H.264 / AVC, Annex B byte stream, one access unit per frame.
-    H264,
-    /// H.265 / HEVC, Annex B byte stream, one access unit per frame.
-    H265,
+    /// Whether `data`, one access unit of this codec, can be decoded without any earlier
+    /// frame: a VP8 key frame (RFC 6386 §9.1: frame-tag bit 0 clear and the start code
+    /// `9d 01 2a`), an H.264 access unit whose first slice is IDR (NAL type 5 among VCL types
+    /// 1–5, H.264 §7.4.1.2), or an H.265 access unit whose first VCL NAL unit is IRAP (types
+    /// 16–21 among VCL types 0–31, H.265 §7.4.2.2).
+    ///
+    /// Works on bytes from the network: never panics, and a truncated or garbage unit is
+    /// simply "not a key frame".
+    fn is_key_frame(&self, data: &[u8]) -> bool;
+
+    /// The frame's base quantizer, where the bitstream says it cheaply: VP8's `y_ac_qi`
+    /// (0–127, [`crate::vp8_base_qp`]); `None` for H.264/H.265 (their QP sits in every
+    /// slice header behind Exp-Golomb fields and parameter sets, and x264/NVENC meet their
+    /// targets, so the adaptation goes by rate there).
+    fn quantizer(&self, data: &[u8]) -> Option<u8>;
 }
 
-impl Codec {
-    /// The GStreamer caps of an encoded access unit as cg-media produces and consumes it.
-    pub fn caps(self) -> gstreamer::Caps {
+impl MediaCodec for Codec {
+    fn caps(&self) -> gstreamer::Caps {
         match self {
             Codec::Vp8 => gstreamer::Caps::builder("video/x-vp8").build(),
             Codec::H264 => gstreamer::Caps::builder("video/x-h264")
@@ -33,15 +39,7 @@ impl Codec {
         }
     }
 
-    /// Whether `data`, one access unit of this codec, can be decoded without any earlier
-    /// frame: a VP8 key frame (RFC 6386 §9.1: frame-tag bit 0 clear and the start code
-    /// `9d 01 2a`), an H.264 access unit whose first slice is IDR (NAL type 5 among VCL types
-    /// 1–5, H.264 §7.4.1.2), or an H.265 access unit whose first VCL NAL unit is IRAP (types
-    /// 16–21 among VCL types 0–31, H.265 §7.4.2.2).
-    ///
-    /// Works on bytes from the network: never panics, and a truncated or garbage unit is
-    /// simply "not a key frame".
-    pub fn is_key_frame(self, data: &[u8]) -> bool {
+    fn is_key_frame(&self, data: &[u8]) -> bool {
         match self {
             Codec::Vp8 => vp8_key_frame_size(data).is_some(),
             // All slices of a picture share their type: the first VCL NAL unit decides, so
@@ -57,25 +55,11 @@ impl Codec {
         }
     }
 
-    /// The frame's base quantizer, where the bitstream says it cheaply: VP8's `y_ac_qi`
-    /// (0–127, [`crate::vp8_base_qp`]); `None` for H.264/H.265 (their QP sits in every
-    /// slice header behind Exp-Golomb fields and parameter sets, and x264/NVENC meet their
-    /// targets, so the adaptation goes by rate there).
-    pub fn quantizer(self, data: &[u8]) -> Option<u8> {
+    fn quantizer(&self, data: &[u8]) -> Option<u8> {
         match self {
             Codec::Vp8 => crate::vp8_base_qp(data),
             Codec::H264 | Codec::H265 => None,
         }
-    }
-}
-
-impl fmt::Display for Codec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Codec::Vp8 => "VP8",
-            Codec::H264 => "H.264",
-            Codec::H265 => "H.265",
-        })
     }
 }
 

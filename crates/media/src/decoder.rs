@@ -23,7 +23,9 @@ use gstreamer_video as gst_video;
 
 use crate::encoder::{lock, start_pipeline};
 use crate::freeze::FreezeDetector;
-use crate::{Codec, DecoderConfig, EncodedFrame, Freeze, HostTime, MediaError, SinkKind, props};
+use crate::{
+    Codec, DecoderConfig, EncodedFrame, Freeze, HostTime, MediaCodec, MediaError, SinkKind, props,
+};
 
 /// Glass-to-glass samples kept for the median and percentiles.
 const LATENCY_SAMPLES: usize = 256;

@@ -21,6 +21,7 @@ use gstreamer::prelude::*;
 use gstreamer_app as gst_app;
 use gstreamer_video as gst_video;
 
+use crate::MediaCodec;
 use crate::adapt::{Adapter, Format};
 use crate::rate_window::RateWindow;
 use crate::source::BuiltSource;

@@ -7,7 +7,7 @@ use cg_types::Bitrate;
 use gstreamer as gst;
 use gstreamer::prelude::*;
 
-use crate::{Codec, EncoderConfig, MediaError, props};
+use crate::{Codec, EncoderConfig, MediaCodec, MediaError, props};
 
 /// An encoder cg-media can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

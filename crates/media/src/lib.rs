@@ -177,7 +177,7 @@ mod synth;
 mod vp8_header;
 
 pub use adapt::{AdaptationConfig, DegradationPreference, Format};
-pub use codec::{Codec, vp8_key_frame_size};
+pub use codec::{Codec, MediaCodec, vp8_key_frame_size};
 pub use config::{DecoderConfig, EncoderConfig, FileFormat, SinkKind, SourceConfig, TestPattern};
 pub use decoder::{DecodedFrame, Decoder, DecoderStats, PushOutcome};
 pub use encoder::{Encoder, EncoderStats};

@@ -257,7 +257,7 @@ impl<'a> BoolDecoder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Codec;
+    use crate::{Codec, MediaCodec};
     use cg_types::Rng;
     use gstreamer as gst;
     use gstreamer::prelude::*;

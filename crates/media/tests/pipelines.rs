@@ -9,8 +9,8 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use cg_media::{
-    Codec, Decoder, DecoderConfig, EncodedFrame, Encoder, EncoderConfig, FileFormat, MediaError,
-    PushOutcome, SourceConfig, TestPattern,
+    Codec, Decoder, DecoderConfig, EncodedFrame, Encoder, EncoderConfig, FileFormat, MediaCodec,
+    MediaError, PushOutcome, SourceConfig, TestPattern,
 };
 use cg_types::{Bitrate, DataSize};
 

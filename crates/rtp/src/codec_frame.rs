@@ -4,28 +4,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-/// A video codec and its RTP payload format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Codec {
-    /// VP8, RFC 7741.
-    Vp8,
-    /// H.264, RFC 6184 (packetization-mode 1: single NAL, STAP-A, FU-A). Frames are Annex-B
-    /// byte streams.
-    H264,
-    /// H.265, RFC 7798 (single NAL, AP, FU). Frames are Annex-B byte streams.
-    H265,
-}
-
-impl Codec {
-    /// A short name for logs.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Codec::Vp8 => "VP8",
-            Codec::H264 => "H264",
-            Codec::H265 => "H265",
-        }
-    }
-}
+pub use cg_types::Codec;
 
 /// An encoded frame handed to [`crate::SenderSession::push_frame`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 //!
 //! - [`Bitrate`] — bits per second; [`DataSize`] — bytes. `DataSize / Duration = Bitrate`,
 //!   `Bitrate * Duration = DataSize`, `DataSize / Bitrate = Duration`.
+//! - [`Codec`] — the video codec (and RTP payload format) of a stream.
 //! - [`Ecn`] — the two ECN bits of the IP header (RFC 3168 §5).
 //! - [`RemoteTime`] — a timestamp on a peer's clock (feedback arrival times), which cannot be an
 //!   [`std::time::Instant`] of ours because the two clocks have an unknown offset.
@@ -14,6 +15,7 @@
 //! All types are plain values; nothing here reads a clock or does I/O.
 
 mod bitrate;
+mod codec;
 mod data_size;
 mod ecn;
 mod parse;
@@ -21,6 +23,7 @@ mod remote_time;
 mod rng;
 
 pub use bitrate::Bitrate;
+pub use codec::Codec;
 pub use data_size::DataSize;
 pub use ecn::Ecn;
 pub use parse::ParseError;
