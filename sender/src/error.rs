@@ -23,7 +23,7 @@ pub enum Error {
     /// The encoder, decoder or source could not be built or failed (unknown codec, NVENC
     /// without a GPU, missing plugin, unreadable file…).
     #[error(transparent)]
-    Media(#[from] cg_media::MediaError),
+    Media(#[from] cg_media::Error),
     /// The RTP session refused its configuration.
     #[error("RTP session: {0}")]
     Rtp(#[from] cg_rtp::Error),

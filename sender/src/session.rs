@@ -108,7 +108,7 @@ impl Sender {
                 frame = frame_rx.recv() => {
                     let Some(frame) = frame else {
                         let why = encoder.stats().error.unwrap_or_else(|| "frame channel closed".into());
-                        failure = Some(Error::Media(cg_media::MediaError::Pipeline(format!("encoder stopped: {why}"))));
+                        failure = Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                         break;
                     };
                     match push_frame(&handle, &frame, codec).await {

@@ -216,7 +216,7 @@ impl WhepSender {
                 frame = frame_rx.recv() => {
                     let Some(frame) = frame else {
                         let why = encoder.stats().error.unwrap_or_else(|| "frame channel closed".into());
-                        break Some(Error::Media(cg_media::MediaError::Pipeline(format!("encoder stopped: {why}"))));
+                        break Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                     };
                     let mut lowest: Option<Bitrate> = None;
                     let mut any = false;

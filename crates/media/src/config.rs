@@ -303,9 +303,9 @@ impl Default for EncoderConfig {
 }
 
 impl EncoderConfig {
-    /// Checks ranges a pipeline cannot recover from ([`crate::MediaError::InvalidConfig`]).
-    pub fn validate(&self) -> Result<(), crate::MediaError> {
-        let bad = |m: String| Err(crate::MediaError::InvalidConfig(m));
+    /// Checks ranges a pipeline cannot recover from ([`crate::Error::InvalidConfig`]).
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        let bad = |m: String| Err(crate::Error::InvalidConfig(m));
         if !(16..=7680).contains(&self.width) || !(16..=4320).contains(&self.height) {
             return bad(format!(
                 "size {}x{} outside 16x16..7680x4320",
@@ -427,8 +427,8 @@ impl Default for DecoderConfig {
 }
 
 impl DecoderConfig {
-    pub(crate) fn validate(&self) -> Result<(), crate::MediaError> {
-        let bad = |m: &str| Err(crate::MediaError::InvalidConfig(m.to_owned()));
+    pub(crate) fn validate(&self) -> Result<(), crate::Error> {
+        let bad = |m: &str| Err(crate::Error::InvalidConfig(m.to_owned()));
         if !(1..=240).contains(&self.frame_rate) {
             return bad("decoder frame_rate outside 1..=240");
         }

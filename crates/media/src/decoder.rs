@@ -24,7 +24,7 @@ use gstreamer_video as gst_video;
 use crate::encoder::{lock, start_pipeline};
 use crate::freeze::FreezeDetector;
 use crate::{
-    Codec, DecoderConfig, EncodedFrame, Freeze, HostTime, MediaCodec, MediaError, SinkKind, props,
+    Codec, DecoderConfig, EncodedFrame, Error, Freeze, HostTime, MediaCodec, SinkKind, props,
 };
 
 /// Glass-to-glass samples kept for the median and percentiles.
@@ -184,7 +184,7 @@ impl Decoder {
     /// Builds and starts the receiver pipeline. Returns the handle and the receiving end of
     /// the bounded channel of [`DecodedFrame`] records (capacity `config.frame_queue`; when
     /// full, records are dropped and counted, decoding goes on).
-    pub fn start(config: DecoderConfig) -> Result<(Decoder, Receiver<DecodedFrame>), MediaError> {
+    pub fn start(config: DecoderConfig) -> Result<(Decoder, Receiver<DecodedFrame>), Error> {
         crate::init()?;
         config.validate()?;
         let (tx, rx) = sync_channel(config.frame_queue);
@@ -232,7 +232,7 @@ impl Decoder {
         let watch = std::thread::Builder::new()
             .name("cg-media-dec-watch".to_owned())
             .spawn(move || watch_loop(weak))
-            .map_err(|e| MediaError::Pipeline(format!("cannot spawn watch thread: {e}")))?;
+            .map_err(|e| Error::Pipeline(format!("cannot spawn watch thread: {e}")))?;
         Ok((
             Decoder {
                 inner,
@@ -246,17 +246,17 @@ impl Decoder {
     /// to the decoder and are counted when they do not decode; frames after a loss (a gap in
     /// [`EncodedFrame::seq`]) or an error are dropped until the next key frame, and a
     /// key-frame request is raised (again every `key_frame_request_interval` while waiting).
-    pub fn push(&self, frame: EncodedFrame) -> Result<PushOutcome, MediaError> {
+    pub fn push(&self, frame: EncodedFrame) -> Result<PushOutcome, Error> {
         let inner = &self.inner;
         let codec = inner.config.codec;
         if frame.codec != codec {
-            return Err(MediaError::WrongCodec {
+            return Err(Error::WrongCodec {
                 expected: codec,
                 got: frame.codec,
             });
         }
         if inner.stopping.load(Ordering::Acquire) {
-            return Err(MediaError::Stopped);
+            return Err(Error::Stopped);
         }
         let now = HostTime::now();
         let is_key = codec.is_key_frame(&frame.data);
@@ -508,7 +508,7 @@ fn first_available(names: &[&'static str]) -> Option<&'static str> {
         .find(|n| gst::ElementFactory::find(n).is_some())
 }
 
-fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, MediaError> {
+fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, Error> {
     let config = &inner.config;
     let codec = config.codec;
     let pipeline = gst::Pipeline::with_name("cg-decoder");
@@ -533,7 +533,7 @@ fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, MediaError> {
         )?);
     }
     let candidates: &[&'static str] = if config.hardware { &[hw, sw] } else { &[sw] };
-    let name = first_available(candidates).ok_or(MediaError::MissingElement {
+    let name = first_available(candidates).ok_or(Error::MissingElement {
         element: sw,
         plugin: if codec == Codec::Vp8 {
             "gstreamer1.0-plugins-good (vpx)"
@@ -572,7 +572,7 @@ fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, MediaError> {
 
     let pad = decoder
         .static_pad("src")
-        .ok_or_else(|| MediaError::Pipeline("decoder has no src pad".to_owned()))?;
+        .ok_or_else(|| Error::Pipeline("decoder has no src pad".to_owned()))?;
     let weak = Arc::downgrade(inner);
     pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
         if let (Some(inner), Some(buffer)) = (weak.upgrade(), info.buffer()) {
@@ -586,7 +586,7 @@ fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, MediaError> {
     });
     let bus = pipeline
         .bus()
-        .ok_or_else(|| MediaError::Pipeline("no bus".to_owned()))?;
+        .ok_or_else(|| Error::Pipeline("no bus".to_owned()))?;
     start_pipeline(&pipeline, &bus)?;
     Ok(Pipe {
         pipeline,

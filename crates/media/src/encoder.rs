@@ -26,7 +26,7 @@ use crate::adapt::{Adapter, Format};
 use crate::rate_window::RateWindow;
 use crate::source::BuiltSource;
 use crate::{
-    Codec, EncodedFrame, EncoderConfig, EncoderKind, FrameDropper, HostTime, MediaError, props,
+    Codec, EncodedFrame, EncoderConfig, EncoderKind, Error, FrameDropper, HostTime, props,
 };
 use gstreamer::glib;
 
@@ -155,11 +155,11 @@ impl Encoder {
     /// Builds and starts the pipeline for `config`. Returns the handle and the receiving end
     /// of the bounded channel of encoded frames (capacity `config.frame_queue`).
     ///
-    /// Errors: [`MediaError::UnknownEncoder`] (with the available names),
-    /// [`MediaError::EncoderNotAvailable`] (NVENC without GPU, missing plugin),
-    /// [`MediaError::InvalidConfig`], [`MediaError::File`], [`MediaError::Start`] (a source
+    /// Errors: [`Error::UnknownEncoder`] (with the available names),
+    /// [`Error::EncoderNotAvailable`] (NVENC without GPU, missing plugin),
+    /// [`Error::InvalidConfig`], [`Error::File`], [`Error::Start`] (a source
     /// that cannot open: no X display, no camera).
-    pub fn start(config: EncoderConfig) -> Result<(Encoder, Receiver<EncodedFrame>), MediaError> {
+    pub fn start(config: EncoderConfig) -> Result<(Encoder, Receiver<EncodedFrame>), Error> {
         crate::init()?;
         config.validate()?;
         let kind = EncoderKind::from_name(&config.encoder)?;
@@ -252,7 +252,7 @@ impl Encoder {
 
         let bus = pipeline
             .bus()
-            .ok_or_else(|| MediaError::Pipeline("no bus".to_owned()))?;
+            .ok_or_else(|| Error::Pipeline("no bus".to_owned()))?;
         start_pipeline(&pipeline, &bus)?;
         if let Err(e) = source.start() {
             let _ = pipeline.set_state(gst::State::Null);
@@ -285,7 +285,7 @@ impl Encoder {
 
     /// Asks for a key frame (an upstream `force-key-unit` event with all headers): the next
     /// raw frame to enter the encoder is coded as a key frame.
-    pub fn request_key_frame(&self) -> Result<(), MediaError> {
+    pub fn request_key_frame(&self) -> Result<(), Error> {
         request_key_frame(&self.encoder, &self.shared)
     }
 
@@ -378,7 +378,7 @@ fn running_time(
     }
 }
 
-fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), MediaError> {
+fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), Error> {
     {
         let mut s = lock(&shared.state);
         s.key_frame_requests += 1;
@@ -390,11 +390,11 @@ fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), Medi
         .build();
     let pad = encoder
         .static_pad("src")
-        .ok_or_else(|| MediaError::Pipeline("encoder has no src pad".to_owned()))?;
+        .ok_or_else(|| Error::Pipeline("encoder has no src pad".to_owned()))?;
     if pad.send_event(event) {
         Ok(())
     } else {
-        Err(MediaError::Pipeline(
+        Err(Error::Pipeline(
             "encoder refused the force-key-unit event".to_owned(),
         ))
     }
@@ -408,10 +408,10 @@ fn install_input_probe(
     encoder: &gst::Element,
     scaler: &gst::Element,
     shared: &Arc<Shared>,
-) -> Result<(), MediaError> {
+) -> Result<(), Error> {
     let pad = encoder
         .static_pad("sink")
-        .ok_or_else(|| MediaError::Pipeline("encoder has no sink pad".to_owned()))?;
+        .ok_or_else(|| Error::Pipeline("encoder has no sink pad".to_owned()))?;
     let shared = shared.clone();
     let enc = encoder.downgrade();
     let scaler = scaler.downgrade();
@@ -627,7 +627,7 @@ fn install_output(
 
 /// Sets the pipeline PLAYING; an element that fails to start (no display, no camera, no
 /// GPU) is reported with its own message.
-pub(crate) fn start_pipeline(pipeline: &gst::Pipeline, bus: &gst::Bus) -> Result<(), MediaError> {
+pub(crate) fn start_pipeline(pipeline: &gst::Pipeline, bus: &gst::Bus) -> Result<(), Error> {
     let fail = |pipeline: &gst::Pipeline, fallback: String| {
         let msg = bus
             .timed_pop_filtered(
@@ -647,7 +647,7 @@ pub(crate) fn start_pipeline(pipeline: &gst::Pipeline, bus: &gst::Bus) -> Result
             })
             .unwrap_or(fallback);
         let _ = pipeline.set_state(gst::State::Null);
-        MediaError::Start(msg)
+        Error::Start(msg)
     };
     if let Err(e) = pipeline.set_state(gst::State::Playing) {
         return Err(fail(pipeline, e.to_string()));
@@ -660,7 +660,7 @@ pub(crate) fn start_pipeline(pipeline: &gst::Pipeline, bus: &gst::Bus) -> Result
             _ => String::new(),
         };
         let _ = pipeline.set_state(gst::State::Null);
-        return Err(MediaError::Start(text));
+        return Err(Error::Start(text));
     }
     Ok(())
 }
@@ -669,7 +669,7 @@ fn spawn_bus_watch(
     bus: gst::Bus,
     shared: Arc<Shared>,
     stopping: Arc<AtomicBool>,
-) -> Result<JoinHandle<()>, MediaError> {
+) -> Result<JoinHandle<()>, Error> {
     std::thread::Builder::new()
         .name("cg-media-enc-bus".to_owned())
         .spawn(move || {
@@ -689,5 +689,5 @@ fn spawn_bus_watch(
                 lock(&shared.state).error.get_or_insert(text);
             }
         })
-        .map_err(|e| MediaError::Pipeline(format!("cannot spawn bus thread: {e}")))
+        .map_err(|e| Error::Pipeline(format!("cannot spawn bus thread: {e}")))
 }

@@ -7,7 +7,7 @@ use cg_types::Bitrate;
 use gstreamer as gst;
 use gstreamer::prelude::*;
 
-use crate::{Codec, EncoderConfig, MediaCodec, MediaError, props};
+use crate::{Codec, EncoderConfig, Error, MediaCodec, props};
 
 /// An encoder cg-media can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,13 +37,13 @@ impl EncoderKind {
 
     /// Parses a configuration name: the short name (`vp8`, `x264`, `nvh264`, `nvh265`) or the
     /// element name (`vp8enc`, …), case-insensitive. An unknown name is an
-    /// [`MediaError::UnknownEncoder`] listing the encoders usable on this machine.
-    pub fn from_name(name: &str) -> Result<Self, MediaError> {
+    /// [`Error::UnknownEncoder`] listing the encoders usable on this machine.
+    pub fn from_name(name: &str) -> Result<Self, Error> {
         let lower = name.trim().to_ascii_lowercase();
         Self::ALL
             .into_iter()
             .find(|k| lower == k.short_name() || lower == k.element_name())
-            .ok_or_else(|| MediaError::UnknownEncoder {
+            .ok_or_else(|| Error::UnknownEncoder {
                 name: name.to_owned(),
                 available: Self::available()
                     .iter()
@@ -108,7 +108,7 @@ impl EncoderKind {
     /// Checks that the element exists and, for NVENC, that it can actually encode a frame
     /// (the nvcodec plugin registers its encoders only when CUDA and an NVENC-capable GPU are
     /// found, and an element that exists can still fail to open a session).
-    pub fn check_available(self) -> Result<(), MediaError> {
+    pub fn check_available(self) -> Result<(), Error> {
         crate::init()?;
         if gst::ElementFactory::find(self.element_name()).is_none() {
             let reason = if self.is_nvenc() {
@@ -126,7 +126,7 @@ impl EncoderKind {
                     self.plugin()
                 )
             };
-            return Err(MediaError::EncoderNotAvailable {
+            return Err(Error::EncoderNotAvailable {
                 encoder: self.element_name(),
                 reason,
             });
@@ -138,12 +138,12 @@ impl EncoderKind {
     }
 
     /// Encodes two tiny frames to see that the hardware encoder opens.
-    fn probe_open(self) -> Result<(), MediaError> {
+    fn probe_open(self) -> Result<(), Error> {
         let desc = format!(
             "videotestsrc num-buffers=2 ! video/x-raw,width=320,height=240,framerate=30/1 ! {} ! fakesink",
             self.element_name()
         );
-        let not_available = |reason: String| MediaError::EncoderNotAvailable {
+        let not_available = |reason: String| Error::EncoderNotAvailable {
             encoder: self.element_name(),
             reason: format!(
                 "{} exists but cannot encode here: {reason}",
@@ -174,7 +174,7 @@ impl EncoderKind {
     }
 
     /// Creates the element with its low-latency settings and the start bit rate.
-    pub(crate) fn make(self, config: &EncoderConfig) -> Result<gst::Element, MediaError> {
+    pub(crate) fn make(self, config: &EncoderConfig) -> Result<gst::Element, Error> {
         self.check_available()?;
         let element = props::make(self.element_name(), self.plugin())?;
         let threads = config.threads.clamp(1, 64);
@@ -257,7 +257,7 @@ impl EncoderKind {
         self,
         element: &gst::Element,
         rate: Bitrate,
-    ) -> Result<Bitrate, MediaError> {
+    ) -> Result<Bitrate, Error> {
         let kbps = |max: u64| (rate.as_bps() / 1000).clamp(1, max);
         match self {
             EncoderKind::Vp8 => {
@@ -329,7 +329,7 @@ mod tests {
     fn unknown_name_lists_available_encoders() {
         let err = EncoderKind::from_name("av2").unwrap_err();
         match &err {
-            MediaError::UnknownEncoder { name, available } => {
+            Error::UnknownEncoder { name, available } => {
                 assert_eq!(name, "av2");
                 assert!(available.contains(&"vp8".to_owned()), "{available:?}");
                 assert!(available.contains(&"x264".to_owned()), "{available:?}");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// Everything that can go wrong building or driving a cg-media pipeline.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum MediaError {
+pub enum Error {
     /// `gst::init()` failed (no GStreamer libraries, broken registry).
     #[error("GStreamer could not be initialised: {0}")]
     Init(String),
@@ -63,14 +63,14 @@ pub enum MediaError {
     Stopped,
 }
 
-impl From<gstreamer::glib::BoolError> for MediaError {
+impl From<gstreamer::glib::BoolError> for Error {
     fn from(e: gstreamer::glib::BoolError) -> Self {
-        MediaError::Pipeline(e.to_string())
+        Error::Pipeline(e.to_string())
     }
 }
 
-impl From<gstreamer::StateChangeError> for MediaError {
+impl From<gstreamer::StateChangeError> for Error {
     fn from(e: gstreamer::StateChangeError) -> Self {
-        MediaError::Pipeline(format!("state change failed: {e}"))
+        Error::Pipeline(format!("state change failed: {e}"))
     }
 }

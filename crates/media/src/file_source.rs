@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::{FileFormat, MediaError};
+use crate::{Error, FileFormat};
 
 /// Size and rate of the frames in a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +89,8 @@ pub struct FrameReader {
 
 impl FrameReader {
     /// Opens `path` and reads its header.
-    pub fn open(path: &Path, format: FileFormat, looping: bool) -> Result<Self, MediaError> {
-        let err = |reason: String| MediaError::File {
+    pub fn open(path: &Path, format: FileFormat, looping: bool) -> Result<Self, Error> {
+        let err = |reason: String| Error::File {
             path: path.to_owned(),
             reason,
         };
@@ -149,7 +149,7 @@ impl FrameReader {
 
     /// The next frame's I420 bytes; `Ok(None)` at the end of a file that does not loop.
     /// A truncated last frame is skipped (as a decoder would).
-    pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, MediaError> {
+    pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, Error> {
         // Two attempts: the current position, then (looping) the first frame again.
         for attempt in 0..2 {
             match self.read_one()? {
@@ -168,7 +168,7 @@ impl FrameReader {
         Ok(None)
     }
 
-    fn read_one(&mut self) -> Result<Option<Vec<u8>>, MediaError> {
+    fn read_one(&mut self) -> Result<Option<Vec<u8>>, Error> {
         if self.y4m {
             let mut line = Vec::new();
             let n = (&mut self.reader)
@@ -195,8 +195,8 @@ impl FrameReader {
         Ok(Some(frame))
     }
 
-    fn err(&self, reason: String) -> MediaError {
-        MediaError::File {
+    fn err(&self, reason: String) -> Error {
+        Error::File {
             path: self.path.clone(),
             reason,
         }

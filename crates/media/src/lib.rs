@@ -68,10 +68,10 @@
 //!   window of stream time ([`RateWindow`]), encode latency (last, mean, max), back-pressure
 //!   drops, the first pipeline error.
 //!
-//! Unknown encoder names are [`MediaError::UnknownEncoder`] with the list of encoders
+//! Unknown encoder names are [`Error::UnknownEncoder`] with the list of encoders
 //! installed here; NVENC is checked twice — the element factory must exist (the nvcodec
 //! plugin registers it only with an NVIDIA driver and GPU) and a two-frame probe pipeline
-//! must open a session — and otherwise is [`MediaError::EncoderNotAvailable`] saying which.
+//! must open a session — and otherwise is [`Error::EncoderNotAvailable`] saying which.
 //!
 //! # Receiver: [`Decoder`]
 //!
@@ -182,7 +182,7 @@ pub use config::{DecoderConfig, EncoderConfig, FileFormat, SinkKind, SourceConfi
 pub use decoder::{DecodedFrame, Decoder, DecoderStats, PushOutcome};
 pub use encoder::{Encoder, EncoderStats};
 pub use encoders::{EncoderKind, NVENC_PROBE_TIMEOUT};
-pub use error::MediaError;
+pub use error::Error;
 pub use file_source::{FileVideoInfo, FrameReader, parse_y4m_header};
 pub use frame::EncodedFrame;
 pub use frame_dropper::FrameDropper;
@@ -194,6 +194,6 @@ pub use vp8_header::vp8_base_qp;
 
 /// Initialises GStreamer once per process (every constructor calls it; calling it yourself
 /// is harmless).
-pub fn init() -> Result<(), MediaError> {
-    gstreamer::init().map_err(|e| MediaError::Init(e.to_string()))
+pub fn init() -> Result<(), Error> {
+    gstreamer::init().map_err(|e| Error::Init(e.to_string()))
 }

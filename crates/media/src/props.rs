@@ -8,18 +8,18 @@ use gstreamer as gst;
 use gstreamer::glib;
 use gstreamer::prelude::*;
 
-use crate::MediaError;
+use crate::Error;
 
 /// Sets `name` to `value` if the element has that property with exactly that type.
 pub(crate) fn set<V: ToValue>(
     element: &impl IsA<gst::Element>,
     name: &str,
     value: V,
-) -> Result<(), MediaError> {
+) -> Result<(), Error> {
     let pspec = pspec(element, name)?;
     let value = value.to_value();
     if !value.type_().is_a(pspec.value_type()) {
-        return Err(MediaError::Pipeline(format!(
+        return Err(Error::Pipeline(format!(
             "property {name} of {} has type {}, not {}",
             element.as_ref().name(),
             pspec.value_type(),
@@ -35,10 +35,10 @@ pub(crate) fn set_str(
     element: &impl IsA<gst::Element>,
     name: &str,
     value: &str,
-) -> Result<(), MediaError> {
+) -> Result<(), Error> {
     let pspec = pspec(element, name)?;
     let v = glib::Value::deserialize_with_pspec(value, &pspec).map_err(|_| {
-        MediaError::InvalidConfig(format!(
+        Error::InvalidConfig(format!(
             "{value:?} is not a valid value of property {name} of {}",
             element.as_ref().name()
         ))
@@ -47,9 +47,9 @@ pub(crate) fn set_str(
     Ok(())
 }
 
-fn pspec(element: &impl IsA<gst::Element>, name: &str) -> Result<glib::ParamSpec, MediaError> {
+fn pspec(element: &impl IsA<gst::Element>, name: &str) -> Result<glib::ParamSpec, Error> {
     element.as_ref().find_property(name).ok_or_else(|| {
-        MediaError::Pipeline(format!(
+        Error::Pipeline(format!(
             "element {} has no property {name}",
             element.as_ref().name()
         ))
@@ -57,13 +57,10 @@ fn pspec(element: &impl IsA<gst::Element>, name: &str) -> Result<glib::ParamSpec
 }
 
 /// Creates an element, or says which plugin is missing.
-pub(crate) fn make(
-    factory: &'static str,
-    plugin: &'static str,
-) -> Result<gst::Element, MediaError> {
+pub(crate) fn make(factory: &'static str, plugin: &'static str) -> Result<gst::Element, Error> {
     gst::ElementFactory::make(factory)
         .build()
-        .map_err(|_| MediaError::MissingElement {
+        .map_err(|_| Error::MissingElement {
             element: factory,
             plugin,
         })

@@ -11,7 +11,7 @@ use gstreamer_app as gst_app;
 
 use crate::file_source::FrameReader;
 use crate::synth::SyntheticVideo;
-use crate::{EncoderConfig, MediaError, SourceConfig, TestPattern, props};
+use crate::{EncoderConfig, Error, SourceConfig, TestPattern, props};
 
 /// [`TestPattern::FaintZonePlate`]: second-order phase terms (`kx2`, `ky2`, in 1/256 cycle
 /// per pixel at the picture edge), so the rings reach 0.12 cycle per pixel at the edges.
@@ -39,7 +39,7 @@ enum Frames {
 }
 
 impl Frames {
-    fn next(&mut self) -> Result<Option<Vec<u8>>, MediaError> {
+    fn next(&mut self) -> Result<Option<Vec<u8>>, Error> {
         match self {
             Frames::File(r) => r.next_frame(),
             Frames::Synthetic(g) => {
@@ -67,7 +67,7 @@ impl BuiltSource {
         pipeline: &gst::Pipeline,
         config: &EncoderConfig,
         (width, height): (u32, u32),
-    ) -> Result<Self, MediaError> {
+    ) -> Result<Self, Error> {
         let raw_caps = |w: u32, h: u32| {
             gst::Caps::builder("video/x-raw")
                 .field("format", "I420")
@@ -227,7 +227,7 @@ impl BuiltSource {
     }
 
     /// Starts the feeder thread, if any (after the pipeline is PLAYING).
-    pub fn start(&mut self) -> Result<(), MediaError> {
+    pub fn start(&mut self) -> Result<(), Error> {
         let Some(f) = self.feeder.as_mut() else {
             return Ok(());
         };
@@ -272,7 +272,7 @@ impl BuiltSource {
                     n = n.saturating_add(1);
                 }
             })
-            .map_err(|e| MediaError::Pipeline(format!("cannot spawn file reader: {e}")))?;
+            .map_err(|e| Error::Pipeline(format!("cannot spawn file reader: {e}")))?;
         f.thread = Some(thread);
         Ok(())
     }
@@ -290,7 +290,7 @@ impl BuiltSource {
 
 /// `videoconvert ! videoscale ! videorate`, for sources whose format is not ours. Live
 /// capture (`drop_only`) never gets duplicated frames; a file is rate-converted both ways.
-fn converters(already_i420: bool, drop_only: bool) -> Result<Vec<gst::Element>, MediaError> {
+fn converters(already_i420: bool, drop_only: bool) -> Result<Vec<gst::Element>, Error> {
     let mut v = Vec::new();
     if !already_i420 {
         v.push(props::make("videoconvert", "gstreamer1.0-plugins-base")?);

@@ -9,8 +9,8 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use cg_media::{
-    Codec, Decoder, DecoderConfig, EncodedFrame, Encoder, EncoderConfig, FileFormat, MediaCodec,
-    MediaError, PushOutcome, SourceConfig, TestPattern,
+    Codec, Decoder, DecoderConfig, EncodedFrame, Encoder, EncoderConfig, Error, FileFormat,
+    MediaCodec, PushOutcome, SourceConfig, TestPattern,
 };
 use cg_types::{Bitrate, DataSize};
 
@@ -361,7 +361,7 @@ fn x264_key_frame_request_yields_a_key_frame_within_two_frame_intervals() {
 fn unknown_encoder_is_a_typed_error_listing_the_available_ones() {
     let err = Encoder::start(config("av1-magic", 320, 240, Bitrate::mbps(1))).unwrap_err();
     match err {
-        MediaError::UnknownEncoder { name, available } => {
+        Error::UnknownEncoder { name, available } => {
             assert_eq!(name, "av1-magic");
             assert!(available.iter().any(|a| a == "vp8") && available.iter().any(|a| a == "x264"));
         }
@@ -373,7 +373,7 @@ fn unknown_encoder_is_a_typed_error_listing_the_available_ones() {
 fn nvenc_without_an_nvidia_gpu_is_a_clear_not_available_error() {
     for name in ["nvh264", "nvh265enc"] {
         match Encoder::start(config(name, 320, 240, Bitrate::mbps(1))) {
-            Err(MediaError::EncoderNotAvailable { encoder, reason }) => {
+            Err(Error::EncoderNotAvailable { encoder, reason }) => {
                 assert!(encoder.starts_with("nvh26"));
                 assert!(
                     reason.contains("NVIDIA") || reason.contains("cannot encode"),
@@ -543,7 +543,7 @@ fn a_lost_frame_makes_the_decoder_wait_for_a_key_frame_and_ask_for_one() {
         codec: Codec::H264,
         ..frames[0].clone()
     };
-    assert!(matches!(dec.push(h264), Err(MediaError::WrongCodec { .. })));
+    assert!(matches!(dec.push(h264), Err(Error::WrongCodec { .. })));
 }
 
 #[test]
@@ -648,7 +648,7 @@ fn missing_file_and_missing_display_are_typed_errors() {
         },
         ..config("vp8", 160, 120, Bitrate::kbps(300))
     };
-    assert!(matches!(Encoder::start(cfg), Err(MediaError::File { .. })));
+    assert!(matches!(Encoder::start(cfg), Err(Error::File { .. })));
     let _g = serial();
     let cfg = EncoderConfig {
         source: SourceConfig::Screen {
@@ -657,7 +657,7 @@ fn missing_file_and_missing_display_are_typed_errors() {
         ..config("vp8", 160, 120, Bitrate::kbps(300))
     };
     match Encoder::start(cfg) {
-        Err(MediaError::Start(msg)) => assert!(!msg.is_empty()),
+        Err(Error::Start(msg)) => assert!(!msg.is_empty()),
         other => panic!("expected a start error, got {other:?}"),
     }
     let cfg = EncoderConfig {
@@ -667,7 +667,7 @@ fn missing_file_and_missing_display_are_typed_errors() {
         ..config("vp8", 160, 120, Bitrate::kbps(300))
     };
     match Encoder::start(cfg) {
-        Err(MediaError::Start(msg)) => assert!(!msg.is_empty()),
+        Err(Error::Start(msg)) => assert!(!msg.is_empty()),
         other => panic!("expected a start error, got {other:?}"),
     }
 }
