@@ -130,9 +130,9 @@ struct Args {
     /// RTP circuit-breaker RTCP timeout (RFC 8083 §4.1), e.g. 15s.
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
     rtcp_timeout: Duration,
-    /// Feedback missing this long halves the rate, and again after each further period, down
-    /// to 1/16, until it returns (RFC 8888 §5), e.g. 1s; `auto`: 0.5 s for transport-wide CC
-    /// and RFC 8888, 3 s for REMB; `off`: only the circuit breaker acts.
+    /// The controller's feedback missing this long halves the rate, and again after each
+    /// further period, down to 1/16, until it returns (RFC 8888 §5), e.g. 1s; `auto`: 0.5 s
+    /// for transport-wide CC and RFC 8888, 3 s for REMB; `off`: only the circuit breaker acts.
     #[arg(long, default_value = "auto", value_name = "DURATION|auto|off")]
     feedback_timeout: String,
     /// Stop after this long (e.g. 30s); default: run until SIGINT/SIGTERM.

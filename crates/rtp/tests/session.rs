@@ -608,6 +608,48 @@ fn lost_feedback_halves_the_rate_until_it_returns() {
     assert_eq!(w.sender.target_bitrate(), Bitrate::mbps(1));
 }
 
+/// Receiver reports keep arriving but the transport-wide feedback the controller is fed by
+/// does not (a peer that never negotiated it, or lost it): the rate is reduced as if all
+/// feedback were lost, and the breaker, which counts any RTCP, stays closed.
+#[test]
+fn receiver_reports_without_the_controllers_feedback_still_reduce_the_rate() {
+    let (mut w, _) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(1), Ecn::NotEct);
+    let t0 = w.now;
+    let s = Duration::from_secs;
+    let hole = (t0 + s(2), t0 + s(20));
+    // Drops datagrams holding a transport-wide CC packet (PT 205, FMT 15) in the hole.
+    let twcc = |b: &[u8]| {
+        let mut i = 0;
+        while i + 4 <= b.len() {
+            if b[i + 1] == 205 && b[i] & 0x1f == 15 {
+                return true;
+            }
+            i += 4 * (usize::from(u16::from_be_bytes([b[i + 2], b[i + 3]])) + 1);
+        }
+        false
+    };
+    w.drop_rev = Box::new(move |t, now| now >= hole.0 && now < hole.1 && twcc(&t.bytes));
+    w.run(t0 + s(23), &mut cbr_source(Codec::Vp8, 30, 4000, 30));
+    let bits_in = |a: Instant, b: Instant| {
+        w.forward_sent
+            .iter()
+            .filter(|(t, k, _)| *k == TransmitKind::Media && *t >= a && *t < b)
+            .map(|(_, _, n)| 8.0 * *n as f64)
+            .sum::<f64>()
+            / (b - a).as_secs_f64()
+    };
+    let late_in_hole = bits_in(hole.0 + s(2), hole.1);
+    let after = bits_in(hole.1 + s(1), t0 + s(23));
+    assert!(late_in_hole < 100e3, "{late_in_hole} b/s with RRs only");
+    assert!(after > 900e3, "{after} b/s once the feedback returned");
+    assert_eq!(w.sender.stats().feedback_timeouts, 1);
+    assert_eq!(
+        w.sender.stats().breaker_trips,
+        0,
+        "RRs kept the breaker closed"
+    );
+}
+
 #[test]
 fn probe_sends_padding_on_the_rtx_stream() {
     let (mut w, seen) = wire(

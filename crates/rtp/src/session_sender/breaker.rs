@@ -9,7 +9,10 @@
 //! every controller: after `reduce_after` without feedback the rate the controller asks for
 //! (the encoder's target and the pacer's rate) is halved, and halved again after each further
 //! `reduce_after`, down to 1/16 of it; the first feedback gives the controller's own rate back
-//! at once (its state was never touched, and the silence told it nothing). libwebrtc gets the
+//! at once (its state was never touched, and the silence told it nothing). Only the
+//! controller's own feedback counts here (transport-wide CC, RFC 8888 reports, or REMB and
+//! receiver reports for GCC-REMB): a peer that still sends receiver reports or NACKs but no
+//! congestion feedback leaves the controller as blind as silence does. libwebrtc gets the
 //! same effect from its congestion window, which stops the pacer when the bytes sent without
 //! feedback exceed about RTT + 350 ms of the target.
 //!
@@ -45,8 +48,11 @@ pub(crate) struct Breaker {
     /// Silence after which the rate is halved (and again after each further one); `None`: no
     /// reduction, only the breaker.
     reduce_after: Option<Duration>,
-    /// Last feedback, or the first media packet while none has arrived yet.
+    /// Last feedback of any kind, or the first media packet while none has arrived yet.
     last_heard: Option<Instant>,
+    /// Last feedback the controller is fed by, or the first media packet while none has
+    /// arrived yet: the clock of the rate reduction.
+    last_fed: Option<Instant>,
     tripped: bool,
     /// Halvings in force for the current silence.
     halvings: u32,
@@ -60,6 +66,7 @@ impl Breaker {
             timeout,
             reduce_after: reduce_after.filter(|d| !d.is_zero()),
             last_heard: None,
+            last_fed: None,
             tripped: false,
             halvings: 0,
             reductions: 0,
@@ -79,17 +86,20 @@ impl Breaker {
 
     /// Media was sent: start the clock if it is not running.
     pub fn on_media_sent(&mut self, now: Instant) {
-        if self.last_heard.is_none() {
-            self.last_heard = Some(now);
-        }
+        self.last_heard.get_or_insert(now);
+        self.last_fed.get_or_insert(now);
     }
 
-    /// Feedback on our SSRC arrived. Returns `Recovered` if the breaker closes.
-    pub fn on_feedback(&mut self, now: Instant) -> Option<BreakerState> {
+    /// Feedback on our SSRC arrived; `feeds_controller`: of the kind the controller is fed
+    /// by. Returns `Recovered` if the breaker closes.
+    pub fn on_feedback(&mut self, now: Instant, feeds_controller: bool) -> Option<BreakerState> {
         self.last_heard = Some(now);
-        if self.halvings > 0 {
-            tracing::info!("feedback returned: the controller's rate is back");
-            self.halvings = 0;
+        if feeds_controller {
+            self.last_fed = Some(now);
+            if self.halvings > 0 {
+                tracing::info!("feedback returned: the controller's rate is back");
+                self.halvings = 0;
+            }
         }
         if self.tripped {
             self.tripped = false;
@@ -104,13 +114,14 @@ impl Breaker {
     pub fn check(&mut self, now: Instant) -> Option<BreakerState> {
         let heard = self.last_heard?;
         let silent = now.saturating_duration_since(heard);
-        if let Some(after) = self.reduce_after {
-            let due = (silent.as_nanos() / after.as_nanos()).min(u128::from(MAX_HALVINGS)) as u32;
+        if let (Some(after), Some(fed)) = (self.reduce_after, self.last_fed) {
+            let unfed = now.saturating_duration_since(fed);
+            let due = (unfed.as_nanos() / after.as_nanos()).min(u128::from(MAX_HALVINGS)) as u32;
             if due > self.halvings {
                 if self.halvings == 0 {
                     self.reductions += 1;
                     tracing::warn!(
-                        ?silent,
+                        ?unfed,
                         "no feedback: halving the rate (RFC 8888 §5) until it returns"
                     );
                 }
@@ -144,8 +155,9 @@ impl Breaker {
         let heard = self.last_heard?;
         let halve = self
             .reduce_after
+            .zip(self.last_fed)
             .filter(|_| self.halvings < MAX_HALVINGS)
-            .map(|after| heard + after * (self.halvings + 1));
+            .map(|(after, fed)| fed + after * (self.halvings + 1));
         Some(halve.map_or(heard + self.timeout, |h| h.min(heard + self.timeout)))
     }
 }
@@ -172,7 +184,7 @@ mod tests {
         assert!(b.tripped());
         assert_eq!(b.check(t0 + Duration::from_secs(16)), None, "reported once");
         assert_eq!(
-            b.on_feedback(t0 + Duration::from_secs(17)),
+            b.on_feedback(t0 + Duration::from_secs(17), true),
             Some(BreakerState::Recovered)
         );
         assert!(!b.tripped());
@@ -202,7 +214,7 @@ mod tests {
         );
         assert_eq!(b.reductions(), 1, "one silence");
         assert_eq!(
-            b.on_feedback(t0 + s(9100)),
+            b.on_feedback(t0 + s(9100), true),
             None,
             "the breaker had not tripped"
         );
@@ -215,5 +227,23 @@ mod tests {
         off.on_media_sent(t0);
         off.check(t0 + s(14_000));
         assert_eq!(off.rate_factor(), 1.0);
+    }
+
+    /// Receiver reports or NACKs without the controller's own feedback keep the breaker
+    /// closed but do not stop the reduction: the controller is blind all the same.
+    #[test]
+    fn feedback_the_controller_is_not_fed_by_does_not_restore_the_rate() {
+        let t0 = Instant::now();
+        let s = Duration::from_millis;
+        let mut b = Breaker::new(Duration::from_secs(15), Some(s(500)));
+        b.on_media_sent(t0);
+        for i in 1..40 {
+            b.on_feedback(t0 + s(i * 400), false);
+            b.check(t0 + s(i * 400));
+        }
+        assert_eq!(b.rate_factor(), 1.0 / 16.0, "reduced though RRs arrive");
+        assert!(!b.tripped(), "the return path works: no breaker trip");
+        b.on_feedback(t0 + s(16_000), true);
+        assert_eq!(b.rate_factor(), 1.0);
     }
 }

@@ -46,8 +46,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cg_cc::{
-    Controller, ControllerConfig, ControllerEvent, Feedback, LossReport, PacketKind, PacketResult,
-    SentPacket,
+    Controller, ControllerConfig, ControllerEvent, Feedback, FeedbackKind, LossReport, PacketKind,
+    PacketResult, SentPacket,
 };
 use cg_types::{Bitrate, DataSize, Ecn, RemoteTime, Rng};
 use rtc_rtcp::reception_report::ReceptionReport;
@@ -824,8 +824,11 @@ impl SenderSession {
         ssrc == self.config.ssrc || ssrc == self.config.rtx_ssrc
     }
 
-    fn feedback_seen(&mut self, now: Instant) {
-        if let Some(state) = self.breaker.on_feedback(now) {
+    /// RTCP on our streams arrived; `kind`: the congestion feedback it is, if any (receiver
+    /// reports count as REMB mode's: its loss-based controller reads them).
+    fn feedback_seen(&mut self, now: Instant, kind: Option<FeedbackKind>) {
+        let feeds = kind == Some(self.controller.feedback_kind());
+        if let Some(state) = self.breaker.on_feedback(now, feeds) {
             self.events.push_back(SenderEvent::CircuitBreaker(state));
             self.request_key_frame(KeyFrameReason::CircuitBreakerRecovered);
         }
@@ -840,7 +843,7 @@ impl SenderSession {
                     self.stats.feedback_ignored += 1;
                     return;
                 }
-                self.feedback_seen(now);
+                self.feedback_seen(now, Some(FeedbackKind::Remb));
                 self.stats.remb = Some(bitrate);
                 self.controller.on_feedback(
                     &Feedback {
@@ -857,7 +860,7 @@ impl SenderSession {
                     self.stats.feedback_ignored += 1;
                     return;
                 }
-                self.feedback_seen(now);
+                self.feedback_seen(now, None);
                 self.handle_nack(&seqs, now);
             }
             RtcpMessage::Pli { media_ssrc } => {
@@ -865,7 +868,7 @@ impl SenderSession {
                     self.stats.feedback_ignored += 1;
                     return;
                 }
-                self.feedback_seen(now);
+                self.feedback_seen(now, None);
                 self.receiver_wants_key_frame(KeyFrameReason::Pli, now);
             }
             RtcpMessage::Fir { ssrcs } => {
@@ -873,7 +876,7 @@ impl SenderSession {
                     self.stats.feedback_ignored += 1;
                     return;
                 }
-                self.feedback_seen(now);
+                self.feedback_seen(now, None);
                 self.receiver_wants_key_frame(KeyFrameReason::Fir, now);
             }
             RtcpMessage::Bye(_) | RtcpMessage::Other => {}
@@ -887,11 +890,11 @@ impl SenderSession {
                 if rb.ssrc != self.config.rtx_ssrc {
                     self.stats.feedback_ignored += 1;
                 } else {
-                    self.feedback_seen(now);
+                    self.feedback_seen(now, Some(FeedbackKind::Remb));
                 }
                 continue;
             }
-            self.feedback_seen(now);
+            self.feedback_seen(now, Some(FeedbackKind::Remb));
             let rtt = (rb.last_sender_report != 0)
                 .then(|| {
                     let a = self.ntp.ntp_mid32(now);
@@ -931,7 +934,7 @@ impl SenderSession {
             self.stats.feedback_ignored += 1;
             return;
         };
-        self.feedback_seen(now);
+        self.feedback_seen(now, Some(FeedbackKind::TransportWideCc));
         let reference_us =
             self.twcc_ref.unwrap(t.reference_time as u64, 24) * twcc::REFERENCE_UNIT_US;
         let mut results = std::mem::take(&mut self.results);
@@ -1002,7 +1005,7 @@ impl SenderSession {
             }
         }
         if any {
-            self.feedback_seen(now);
+            self.feedback_seen(now, Some(FeedbackKind::Rfc8888));
         }
         if !results.is_empty() {
             // Controllers expect send order; blocks of two SSRCs interleave.
