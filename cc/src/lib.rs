@@ -35,6 +35,7 @@
 mod base_delay;
 mod controller;
 pub mod gcc;
+mod kind;
 pub mod scream;
 pub mod sim;
 #[cfg(feature = "webrtc")]
@@ -45,3 +46,4 @@ pub use controller::{
     LossReport, MediaQueue, PacketKind, PacketResult, ReceiveSideEstimator, ReceivedPacket,
     SentPacket,
 };
+pub use kind::{ControllerKind, UnknownController};

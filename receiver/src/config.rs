@@ -3,8 +3,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use cg_app::Error;
+use cg_cc::ControllerKind;
 use cg_media::{Codec, DecoderConfig, SinkKind};
-use cg_sender::{ControllerKind, Error};
 use cg_types::Bitrate;
 use serde::{Deserialize, Serialize};
 
@@ -133,7 +134,7 @@ impl ReceiverConfig {
             media_ssrc: self.media_ssrc,
             rtx_ssrc: self.media_ssrc.wrapping_add(1),
             feedback: cg_rtp::FeedbackConfig::for_kind(self.controller.feedback_kind()),
-            ntp_at_start: cg_sender::ntp_now(),
+            ntp_at_start: cg_app::ntp_now(),
             ..cg_rtp::ReceiverConfig::default()
         }
     }

@@ -4,41 +4,12 @@
 //! transport-wide CC, or RFC 8888 with ECN), NACKs and PLIs. The `cg-recv` binary is a thin
 //! CLI over this library; `cg-sender` is the other end.
 //!
-//! # Embedding a sender and a receiver
+//! # Use
 //!
-//! Each side is built from one config (serde + `Default`) and runs on tokio with a stream of
-//! statistics and a shutdown future. Two seconds of 320×180 VP8 over loopback (this example
-//! runs as a doc test):
-//!
-//! ```
-//! use std::time::Duration;
-//! use cg_receiver::{Receiver, ReceiverConfig};
-//! use cg_sender::{ControllerKind, Sender, SenderConfig};
-//!
-//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-//! # async fn main() -> Result<(), cg_sender::Error> {
-//! let mut receiver = Receiver::new(ReceiverConfig {
-//!     listen: "127.0.0.1:0".parse().unwrap(),
-//!     controller: ControllerKind::Gcc,
-//!     ..ReceiverConfig::default()
-//! })?;
-//! let sender = Sender::new(SenderConfig {
-//!     peer: receiver.local_addr(),
-//!     controller: ControllerKind::Gcc,
-//!     width: 320,
-//!     height: 180,
-//!     ..SenderConfig::default()
-//! })?;
-//! let mut stats = receiver.stats(64);
-//! let rx = tokio::spawn(receiver.run(tokio::time::sleep(Duration::from_secs(3))));
-//! sender.run(tokio::time::sleep(Duration::from_secs(2))).await?;
-//! let last = rx.await.unwrap()?;
-//! assert!(last.frames_decoded > 20, "{last:?}");
-//! while let Ok(s) = stats.try_recv() {
-//!     println!("{}", s.status_line());
-//! }
-//! # Ok(()) }
-//! ```
+//! A receiver is built from one [`ReceiverConfig`] (serde + `Default`) and runs on tokio with
+//! a stream of statistics and a shutdown future; `cg-sender`'s crate docs embed a sender and a
+//! receiver together (a tested example). This crate does not depend on `cg-sender`: what the
+//! two programs share lives in `cg-app` and `cg-cc` ([`ControllerKind`]).
 //!
 //! # What the glue does
 //!
@@ -70,4 +41,5 @@ pub use config::{ReceiverConfig, parse_codec};
 pub use session::Receiver;
 pub use stats::{FreezeRecord, Stats};
 
-pub use cg_sender::{ControllerKind, Error};
+pub use cg_app::Error;
+pub use cg_cc::ControllerKind;

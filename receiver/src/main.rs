@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use cg_app::output::StatsOutput;
 use cg_media::SinkKind;
 use cg_receiver::{ControllerKind, Error, Receiver, ReceiverConfig, parse_codec};
-use cg_sender::output::StatsOutput;
 use clap::Parser;
 
 /// Receive, decode and report a live video stream from cg-send, sending the feedback its
@@ -83,7 +83,7 @@ Log detail: RUST_LOG=debug.";
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    cg_sender::cli::init_tracing();
+    cg_app::cli::init_tracing();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -95,7 +95,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), Error> {
     let config = config(&args)?;
-    let runtime = cg_sender::cli::runtime()?;
+    let runtime = cg_app::cli::runtime()?;
     runtime.block_on(async move {
         let mut out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
         let mut receiver = Receiver::new(config)?;
@@ -108,7 +108,7 @@ fn run(args: Args) -> Result<(), Error> {
             out.finish();
             Ok::<(), Error>(())
         });
-        let last = receiver.run(cg_sender::cli::shutdown(args.duration)).await;
+        let last = receiver.run(cg_app::cli::shutdown(args.duration)).await;
         let written = writer.await.unwrap_or(Ok(()));
         let last = last?;
         written?;
@@ -139,7 +139,7 @@ fn route_to(url: &str) -> Result<std::net::IpAddr, Error> {
     } else {
         format!("{authority}:80")
     };
-    let peer = cg_sender::cli::resolve("the WHEP URL's", &target)?;
+    let peer = cg_app::cli::resolve("the WHEP URL's", &target)?;
     let bind: std::net::SocketAddr = if peer.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {
@@ -153,7 +153,7 @@ fn route_to(url: &str) -> Result<std::net::IpAddr, Error> {
 }
 
 fn config(a: &Args) -> Result<ReceiverConfig, Error> {
-    let mut listen = cg_sender::cli::resolve("--listen", &a.listen)?;
+    let mut listen = cg_app::cli::resolve("--listen", &a.listen)?;
     let (mut whep_url, mut whip_http) = (None, None);
     match a.webrtc.as_slice() {
         [] => {}
@@ -164,7 +164,7 @@ fn config(a: &Args) -> Result<ReceiverConfig, Error> {
             whep_url = Some(url.clone());
         }
         [mode] if mode == "whip" => {
-            let http = cg_sender::cli::resolve("--http", &a.http)?;
+            let http = cg_app::cli::resolve("--http", &a.http)?;
             if listen.ip().is_unspecified() {
                 listen.set_ip(http.ip());
             }

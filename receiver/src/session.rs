@@ -6,11 +6,12 @@ use std::net::SocketAddr;
 use std::sync::mpsc::Receiver as StdReceiver;
 use std::time::{Duration, Instant};
 
+use cg_app::Error;
+use cg_cc::ControllerKind;
 use cg_cc::ReceiveSideEstimator;
 use cg_media::{DecodedFrame, Decoder, HostTime};
 use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
 use cg_rtp::{ReceiverEvent, ReceiverSession};
-use cg_sender::{ControllerKind, Error};
 use cg_types::Ecn;
 use cg_webrtc::{PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
 use tokio::io::unix::AsyncFd;

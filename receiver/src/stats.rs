@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use cg_sender::{kbps, ms, pct};
+use cg_app::{kbps, ms, pct};
 use serde::{Deserialize, Serialize};
 
 /// A freeze that ended during the last interval.

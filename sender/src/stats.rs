@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use cg_app::{kbps, ms, pct};
 use serde::{Deserialize, Serialize};
 
 /// One statistics sample of a running sender. Rates are over the last interval; counters
@@ -128,23 +129,4 @@ impl Stats {
             }
         )
     }
-}
-
-/// `1234k` or `12.3M`.
-pub fn kbps(bps: u64) -> String {
-    if bps >= 10_000_000 {
-        format!("{:.1}M", bps as f64 / 1e6)
-    } else {
-        format!("{}k", bps / 1000)
-    }
-}
-
-/// `12.3ms` or `-`.
-pub fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}ms"))
-}
-
-/// `1.2%` or `-`.
-pub fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{:.1}%", v * 100.0))
 }

@@ -1,4 +1,4 @@
-//! The one error type of cg-sender (cg-receiver uses it too).
+//! The one error type of cg-sender and cg-receiver.
 
 use std::net::SocketAddr;
 
@@ -39,6 +39,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl From<cg_cc::UnknownController> for Error {
+    fn from(e: cg_cc::UnknownController) -> Self {
+        Error::Config(e.to_string())
+    }
 }
 
 impl Error {

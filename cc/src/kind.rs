@@ -1,0 +1,112 @@
+//! Which controller a session runs, by name: what both ends of a session agree on (the
+//! sender runs it, the receiver sends the feedback it needs).
+
+use cg_types::Bitrate;
+use serde::{Deserialize, Serialize};
+
+use crate::FeedbackKind;
+use crate::gcc::GccConfig;
+
+/// Which congestion controller runs, and with it which feedback the receiver sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ControllerKind {
+    /// GCC as in the papers (MMSys16 Figure 1): the delay-based estimator runs at the
+    /// receiver and answers with REMB; the sender runs the loss-based controller on RRs.
+    #[default]
+    GccRemb,
+    /// GCC send-side (libwebrtc today): both halves at the sender over transport-wide CC
+    /// feedback.
+    Gcc,
+    /// SCReAM v2 over RFC 8888 feedback (with ECN).
+    Scream,
+}
+
+/// A controller name that is not one of [`ControllerKind::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown controller {0:?}; expected one of gcc-remb, gcc, scream")]
+pub struct UnknownController(pub String);
+
+impl ControllerKind {
+    /// Every kind, in the order the CLIs list them.
+    pub const ALL: [ControllerKind; 3] = [
+        ControllerKind::GccRemb,
+        ControllerKind::Gcc,
+        ControllerKind::Scream,
+    ];
+
+    /// The CLI / config name (`gcc-remb`, `gcc`, `scream`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ControllerKind::GccRemb => "gcc-remb",
+            ControllerKind::Gcc => "gcc",
+            ControllerKind::Scream => "scream",
+        }
+    }
+
+    /// Parses a CLI / config name (case and surrounding blanks ignored).
+    pub fn from_name(name: &str) -> Result<Self, UnknownController> {
+        let lower = name.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == lower)
+            .ok_or_else(|| UnknownController(name.to_owned()))
+    }
+
+    /// The feedback the receiver must send for this controller.
+    pub const fn feedback_kind(self) -> FeedbackKind {
+        match self {
+            ControllerKind::GccRemb => FeedbackKind::Remb,
+            ControllerKind::Gcc => FeedbackKind::TransportWideCc,
+            ControllerKind::Scream => FeedbackKind::Rfc8888,
+        }
+    }
+
+    /// The GCC configuration for this kind with the given bounds (`None` for SCReAM).
+    pub fn gcc_config(self, start: Bitrate, min: Bitrate, max: Bitrate) -> Option<GccConfig> {
+        let base = match self {
+            ControllerKind::GccRemb => GccConfig::default(),
+            ControllerKind::Gcc => GccConfig::send_side(),
+            ControllerKind::Scream => return None,
+        };
+        Some(GccConfig {
+            start_bitrate: start,
+            min_bitrate: min,
+            max_bitrate: max,
+            ..base
+        })
+    }
+}
+
+impl std::fmt::Display for ControllerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_pick_their_feedback_and_parse_their_names() {
+        assert_eq!(ControllerKind::GccRemb.feedback_kind(), FeedbackKind::Remb);
+        assert_eq!(
+            ControllerKind::Gcc.feedback_kind(),
+            FeedbackKind::TransportWideCc
+        );
+        assert_eq!(
+            ControllerKind::Scream.feedback_kind(),
+            FeedbackKind::Rfc8888
+        );
+        for k in ControllerKind::ALL {
+            assert_eq!(ControllerKind::from_name(k.name()), Ok(k));
+        }
+        assert_eq!(
+            ControllerKind::from_name(" SCReAM "),
+            Ok(ControllerKind::Scream)
+        );
+        let e = ControllerKind::from_name("bbr").unwrap_err();
+        assert!(e.to_string().contains("\"bbr\""), "{e}");
+    }
+}
