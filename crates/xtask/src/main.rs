@@ -7,7 +7,8 @@
 //!   then the end-to-end media tests (`netlab/tests/cg_flows.rs`: real cg-send/cg-recv through
 //!   namespaces, judged on rate, delay and frames; `netlab/tests/faults.rs`: the same under
 //!   outages, reordering, burst loss and jitter) in a release build, as users run them — in
-//!   a debug build they are ignored. `test --long` also runs the 200 s scenarios of issue #14
+//!   a debug build they are ignored; they print the figures they judge (`--nocapture`), so the
+//!   log holds every run's numbers. `test --long` also runs the 200 s scenarios of issue #14
 //!   (the papers' schedules on camera and game content, about 40 minutes), ignored otherwise.
 //! - `demo`: setup, then the project's main job.
 //! - `bench`: the criterion benchmarks.
@@ -237,10 +238,12 @@ fn test(extra: &[String]) -> Result<(), String> {
         "faults",
     ])
     .args(&extra);
+    if !extra.iter().any(|a| *a == "--") {
+        e2e.arg("--");
+    }
+    // Every end-to-end test prints the figures it judged: keep them in the log, passed or not.
+    e2e.arg("--nocapture");
     if long {
-        if !extra.iter().any(|a| *a == "--") {
-            e2e.arg("--");
-        }
         e2e.arg("--include-ignored");
     }
     run(&mut e2e)
