@@ -588,14 +588,7 @@ fn lost_feedback_halves_the_rate_until_it_returns() {
     w.drop_rev = Box::new(move |_, now| now >= hole.0 && now < hole.1);
     // 30 fps of 4 kB frames (960 kbit/s): the pacer (1.5 Mbit/s here) sends them as they come.
     w.run(t0 + s(8), &mut cbr_source(Codec::Vp8, 30, 4000, 30));
-    let bits_in = |a: Instant, b: Instant| {
-        w.forward_sent
-            .iter()
-            .filter(|(t, k, _)| *k == TransmitKind::Media && *t >= a && *t < b)
-            .map(|(_, _, n)| 8.0 * *n as f64)
-            .sum::<f64>()
-            / (b - a).as_secs_f64()
-    };
+    let bits_in = |a: Instant, b: Instant| w.media_rate(a, b);
     let before = bits_in(t0 + s(1), hole.0);
     // From 2 s into the hole the pacer runs at 1/16 of 1.5 Mbit/s: under 100 kbit/s.
     let late_in_hole = bits_in(hole.0 + s(2), hole.1);
@@ -630,14 +623,7 @@ fn receiver_reports_without_the_controllers_feedback_still_reduce_the_rate() {
     };
     w.drop_rev = Box::new(move |t, now| now >= hole.0 && now < hole.1 && twcc(&t.bytes));
     w.run(t0 + s(23), &mut cbr_source(Codec::Vp8, 30, 4000, 30));
-    let bits_in = |a: Instant, b: Instant| {
-        w.forward_sent
-            .iter()
-            .filter(|(t, k, _)| *k == TransmitKind::Media && *t >= a && *t < b)
-            .map(|(_, _, n)| 8.0 * *n as f64)
-            .sum::<f64>()
-            / (b - a).as_secs_f64()
-    };
+    let bits_in = |a: Instant, b: Instant| w.media_rate(a, b);
     let late_in_hole = bits_in(hole.0 + s(2), hole.1);
     let after = bits_in(hole.1 + s(1), t0 + s(23));
     assert!(late_in_hole < 100e3, "{late_in_hole} b/s with RRs only");

@@ -463,22 +463,11 @@ pub fn replace_receiver(
             Ok(())
         });
     }
-    let started_mono_ns = mono_ns();
+    let started_mono_ns = cg_netlab::sys::mono_ns();
     let mut child = cmd.spawn().ok()?;
     child.wait().ok()?;
     Some(Replaced {
         stats,
         started_mono_ns,
     })
-}
-
-/// The host's `CLOCK_MONOTONIC`, ns (the clock of the programs' `mono_ns`).
-pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime(2) writes into `ts`, which lives for the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -208,6 +208,16 @@ pub struct Wire {
 }
 
 impl Wire {
+    /// Media the sender put on the wire in `[a, b)`, bit/s.
+    pub fn media_rate(&self, a: Instant, b: Instant) -> f64 {
+        self.forward_sent
+            .iter()
+            .filter(|(t, k, _)| *k == TransmitKind::Media && *t >= a && *t < b)
+            .map(|(_, _, n)| 8.0 * *n as f64)
+            .sum::<f64>()
+            / (b - a).as_secs_f64()
+    }
+
     pub fn new(
         sender: SenderSession,
         receiver: ReceiverSession,
