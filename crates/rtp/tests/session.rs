@@ -636,6 +636,22 @@ fn receiver_reports_without_the_controllers_feedback_still_reduce_the_rate() {
     );
 }
 
+/// Per-packet reports feed a send-side controller whichever format carries them: a SCReAM
+/// session (RFC 8888 its native feedback) whose viewer sends transport-wide CC (Chromium does)
+/// is not reduced as if it heard nothing.
+#[test]
+fn transport_wide_feedback_feeds_a_controller_that_prefers_rfc8888() {
+    let (mut w, _) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(1), Ecn::NotEct);
+    let t0 = w.now;
+    let (cc, _seen) = Fixed::new(Bitrate::mbps(1), FeedbackKind::Rfc8888);
+    w.sender = SenderSession::new(SenderConfig::default(), cc, t0).unwrap();
+    let s = Duration::from_secs;
+    w.run(t0 + s(6), &mut cbr_source(Codec::Vp8, 30, 4000, 30));
+    let rate = w.media_rate(t0 + s(2), t0 + s(6));
+    assert_eq!(w.sender.stats().feedback_timeouts, 0);
+    assert!(rate > 900e3, "{rate} b/s");
+}
+
 #[test]
 fn probe_sends_padding_on_the_rtx_stream() {
     let (mut w, seen) = wire(

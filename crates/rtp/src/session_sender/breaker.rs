@@ -9,10 +9,11 @@
 //! every controller: after `reduce_after` without feedback the rate the controller asks for
 //! (the encoder's target and the pacer's rate) is halved, and halved again after each further
 //! `reduce_after`, down to 1/16 of it; the first feedback gives the controller's own rate back
-//! at once (its state was never touched, and the silence told it nothing). Only the
-//! controller's own feedback counts here (transport-wide CC, RFC 8888 reports, or REMB and
-//! receiver reports for GCC-REMB): a peer that still sends receiver reports or NACKs but no
-//! congestion feedback leaves the controller as blind as silence does. libwebrtc gets the
+//! at once (its state was never touched, and the silence told it nothing). Only feedback the
+//! controller runs on counts here (per-packet reports — transport-wide CC or RFC 8888 — for
+//! send-side GCC and SCReAM, REMB and receiver reports for GCC-REMB): a peer that still sends
+//! receiver reports or NACKs but no congestion feedback leaves the controller as blind as
+//! silence does. libwebrtc gets the
 //! same effect from its congestion window, which stops the pacer when the bytes sent without
 //! feedback exceed about RTT + 350 ms of the target.
 //!

@@ -135,8 +135,8 @@ pub struct SenderConfig {
     pub sr_interval: Duration,
     /// Circuit-breaker RTCP timeout, RFC 8083 §4.1: 3 × Td with Tmin = 5 s = 15 s (default).
     pub rtcp_timeout: Duration,
-    /// When missing feedback of the controller's kind halves the rate before the breaker
-    /// stops it (RFC 8888 §5).
+    /// When missing feedback the controller runs on halves the rate before the breaker stops
+    /// it (RFC 8888 §5).
     /// Default [`FeedbackLossResponse::Auto`].
     pub feedback_loss: FeedbackLossResponse,
     /// CNAME for SDES (RFC 3550 §6.5.1). Default "cg-sender".

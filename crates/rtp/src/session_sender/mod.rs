@@ -825,9 +825,13 @@ impl SenderSession {
     }
 
     /// RTCP on our streams arrived; `kind`: the congestion feedback it is, if any (receiver
-    /// reports count as REMB mode's: its loss-based controller reads them).
+    /// reports count as REMB mode's: its loss-based controller reads them). Per-packet
+    /// reports feed every send-side controller whichever format carries them (a Chromium
+    /// viewer of SCReAM sends transport-wide CC), REMB and RRs feed GCC-REMB.
     fn feedback_seen(&mut self, now: Instant, kind: Option<FeedbackKind>) {
-        let feeds = kind == Some(self.controller.feedback_kind());
+        let per_packet = |k: FeedbackKind| k != FeedbackKind::Remb;
+        let feeds =
+            kind.is_some_and(|k| per_packet(k) == per_packet(self.controller.feedback_kind()));
         if let Some(state) = self.breaker.on_feedback(now, feeds) {
             self.events.push_back(SenderEvent::CircuitBreaker(state));
             self.request_key_frame(KeyFrameReason::CircuitBreakerRecovered);
