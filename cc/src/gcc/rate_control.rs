@@ -338,9 +338,7 @@ impl RemoteRateController {
             }
             self.capacity.update(rate, 0.5);
         }
-        if rate > self.ar {
-            self.ar = rate.min(self.p.max).max(self.p.min);
-        }
+        self.raise_to(rate);
         true
     }
 
