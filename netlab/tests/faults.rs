@@ -684,20 +684,7 @@ struct Flooded {
 /// Floods cg-send's and cg-recv's ports (see [`flood`]) from run time `from` s for `secs`
 /// s, 10 000 datagrams a second each, and reads both processes' RSS before and after.
 fn flood_both(out: &Path, from: f64, secs: f64) -> Result<Flooded, String> {
-    let find = |what: &str| {
-        let needle = out
-            .join(format!("raw/{what}-cg.jsonl"))
-            .display()
-            .to_string();
-        (0..200)
-            .find_map(|_| {
-                pid_of(&needle, what).or_else(|| {
-                    std::thread::sleep(std::time::Duration::from_millis(100));
-                    None
-                })
-            })
-            .ok_or(format!("no {what} process found"))
-    };
+    let find = |what: &str| wait_for_pid(out, what, 200).ok_or(format!("no {what} process found"));
     let (send, recv) = (find("cg-send")?, find("cg-recv")?);
     // netlab writes run.json (and its t0) at the end: wait on cg-send's own clock (its
     // statistics' `t`; it starts at run time 0).

@@ -405,6 +405,21 @@ pub fn judged_run(
     );
 }
 
+/// The pid of flow `cg`'s `program` (`cg-send`, `cg-recv`) in run `out`, waiting up to
+/// `tries` × 100 ms for it to start.
+pub fn wait_for_pid(out: &Path, program: &str, tries: u32) -> Option<i32> {
+    let needle = out
+        .join(format!("raw/{program}-cg.jsonl"))
+        .display()
+        .to_string();
+    (0..tries).find_map(|_| {
+        pid_of(&needle, program).or_else(|| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            None
+        })
+    })
+}
+
 /// What [`replace_receiver`] did: the new cg-recv's statistics file and when it was started
 /// (`CLOCK_MONOTONIC`, as the statistics' `mono_ns`).
 pub struct Replaced {
@@ -424,13 +439,7 @@ pub fn replace_receiver(
 ) -> Option<Replaced> {
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    let needle = out.join("raw/cg-recv-cg.jsonl").display().to_string();
-    let pid = (0..100).find_map(|_| {
-        pid_of(&needle, "cg-recv").or_else(|| {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            None
-        })
-    })?;
+    let pid = wait_for_pid(out, "cg-recv", 100)?;
     let netns = std::fs::File::open(format!("/proc/{pid}/ns/net")).ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let mut argv: Vec<String> = String::from_utf8_lossy(&cmdline)
