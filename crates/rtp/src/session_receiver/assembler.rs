@@ -112,6 +112,12 @@ impl Assembler {
         }
     }
 
+    /// How long an incomplete frame waits for a missing packet from now on (deadlines are
+    /// computed from it at every poll, so a frame already waiting gets the new value).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
     pub fn insert(&mut self, seq: u64, p: Pkt) -> Inserted {
         if self.next_start.is_some_and(|s| seq < s) {
             return Inserted::Late;

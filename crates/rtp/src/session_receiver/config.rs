@@ -84,10 +84,22 @@ pub struct ReceiverConfig {
     /// Most sequence numbers tracked as missing; a larger gap is given up on at once (and a
     /// key frame requested). Default 1000.
     pub nack_max_missing: usize,
-    /// How long an incomplete frame waits for a missing packet, counted from when the gap
-    /// showed (a later packet arrived), before it is given up and a key frame requested. A
-    /// frame still arriving with nothing missing is not timed out. Default 300 ms.
+    /// How long an incomplete frame waits at least for a missing packet, counted from when
+    /// the gap showed (a later packet arrived), before it is given up and a key frame
+    /// requested. A frame still arriving with nothing missing is not timed out. With NACK on,
+    /// the wait grows to twice the time a retransmission takes now (the NACK retry interval
+    /// learned from NACK → retransmission, backed off while retries go unanswered), up to
+    /// [`frame_timeout_max`](Self::frame_timeout_max): a retransmission waits in the same
+    /// bottleneck queue as the media, so behind a full 300 ms DropTail queue it arrives some
+    /// 350 ms after the gap showed, and a fixed 300 ms gave the frame up just before — the key
+    /// frame asked for then crossed the same full queue (netlab §6.1 camera, GCC-REMB, the
+    /// drop to 0.5 Mbit/s: 13 frames given up before the first retransmission arrived, a
+    /// 1.3 s freeze). A peer that answers no NACK (several packets asked for, none repaired)
+    /// gets this fixed wait. Default 300 ms.
     pub frame_timeout: Duration,
+    /// The longest an incomplete frame waits for retransmissions (see
+    /// [`frame_timeout`](Self::frame_timeout)). Default 1 s.
+    pub frame_timeout_max: Duration,
     /// Least time between two PLIs (RFC 4585 §3.5.3 asks not to repeat a request before the
     /// previous had a chance to be answered). Default 200 ms.
     pub pli_min_interval: Duration,
@@ -118,6 +130,7 @@ impl Default for ReceiverConfig {
             nack_max_retries: 10,
             nack_max_missing: 1000,
             frame_timeout: Duration::from_millis(300),
+            frame_timeout_max: Duration::from_secs(1),
             pli_min_interval: Duration::from_millis(200),
             max_buffered_packets: 8192,
             cname: "cg-receiver".into(),
@@ -132,6 +145,9 @@ impl ReceiverConfig {
     pub fn validate(&self) -> Result<(), Error> {
         self.payload_types.validate()?;
         self.extensions.validate()?;
+        if self.frame_timeout_max < self.frame_timeout {
+            return Err(Error::Config("frame_timeout_max is below frame_timeout"));
+        }
         if self.media_ssrc == self.rtx_ssrc {
             return Err(Error::Config("media and RTX SSRC must differ"));
         }

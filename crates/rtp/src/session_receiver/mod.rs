@@ -483,6 +483,7 @@ impl ReceiverSession {
     /// Frames out, NACKs, PLI and REMB after any input or timer.
     fn after_input(&mut self, now: Instant) {
         let mut out = std::mem::take(&mut self.assembled);
+        self.assembler.set_timeout(self.frame_wait());
         self.assembler.poll(now, &mut out);
         for a in out.drain(..) {
             let capture_time = a.capture_ntp.and_then(|n| self.ntp.instant(n));
@@ -519,6 +520,8 @@ impl ReceiverSession {
                         Err(e) => tracing::error!("cannot build NACK: {e}"),
                     }
                 }
+                // An expired retry timer lengthens the repair time.
+                self.assembler.set_timeout(self.frame_wait());
             }
         }
         if self.assembler.needs_key_frame()
@@ -541,6 +544,16 @@ impl ReceiverSession {
         }
         self.stats.cumulative_lost = self.media.cumulative_lost();
         self.stats.jitter = Duration::from_micros(self.media.jitter() as u64 * 1_000 / 90);
+    }
+
+    /// How long an incomplete frame waits for a missing packet now (see
+    /// [`ReceiverConfig::frame_timeout`]).
+    fn frame_wait(&self) -> Duration {
+        let c = &self.config;
+        match self.nack.repair_time().filter(|_| c.nack) {
+            Some(r) => (r * 2).min(c.frame_timeout_max).max(c.frame_timeout),
+            None => c.frame_timeout,
+        }
     }
 
     fn send_pli(&mut self, now: Instant) {
@@ -619,10 +632,30 @@ mod tests {
     use crate::rtp_packet::{OutgoingRtp, write_rtp};
     use crate::{Codec, ExtensionIds};
 
-    /// VP8 frames of `300 × n` bytes (300-byte payloads) as RTP datagrams from sequence
-    /// number `first`, RTP timestamps wrapping after the second frame.
-    fn datagrams(first: u16, frames: u32, n: usize) -> Vec<Bytes> {
-        let ids = ExtensionIds::default();
+    /// One RTP datagram with the default extension ids.
+    fn rtp(
+        ssrc: u32,
+        payload_type: u8,
+        seq: u16,
+        timestamp: u32,
+        marker: bool,
+        payload: &[u8],
+    ) -> Bytes {
+        let out = OutgoingRtp {
+            ssrc,
+            payload_type,
+            seq,
+            timestamp,
+            marker,
+            payload,
+            ..Default::default()
+        };
+        write_rtp(&out, &ExtensionIds::default()).unwrap()
+    }
+
+    /// VP8 frames of `300 × n` bytes (300-byte payloads) from sequence number `first`, RTP
+    /// timestamps wrapping after the second frame: (seq, timestamp, marker, payload).
+    fn packets(first: u16, frames: u32, n: usize) -> Vec<(u16, u32, bool, Bytes)> {
         let mut out = vec![];
         let mut seq = first;
         for f in 0..frames {
@@ -630,25 +663,97 @@ mod tests {
             data[0] = if f == 0 { 0x10 } else { 0x11 };
             let payloads = codec::packetize(Codec::Vp8, &Bytes::from(data), 300, f as u16).unwrap();
             for (i, p) in payloads.iter().enumerate() {
-                out.push(
-                    write_rtp(
-                        &OutgoingRtp {
-                            ssrc: 0x6367_0001,
-                            payload_type: 96,
-                            seq,
-                            timestamp: (u32::MAX - 6000).wrapping_add(f * 3000),
-                            marker: i + 1 == payloads.len(),
-                            payload: p,
-                            ..Default::default()
-                        },
-                        &ids,
-                    )
-                    .unwrap(),
-                );
+                let ts = (u32::MAX - 6000).wrapping_add(f * 3000);
+                out.push((seq, ts, i + 1 == payloads.len(), p.clone()));
                 seq = seq.wrapping_add(1);
             }
         }
         out
+    }
+
+    /// [`packets`] as media datagrams.
+    fn datagrams(first: u16, frames: u32, n: usize) -> Vec<Bytes> {
+        packets(first, frames, n)
+            .iter()
+            .map(|(seq, ts, m, p)| rtp(0x6367_0001, 96, *seq, *ts, *m, p))
+            .collect()
+    }
+
+    /// 60 frames of four packets at 30 frames/s; one packet of frame 20 is lost and its
+    /// retransmission (RFC 4588) arrives `repair` after the NACK that asked for it — what a
+    /// full bottleneck queue does to it. Returns (frames decoded, frames given up, PLIs).
+    fn lose_one_and_repair_after(config: ReceiverConfig, repair: Duration) -> (usize, u64, u64) {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut rx = ReceiverSession::new(config, None, t0).unwrap();
+        let pkts = packets(1000, 60, 4);
+        let lost = 20 * 4 + 1;
+        let mut rtx_at = None;
+        let (mut next, mut decoded) = (0, 0);
+        for k in 0..3000u64 {
+            let now = t0 + ms(k);
+            while next < pkts.len() && (next as u64 / 4) * 33 <= k {
+                let (seq, ts, m, p) = &pkts[next];
+                if next != lost {
+                    rx.handle_input(&rtp(0x6367_0001, 96, *seq, *ts, *m, p), Ecn::NotEct, now)
+                        .unwrap();
+                }
+                next += 1;
+            }
+            if rx.stats().nacks_sent > 0 && rtx_at.is_none() {
+                rtx_at = Some(now + repair);
+            }
+            if rtx_at == Some(now) {
+                let (seq, ts, m, p) = &pkts[lost];
+                let mut payload = seq.to_be_bytes().to_vec();
+                payload.extend_from_slice(p);
+                rx.handle_input(
+                    &rtp(0x6367_0002, 97, 1, *ts, *m, &payload),
+                    Ecn::NotEct,
+                    now,
+                )
+                .unwrap();
+            }
+            if rx.poll_timeout().is_some_and(|t| t <= now) {
+                rx.handle_timeout(now);
+            }
+            while rx.poll_transmit(now).is_some() {}
+            while let Some(ev) = rx.poll_event() {
+                decoded += usize::from(matches!(ev, ReceiverEvent::Frame(_)));
+            }
+        }
+        let s = rx.stats();
+        (decoded, s.frames_lost, s.plis_sent)
+    }
+
+    /// A retransmission that crosses a full queue (here 400 ms after its NACK) still repairs
+    /// its frame: the wait follows the repair time, not a fixed 300 ms.
+    #[test]
+    fn a_frame_waits_for_a_retransmission_slowed_by_a_queue() {
+        let ms = Duration::from_millis;
+        let (decoded, lost, plis) = lose_one_and_repair_after(ReceiverConfig::default(), ms(400));
+        assert_eq!(
+            (decoded, lost),
+            (60, 0),
+            "every frame decoded, none given up"
+        );
+        let first_plis = plis;
+        // With the wait held at 300 ms the frame was given up before the repair came, and key
+        // frames asked for (until one comes: none does here).
+        let fixed = ReceiverConfig {
+            frame_timeout_max: ms(300),
+            ..Default::default()
+        };
+        let (decoded, lost, plis) = lose_one_and_repair_after(fixed, ms(400));
+        assert_eq!(lost, 1);
+        assert!(decoded < 60);
+        assert!(
+            plis > first_plis,
+            "key frames asked for: {plis} against {first_plis}"
+        );
+        // A repair that never comes still gives the frame up, after at most 1 s.
+        let (_, lost, _) = lose_one_and_repair_after(ReceiverConfig::default(), ms(10_000));
+        assert_eq!(lost, 1);
     }
 
     #[test]

@@ -22,7 +22,14 @@ pub(crate) struct NackTracker {
     /// Doublings carried to every packet's retries (RFC 6298 §5.5–5.7): raised when a retry
     /// timer expires, cleared by the next valid RTT sample.
     backoff: u32,
+    /// Packets NACKed at least once.
+    nacked: u64,
+    /// Packets that arrived after being NACKed.
+    repaired: u64,
 }
+
+/// Packets NACKed with none repaired after which the peer is taken not to retransmit.
+const UNANSWERED_NACKS: u64 = 4;
 
 /// Most doublings of the retry interval (16×).
 const MAX_BACKOFF: u32 = 4;
@@ -45,12 +52,17 @@ impl NackTracker {
             max_missing: max_missing.max(1),
             srtt: None,
             backoff: 0,
+            nacked: 0,
+            repaired: 0,
         }
     }
 
     /// A packet arrived (first transmission or retransmission).
     pub fn on_packet(&mut self, seq: u64, now: Instant) -> Gap {
         if let Some(m) = self.missing.remove(&seq) {
+            if m.retries > 0 {
+                self.repaired += 1;
+            }
             // Karn's rule: only a packet NACKed once gives an unambiguous RTT sample.
             if let (1, Some(t)) = (m.retries, m.first_nack) {
                 let sample = now.saturating_duration_since(t);
@@ -129,7 +141,10 @@ impl NackTracker {
                 continue;
             }
             m.retries += 1;
-            m.first_nack.get_or_insert(now);
+            if m.first_nack.is_none() {
+                self.nacked += 1;
+                m.first_nack = Some(now);
+            }
             // Exponential backoff (RFC 6298 §5.5's RTO doubling), per packet and carried
             // across packets (§5.7 keeps the backed-off RTO until a new sample): when the RTT
             // jumps (a queue filling after a capacity drop) the retries of a stale interval
@@ -156,6 +171,19 @@ impl NackTracker {
             Some(r) => r * 5 / 4 + Duration::from_millis(5),
             None => self.retry,
         }
+    }
+
+    /// How long a retransmission may take now: the retry interval, doubled for every retry
+    /// timer that expired since the last RTT sample (the backed-off RTO of RFC 6298 §5.5).
+    /// It follows the queue: a retransmission waits in the same bottleneck queue as the
+    /// media, so behind a 275 ms queue it takes RTT + 275 ms, not the RTT of an empty path.
+    /// `None` when the peer shows no sign of answering NACKs (several packets NACKed, none
+    /// repaired): waiting for a repair that never comes would only lengthen every freeze.
+    pub fn repair_time(&self) -> Option<Duration> {
+        if self.repaired == 0 && self.nacked >= UNANSWERED_NACKS {
+            return None;
+        }
+        Some(self.retry_interval() * (1u32 << self.backoff))
     }
 
     /// When a NACK is next due.
@@ -263,6 +291,28 @@ mod tests {
         // the per-packet backoff only: 199 NACKs, interval still 30 ms).
         assert_eq!(first_nack.len(), 50);
         assert!(nacks < 75, "{nacks} NACKs for 50 losses");
+    }
+
+    #[test]
+    fn the_repair_time_follows_the_backoff_and_ends_for_a_peer_that_never_answers() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut n = learned_20ms_rtt(t0);
+        assert_eq!(n.repair_time(), Some(ms(30)));
+        // A retry timer expires (the RTT jumped): the repair may take twice as long.
+        n.on_packet(5, t0 + ms(100));
+        assert_eq!(n.due(t0 + ms(100)), vec![4]);
+        assert_eq!(n.due(t0 + ms(130)), vec![4]);
+        assert_eq!(n.repair_time(), Some(ms(60)));
+        // A peer that repairs nothing: after four packets asked for, no repair is waited for.
+        let mut n = NackTracker::new(ms(100), 10, 100);
+        n.on_packet(1, t0);
+        n.on_packet(4, t0);
+        assert_eq!(n.due(t0), vec![2, 3]);
+        assert!(n.repair_time().is_some());
+        n.on_packet(7, t0 + ms(10));
+        assert_eq!(n.due(t0 + ms(10)), vec![5, 6]);
+        assert_eq!(n.repair_time(), None);
     }
 
     #[test]
