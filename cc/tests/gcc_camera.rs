@@ -253,14 +253,23 @@ fn camera_capacity_steps_send_side_queue() {
 }
 
 /// REMB mode probes as libwebrtc's receive-side estimator (`GccConfig::probing`: the
-/// receiver finds the clusters by their padding). Measured, seeds 1–4: U 0.867, 0.889,
-/// 0.871, 0.858; q95 67.8, 63.0, 67.0, 70.6 ms; loss 0.37, 0.33, 0.43, 0.69 %; t90 after
-/// 1 → 2.5 Mbit/s 8.6, 4.1, 10.4, 7.6 s. Without probing (and without the pacer's cap at
-/// 1.1× the capacity estimate) it was U 0.715–0.799, q95 79–109 ms, loss 0.36–0.73 %, t90
-/// 20.5 s to not within 50 s.
+/// receiver finds the clusters by their padding), and its receiver forgets the link
+/// capacity when the receive rate alone passes it
+/// (`GccConfig::remb_capacity_reset_by_receive_rate`). Measured, seeds 1–4: U 0.887, 0.903,
+/// 0.901, 0.895; q95 71.9, 62.1, 65.8, 70.2 ms; loss 0.36, 0.43, 0.40, 0.41 %; t90 after
+/// 1 → 2.5 Mbit/s 3.8, 2.9, 5.8, 5.0 s. With the capacity forgotten only when `Ar` passes
+/// it too: U 0.865–0.881, q95 64–75 ms, t90 up to 8.7 s (the sender's capacity probe waited
+/// for `Ar` to climb back additively past the old capacity). Without probing (and without
+/// the pacer's cap at 1.1× the capacity estimate) it was U 0.715–0.799, q95 79–109 ms, loss
+/// 0.36–0.73 %, t90 20.5 s to not within 50 s.
 #[test]
-#[ignore = "issue #14 goal not met in REMB mode (U 0.865–0.881, q95 64–75 ms, loss ≤ 0.42 %, t90 ≤ 8.7 s)"]
 fn camera_capacity_steps_remb() {
+    camera_steps_bounds(GccMode::ReceiverSideRemb, false);
+}
+
+#[test]
+#[ignore = "issue #14 queue bound not met: REMB §6.1 q95 62–72 ms against 60 ms"]
+fn camera_capacity_steps_remb_queue() {
     camera_steps_bounds(GccMode::ReceiverSideRemb, true);
 }
 

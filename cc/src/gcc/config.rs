@@ -251,6 +251,19 @@ pub struct GccConfig {
     /// carries `start_bitrate` (a cg-recv killed and restarted under a 2 Mbit/s stream
     /// pulled it to 300 kbit/s; the link took 7.6 s to be 90 % full again, issue #17).
     pub remb_start_from_receive_rate: bool,
+    /// REMB mode, [`IncreaseMode::LinkCapacity`]: the receiver forgets its link-capacity
+    /// estimate when the receive rate `R` alone goes above its mean + 3σ, as libwebrtc's
+    /// `AimdRateControl` does, instead of waiting for `Ar` to be above it too (send-side
+    /// mode keeps that wait, see [`crate::gcc::rate_control`]). A receive rate above the old
+    /// capacity is what a faster bottleneck shows first — the queue left by the last
+    /// decrease drains at the new rate — while `Ar`, back at `α·R` after that decrease,
+    /// needs 6–7 s of additive increase to pass the old capacity at 1 Mbit/s. The REMB
+    /// sender probes when the REMB value passes the capacity it inferred, so until then it
+    /// did not probe either. Measured in `cc/tests/gcc_camera.rs` (REMB §6.1 camera, seeds
+    /// 1–4): U 0.865–0.881 → 0.887–0.903, t90 after 1 → 2.5 Mbit/s at most 8.7 → 5.8 s,
+    /// q95 64–75 → 62–72 ms; the same switch in send-side mode raised its loss above 0.5 %,
+    /// so it stays there as it was. Default `true`; `false` gives the send-side rule.
+    pub remb_capacity_reset_by_receive_rate: bool,
 
     /// Loss-based controller. Default [`LossModel::Mmsys16`].
     pub loss: LossModel,
@@ -393,6 +406,7 @@ impl Default for GccConfig {
             remb_interval: Duration::from_secs(1),
             remb_drop_ratio: 0.97,
             remb_start_from_receive_rate: true,
+            remb_capacity_reset_by_receive_rate: true,
             loss: LossModel::Mmsys16,
             loss_high: 0.1,
             loss_low: 0.02,

@@ -136,6 +136,8 @@ impl DelayBasedController {
                 max_rate_ratio: c.max_rate_ratio,
                 max_rate_ratio_cuts: c.max_rate_ratio_cuts,
                 increase: c.increase,
+                reset_on_receive_rate: c.mode == GccMode::ReceiverSideRemb
+                    && c.remb_capacity_reset_by_receive_rate,
                 default_rtt: c.default_rtt,
                 additive_packet: c.additive_packet,
                 min: c.min_bitrate,

@@ -38,7 +38,8 @@
 //!   RTT + 100 ms), without one multiplicative by `far_eta` (1.08 per second). The estimate
 //!   is forgotten when, in Increase, both `R` and `Ar` are above its mean + 3σ (the link got
 //!   faster; libwebrtc looks at its smoothed acknowledged rate alone, our 500 ms `R` is
-//!   noisier: with `R` alone, single-flow q95 at 1 Mbit/s rose to 101 ms), and when, at a
+//!   noisier: with `R` alone, single-flow q95 at 1 Mbit/s rose to 101 ms) — in REMB mode
+//!   `R` alone by default ([`RateControlParams::reset_on_receive_rate`]) — and when, at a
 //!   decrease, `R` is below its mean − 3σ (the link got slower: the new estimate starts at
 //!   this `R` instead of averaging it with the old capacity). A validated probe enters it
 //!   with weight 0.5 ([`RemoteRateController::on_probe_result`]). Additive only within ±3σ
@@ -132,6 +133,10 @@ pub struct RateControlParams {
     pub max_rate_ratio_cuts: bool,
     /// Multiplicative only, or additive near the link-capacity estimate.
     pub increase: IncreaseMode,
+    /// [`IncreaseMode::LinkCapacity`]: forget the estimate when `R` alone goes above its
+    /// mean + 3σ in Increase, as libwebrtc does, rather than when `Ar` is above it too (see
+    /// [`GccConfig::remb_capacity_reset_by_receive_rate`](crate::gcc::GccConfig::remb_capacity_reset_by_receive_rate)).
+    pub reset_on_receive_rate: bool,
     /// RTT used for the additive step's response time until a measurement is given.
     pub default_rtt: Duration,
     /// Packet size of the additive step (one per RTT + 100 ms).
@@ -280,7 +285,7 @@ impl RemoteRateController {
             {
                 // libwebrtc's reset condition: worth a probe (the caller rate-limits them).
                 self.upward_resets += 1;
-                if self.ar.as_kbps_f64() > ub {
+                if self.p.reset_on_receive_rate || self.ar.as_kbps_f64() > ub {
                     // The bottleneck got faster: forget the old capacity.
                     self.capacity.reset();
                 }
@@ -416,6 +421,7 @@ mod tests {
             max_rate_ratio: 1.5,
             max_rate_ratio_cuts: false,
             increase: IncreaseMode::Multiplicative,
+            reset_on_receive_rate: false,
             default_rtt: Duration::from_millis(200),
             additive_packet: DataSize::bytes(1200),
             min: Bitrate::kbps(50),
@@ -581,9 +587,15 @@ mod tests {
             .as_bps_f64()
             - before;
         assert!((step - 64_000.0).abs() < 100.0, "step {step}");
-        // R above the mean + 3σ but Ar not: noise, the estimate stays.
+        // R above the mean + 3σ but Ar not: noise, the estimate stays...
+        let mut by_r = c.clone();
         c.update(Some(Signal::Normal), r(1100), 2_132_000);
         assert!(c.link_capacity().is_some());
+        // ...unless R alone decides (REMB mode's default): the link delivered more than the
+        // estimate allows, so it got faster.
+        by_r.p.reset_on_receive_rate = true;
+        by_r.update(Some(Signal::Normal), r(1100), 2_132_000);
+        assert_eq!(by_r.link_capacity(), None);
         // A decrease with R far below the estimate restarts it from that R.
         c.update(Some(Signal::Overuse), r(600), 2_165_000);
         assert_eq!(c.link_capacity(), Some(Bitrate::kbps(600)));
