@@ -11,8 +11,10 @@
 //!
 //! Bad input: a packet sent before the current group started (reordering, duplicated
 //! feedback) is ignored, as libwebrtc's `InterArrival` does; a group whose arrival goes
-//! backwards or lies more than `max_gap` away from the previous one restarts the measurement
-//! instead of producing a meaningless `dm`.
+//! backwards or lies more than `max_gap` away from the previous one, or whose `dm` is larger
+//! than `max_delay_jump` either way (a link outage: the first packets after it were held
+//! through it, the next ones were sent after it), restarts the measurement instead of
+//! producing a meaningless `dm`.
 
 use std::time::Duration;
 
@@ -75,6 +77,7 @@ impl Group {
 #[derive(Debug, Clone)]
 pub struct InterArrival {
     max_gap_us: i64,
+    max_jump_us: i64,
     send_time: GroupSendTime,
     current: Option<Group>,
     previous: Option<Group>,
@@ -87,11 +90,18 @@ impl InterArrival {
     pub fn new(max_gap: Duration, send_time: GroupSendTime) -> Self {
         InterArrival {
             max_gap_us: i64::try_from(max_gap.as_micros()).unwrap_or(i64::MAX),
+            max_jump_us: i64::MAX,
             send_time,
             current: None,
             previous: None,
             resets: 0,
         }
+    }
+
+    /// Also restarts where `|dm|` exceeds `jump`.
+    pub fn with_max_delay_jump(mut self, jump: Duration) -> Self {
+        self.max_jump_us = i64::try_from(jump.as_micros()).unwrap_or(i64::MAX);
+        self
     }
 
     /// Adds a packet sent at `send_us` (sender clock) that arrived at `arrival_us` (receiver
@@ -147,7 +157,11 @@ impl InterArrival {
             GroupSendTime::Last => cur.last_send_us.saturating_sub(prev.last_send_us),
         };
         let arrival = cur.last_arrival_us.saturating_sub(prev.last_arrival_us);
-        if arrival < 0 || arrival > self.max_gap_us || send > self.max_gap_us {
+        if arrival < 0
+            || arrival > self.max_gap_us
+            || send > self.max_gap_us
+            || arrival.saturating_sub(send).saturating_abs() > self.max_jump_us
+        {
             self.resets += 1;
             return None;
         }
@@ -265,5 +279,38 @@ mod tests {
         // Frames 3 → 4 are consistent again.
         let d = ia.on_packet(165_000, 71_000, 100, GroupKey::Frame(5));
         assert_eq!(d.map(|d| d.dm_ms()), Some(0.0));
+    }
+
+    /// A 2 s outage behind a 300 ms queue: the queued frames arrive 2 s late, then frames sent
+    /// after it. Neither jump is a `dm`; the frames within each part are.
+    #[test]
+    fn an_outage_restarts_the_measurement_instead_of_making_a_dm() {
+        let mut ia = InterArrival::new(Duration::from_secs(3), GroupSendTime::Last)
+            .with_max_delay_jump(Duration::from_millis(500));
+        let mut dms = Vec::new();
+        // (send ms, arrival ms) per frame: before, held through the outage, after it.
+        let frames = [
+            (0, 25),
+            (33, 58),
+            (66, 91),
+            (99, 2_100),
+            (132, 2_110),
+            (165, 2_120),
+        ]
+        .into_iter()
+        .chain([
+            (1_900, 2_150),
+            (1_933, 2_170),
+            (1_966, 2_200),
+            (1_999, 2_230),
+        ]);
+        for (f, (s, a)) in frames.enumerate() {
+            if let Some(d) = ia.on_packet(s * 1000, a * 1000, 1000, GroupKey::Frame(f as u64)) {
+                dms.push(d.dm_ms().round() as i64);
+            }
+        }
+        // The last frame completes no group; the jumps in (2 s late, then −1.7 s) restart.
+        assert_eq!(dms, vec![0, 0, -23, -23, -13, -3]);
+        assert_eq!(ia.resets(), 2);
     }
 }

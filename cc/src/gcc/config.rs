@@ -154,6 +154,16 @@ pub struct GccConfig {
     /// restarts the delta computation of eq. (4) instead of feeding a meaningless `dm`.
     /// Default 3 s (libwebrtc's `kArrivalTimeOffsetThresholdMs`).
     pub max_group_gap: Duration,
+    /// A `dm` larger than this either way restarts eq. (4) too instead of feeding the filter.
+    /// No queue of a real-time path changes by half a second between two frames; a link
+    /// outage does: the frames held through it arrive that much late, and the first one sent
+    /// after it as much early. Fed to the scalar Kalman filter, one such `dm` moved `m` far
+    /// above `γ`, where it shrank for tens of seconds with no signal (2 s outage at 2 Mbit/s
+    /// in netlab: `m` 26 ms against `γ` 0.24 ms, still 24 ms 10 s later, `Ar` held 10 %
+    /// under the capacity). libwebrtc's `InterArrival` resets on the same quantity
+    /// (`kArrivalTimeOffsetThresholdMs`, 3 s) and `DelayBasedBwe` restarts its estimator after
+    /// 2 s without feedback. Default 500 ms.
+    pub max_delay_jump: Duration,
 
     /// Arrival-time filter model. Default [`ArrivalFilterModel::Scalar`].
     pub filter: ArrivalFilterModel,
@@ -378,6 +388,7 @@ impl Default for GccConfig {
             grouping: Grouping::Frame,
             group_send_time: GroupSendTime::Last,
             max_group_gap: Duration::from_secs(3),
+            max_delay_jump: Duration::from_millis(500),
             filter: ArrivalFilterModel::Scalar,
             kalman_q: 1e-3,
             kalman_beta: 0.95,

@@ -147,7 +147,8 @@ impl DelayBasedController {
         );
         let threshold = Threshold::new(c.threshold);
         DelayBasedController {
-            inter_arrival: InterArrival::new(c.max_group_gap, c.group_send_time),
+            inter_arrival: InterArrival::new(c.max_group_gap, c.group_send_time)
+                .with_max_delay_jump(c.max_delay_jump),
             filter,
             stats: DelayBasedStats {
                 m: c.kalman_m0,

@@ -18,6 +18,9 @@ pub enum Fate {
     Received,
     /// Reported not received (may still turn up later).
     Lost,
+    /// Reported not received, sent while no feedback came back (see
+    /// [`crate::gcc::GccController`]): not counted in the loss fraction.
+    LostUnheard,
 }
 
 /// One sent packet.
