@@ -169,13 +169,13 @@ const UNHEARD_REPORTS: u8 = 2;
 /// Send-side mode: a gap between two per-packet reports this long is a silence (cg-rtp's
 /// session halves the rate after the same 0.5 s, see its `FeedbackLossResponse`). The
 /// packets sent during it and found lost when feedback returns are left out of the loss
-/// fraction of eq. (5) (the delays of those that arrived are no `dm` of eq. (4) either: see
-/// [`GccConfig::max_delay_jump`](crate::gcc::GccConfig::max_delay_jump)): a path that delivered nothing for a while (a link outage, a dead
-/// return path) lost them whatever the rate was, the session already cut the rate for the
-/// silence, and counting them again cut `As` by a third after every outage (netlab, 2 s
-/// outage at 2 Mbit/s, send-side GCC: `As` 1.8 → 1.16–1.20 Mbit/s in five runs out of five,
-/// the link 70 % full for the next seconds and 90 % full again only 9 s after the outage in
-/// one run). One loss event, one reduction, as TCP's recovery counts a window's losses once
+/// fraction of eq. (5) (the delays of those that arrived are no `dm` of eq. (4) either, see
+/// [`GccConfig::max_delay_jump`](crate::gcc::GccConfig::max_delay_jump)): a path that
+/// delivered nothing for a while (a link outage, a dead return path) lost them whatever the
+/// rate was, the session already cut the rate for the silence, and counting them again cut
+/// `As` by a third after every outage (netlab, 2 s outage at 2 Mbit/s, send-side GCC: `As`
+/// 1.8 → 1.16–1.20 Mbit/s in five runs out of five, the link 67–72 % full for the next
+/// seconds). One loss event, one reduction, as TCP's recovery counts a window's losses once
 /// (RFC 5681 §3.2).
 const FEEDBACK_SILENCE: Duration = Duration::from_millis(500);
 
@@ -859,19 +859,24 @@ mod tests {
     use crate::controller::{PacketKind, PacketResult};
     use cg_types::{Ecn, RemoteTime};
 
+    /// A 1000-byte media packet.
+    fn media(seq: u64, send_time: Instant) -> SentPacket {
+        SentPacket {
+            seq,
+            size: DataSize::bytes(1000),
+            send_time,
+            ecn: Ecn::NotEct,
+            kind: PacketKind::Media,
+        }
+    }
+
     /// 1000-byte packets every 10 ms (800 kbit/s) with the one-way delay `extra(i)` ms on
     /// top of a 20 ms base, acknowledged in reports of 5.
     fn run(c: &mut GccController, from: u64, n: u64, t0: Instant, extra: impl Fn(u64) -> u64) {
         let mut results = Vec::new();
         for i in from..from + n {
             let at = t0 + Duration::from_millis(10 * i);
-            c.on_packet_sent(&SentPacket {
-                seq: i,
-                size: DataSize::bytes(1000),
-                send_time: at,
-                ecn: Ecn::NotEct,
-                kind: PacketKind::Media,
-            });
+            c.on_packet_sent(&media(i, at));
             let arrival = 10_000 * i as i64 + 1000 * (20 + extra(i) as i64);
             results.push(PacketResult {
                 seq: i,
@@ -983,13 +988,7 @@ mod tests {
             run(&mut c, 0, 300, t0, |_| 0);
             let before = c.loss.estimate();
             for i in 300..500 {
-                c.on_packet_sent(&SentPacket {
-                    seq: i,
-                    size: DataSize::bytes(1000),
-                    send_time: t0 + ms(10 * i),
-                    ecn: Ecn::NotEct,
-                    kind: PacketKind::Media,
-                });
+                c.on_packet_sent(&media(i, t0 + ms(10 * i)));
                 if !silent && i % 25 == 24 {
                     // A report of the one packet that got through every 0.25 s.
                     let r = [PacketResult {
@@ -1065,13 +1064,7 @@ mod tests {
         // the fraction lost of its interval.
         let mut report = |c: &mut GccController, at: u64, highest: u32, cumulative_lost: i64| {
             for _ in 0..100 {
-                c.on_packet_sent(&SentPacket {
-                    seq,
-                    size: DataSize::bytes(1000),
-                    send_time: t0 + s(at) - Duration::from_millis(10),
-                    ecn: Ecn::NotEct,
-                    kind: PacketKind::Media,
-                });
+                c.on_packet_sent(&media(seq, t0 + s(at) - Duration::from_millis(10)));
                 seq += 1;
             }
             let expected = f64::from(highest - last.0);
