@@ -525,7 +525,10 @@ impl GccController {
             if sent > 0 {
                 // The interval before counts once: a second silent report adds its own only.
                 let before = if reports == 0 { sent_before } else { 0 };
-                self.rr_unheard = (budget + sent + before, UNHEARD_REPORTS);
+                self.rr_unheard = (
+                    budget.saturating_add(sent).saturating_add(before),
+                    UNHEARD_REPORTS,
+                );
             }
             return;
         }
@@ -533,7 +536,11 @@ impl GccController {
             self.on_loss_fraction(loss.fraction_lost, now);
             return;
         }
-        let lost = (loss.cumulative_lost - cumulative).clamp(0, expected);
+        // Saturating: the counts come from the network.
+        let lost = loss
+            .cumulative_lost
+            .saturating_sub(cumulative)
+            .clamp(0, expected);
         let excused = lost.min(budget);
         self.unheard_losses += excused as u64;
         self.rr_unheard = if reports > 1 {
