@@ -20,7 +20,11 @@
 //!   [`super::rate_control`]), a probe at 2× the estimate, with further probes as at start,
 //!   at most every [`CAPACITY_PROBE_INTERVAL`]. libwebrtc probes only at start, in ALR and
 //!   after drops, so a camera sending at its whole estimate finds a faster link at 8 % per
-//!   second (issue #14: t90 15.8 s after 1 → 2.5 Mbit/s).
+//!   second (issue #14: t90 15.8 s after 1 → 2.5 Mbit/s). The request is kept while other
+//!   probing is under way (or the interval has not passed) and carried out as soon as it
+//!   is over, unless the estimate fell meanwhile: the reset fires once per capacity
+//!   estimate, so a request dropped because, say, a recovery probe's results were still
+//!   awaited would leave the sender climbing additively until the next reset.
 //!
 //! Periodic ALR probing (every 5 s at 2×) is off for camera video in libwebrtc and not
 //! done here.
@@ -108,8 +112,11 @@ pub struct ProbeController {
     large_drop: Option<(Instant, Bitrate)>,
     last_recovery_probe: Option<Instant>,
     last_capacity_probe: Option<Instant>,
+    /// A capacity probe asked for and not yet started.
+    capacity_wanted: bool,
     gap: Duration,
     last_end: Option<Instant>,
+    clusters_started: u64,
 }
 
 impl ProbeController {
@@ -128,8 +135,10 @@ impl ProbeController {
             large_drop: None,
             last_recovery_probe: None,
             last_capacity_probe: None,
+            capacity_wanted: false,
             gap: Duration::ZERO,
             last_end: None,
+            clusters_started: 0,
         };
         let rates = INITIAL_FACTORS.map(|f| start.mul_f64(f));
         c.initiate(&rates, true, now);
@@ -200,6 +209,7 @@ impl ProbeController {
         {
             self.state = State::Complete;
         }
+        self.start_capacity_probe(now);
         if self.active.is_some() || self.last_end.is_some_and(|e| now < e + self.gap) {
             return None;
         }
@@ -223,6 +233,7 @@ impl ProbeController {
             };
         }
         self.active = Some(p);
+        self.clusters_started += 1;
         if self.started.len() >= 16 {
             self.started.pop_front();
         }
@@ -252,7 +263,19 @@ impl ProbeController {
         if let State::Waiting { deadline, .. } = self.state {
             t = Some(t.map_or(deadline, |x| x.min(deadline)));
         }
+        if self.capacity_wanted
+            && self.state == State::Complete
+            && let Some(last) = self.last_capacity_probe
+        {
+            let due = last + CAPACITY_PROBE_INTERVAL;
+            t = Some(t.map_or(due, |x| x.min(due)));
+        }
         t
+    }
+
+    /// Clusters started so far.
+    pub fn clusters_started(&self) -> u64 {
+        self.clusters_started
     }
 
     /// Whether a cluster started within `window` before `now`.
@@ -281,10 +304,14 @@ impl ProbeController {
         }
     }
 
-    /// The sender's new target; records large drops.
+    /// The sender's new target; records large drops. A fall cancels a capacity probe not
+    /// yet started (the link is not faster after all).
     pub fn on_estimate(&mut self, estimate: Bitrate, now: Instant) {
         if estimate.as_bps_f64() < LARGE_DROP * self.estimate.as_bps_f64() {
             self.large_drop = Some((now, self.estimate));
+        }
+        if estimate < self.estimate {
+            self.capacity_wanted = false;
         }
         self.estimate = estimate;
     }
@@ -325,17 +352,29 @@ impl ProbeController {
     }
 
     /// cg's trigger: the link-capacity estimate was forgotten because the rate went above
-    /// it. A probe at 2× the estimate, with further probes.
+    /// it. A probe at 2× the estimate, with further probes: now, or once the probing under
+    /// way is complete and [`CAPACITY_PROBE_INTERVAL`] has passed since the last one (the
+    /// caller starts it with [`poll_start`](Self::poll_start)).
     pub fn on_capacity_reset(&mut self, now: Instant) {
-        if !self.capacity_probes || self.state != State::Complete || self.active.is_some() {
-            return;
+        if self.capacity_probes {
+            self.capacity_wanted = true;
+            self.start_capacity_probe(now);
         }
-        if self
-            .last_capacity_probe
-            .is_some_and(|t| now.saturating_duration_since(t) < CAPACITY_PROBE_INTERVAL)
+    }
+
+    /// Queues the capacity probe asked for if nothing else is under way.
+    fn start_capacity_probe(&mut self, now: Instant) {
+        if !self.capacity_wanted
+            || self.state != State::Complete
+            || self.active.is_some()
+            || !self.pending.is_empty()
+            || self
+                .last_capacity_probe
+                .is_some_and(|t| now.saturating_duration_since(t) < CAPACITY_PROBE_INTERVAL)
         {
             return;
         }
+        self.capacity_wanted = false;
         self.last_capacity_probe = Some(now);
         let rate = self.estimate.mul_f64(FURTHER_FACTOR);
         self.initiate(&[rate], true, now);
@@ -444,13 +483,49 @@ mod tests {
         c.on_estimate(Bitrate::mbps(1), t);
         c.on_capacity_reset(t);
         assert_eq!(drain(&mut c, t), [Bitrate::mbps(2)]);
-        c.poll_start(t + Duration::from_secs(1) + Duration::from_millis(100));
-        c.on_capacity_reset(t + Duration::from_millis(1100));
-        assert!(drain(&mut c, t + Duration::from_millis(1100)).is_empty());
+        let t1 = t + Duration::from_millis(1100);
+        c.poll_start(t1);
+        c.on_capacity_reset(t1);
+        assert!(drain(&mut c, t1).is_empty(), "within 2 s of the last");
+        assert_eq!(c.poll_timeout(), Some(t + CAPACITY_PROBE_INTERVAL));
+        assert_eq!(
+            drain(&mut c, t + CAPACITY_PROBE_INTERVAL),
+            [Bitrate::mbps(2)],
+            "kept, and started once the interval passed"
+        );
+        assert_eq!(c.clusters_started(), 4);
         let mut off = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(5), false, t0);
         drain(&mut off, t0);
         off.poll_start(t);
         off.on_capacity_reset(t);
         assert!(drain(&mut off, t).is_empty(), "switched off");
+    }
+
+    #[test]
+    fn a_capacity_reset_during_other_probing_probes_after_it_unless_the_estimate_fell() {
+        let t0 = Instant::now();
+        let mut c = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(5), true, t0);
+        // The initial probes' results are awaited until 1 s after the last cluster started.
+        assert_eq!(drain(&mut c, t0).len(), 2);
+        let t = t0 + Duration::from_millis(200);
+        c.on_estimate(Bitrate::mbps(1), t);
+        c.on_capacity_reset(t);
+        assert!(drain(&mut c, t).is_empty(), "initial results still awaited");
+        let done = t0 + Duration::from_secs(2);
+        assert_eq!(
+            drain(&mut c, done),
+            [Bitrate::mbps(2)],
+            "then the capacity probe"
+        );
+
+        let mut fell = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(5), true, t0);
+        drain(&mut fell, t0);
+        fell.on_estimate(Bitrate::mbps(1), t);
+        fell.on_capacity_reset(t);
+        fell.on_estimate(Bitrate::kbps(850), t + Duration::from_millis(300));
+        assert!(
+            drain(&mut fell, done).is_empty(),
+            "an over-use since: no probe"
+        );
     }
 }

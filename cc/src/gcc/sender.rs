@@ -842,6 +842,12 @@ impl Controller for GccController {
             ("a_s", s.a_s.as_bps_f64()),
             ("n_dd", s.n_dd as f64),
             ("probe_results", self.probe_results as f64),
+            (
+                "probes",
+                self.probe
+                    .as_ref()
+                    .map_or(0.0, |p| p.clusters_started() as f64),
+            ),
             ("standing_decreases", self.standing_decreases as f64),
             ("unheard_losses", s.unheard_losses as f64),
         ];
