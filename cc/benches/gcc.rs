@@ -98,7 +98,7 @@ fn timing(i: u64) -> (Duration, Duration, u64) {
 
 fn receiver<M: Measurement>(c: &mut Criterion<M>, name: &str) {
     let t0 = Instant::now();
-    let mut rx = GccConfig::default().build_receiver(t0);
+    let mut rx = GccConfig::default().build_receiver(t0).unwrap();
     let mut i = 0u64;
     let mut g = c.benchmark_group(name);
     g.throughput(Throughput::Elements(1));
@@ -123,7 +123,7 @@ fn receiver<M: Measurement>(c: &mut Criterion<M>, name: &str) {
 fn sender<M: Measurement>(c: &mut Criterion<M>, name: &str) {
     const BATCH: u64 = 20;
     let t0 = Instant::now();
-    let mut tx = GccConfig::send_side().build_controller(t0);
+    let mut tx = GccConfig::send_side().build_controller(t0).unwrap();
     let mut next = 0u64;
     let mut results = Vec::with_capacity(BATCH as usize);
     let mut g = c.benchmark_group(name);

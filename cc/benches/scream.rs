@@ -72,7 +72,7 @@ fn per_ack<M: Measurement>(c: &mut Criterion<M>, group: &str) {
     ] {
         g.bench_function(format!("send_and_ack_{name}"), |b| {
             let start = Instant::now();
-            let mut s = cfg.build_scream(start);
+            let mut s = cfg.build_scream(start).expect("a valid config");
             let mut now = start;
             let mut seq = 0u64;
             let mut t_us = 0i64;

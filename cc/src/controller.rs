@@ -206,8 +206,78 @@ pub trait Controller: Send + fmt::Debug {
 
 /// A config that builds a [`Controller`] (quinn-proto's `ControllerFactory`).
 pub trait ControllerConfig {
-    /// A fresh controller starting at `now`.
-    fn build(&self, now: Instant) -> Box<dyn Controller>;
+    /// A fresh controller starting at `now`, or the first value it cannot run with.
+    fn build(&self, now: Instant) -> Result<Box<dyn Controller>, ConfigError>;
+}
+
+/// A controller config value the algorithm cannot run with: refused, never clamped (a
+/// silently corrected value would make a run measure something other than what was asked).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value}: must be {expected}")]
+pub struct ConfigError {
+    /// The config field, as spelled in the struct.
+    pub field: &'static str,
+    /// The value given.
+    pub value: String,
+    /// What would have been accepted.
+    pub expected: String,
+}
+
+impl ConfigError {
+    /// `Ok` if `ok`, otherwise the error for `field`.
+    pub(crate) fn check(
+        ok: bool,
+        field: &'static str,
+        value: impl std::fmt::Debug,
+        expected: impl Into<String>,
+    ) -> Result<(), ConfigError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(ConfigError {
+                field,
+                value: format!("{value:?}"),
+                expected: expected.into(),
+            })
+        }
+    }
+
+    /// `value` is finite and within `[lo, hi]`.
+    pub(crate) fn within(field: &'static str, value: f64, lo: f64, hi: f64) -> Result<(), Self> {
+        Self::check(
+            value.is_finite() && (lo..=hi).contains(&value),
+            field,
+            value,
+            format!("within [{lo}, {hi}]"),
+        )
+    }
+
+    /// `value` is finite and above zero.
+    pub(crate) fn positive(field: &'static str, value: f64) -> Result<(), Self> {
+        Self::check(
+            value.is_finite() && value > 0.0,
+            field,
+            value,
+            "finite and above 0",
+        )
+    }
+
+    /// `min ≤ start ≤ max`, `max` above zero.
+    pub(crate) fn bounds(min: Bitrate, start: Bitrate, max: Bitrate) -> Result<(), Self> {
+        Self::check(max > Bitrate::ZERO, "max_bitrate", max, "above 0")?;
+        Self::check(
+            min <= max,
+            "min_bitrate",
+            min,
+            format!("at most max_bitrate {max}"),
+        )?;
+        Self::check(
+            (min..=max).contains(&start),
+            "start_bitrate",
+            start,
+            format!("within [min_bitrate {min}, max_bitrate {max}]"),
+        )
+    }
 }
 
 /// A packet as the receiver saw it, for receiver-side estimators.

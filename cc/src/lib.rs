@@ -42,8 +42,8 @@ pub mod sim;
 pub mod webrtc_adapter;
 
 pub use controller::{
-    Controller, ControllerConfig, ControllerEvent, ControllerStats, Feedback, FeedbackKind,
-    LossReport, MediaQueue, PacketKind, PacketResult, ReceiveSideEstimator, ReceivedPacket,
-    SentPacket,
+    ConfigError, Controller, ControllerConfig, ControllerEvent, ControllerStats, Feedback,
+    FeedbackKind, LossReport, MediaQueue, PacketKind, PacketResult, ReceiveSideEstimator,
+    ReceivedPacket, SentPacket,
 };
 pub use kind::{ControllerKind, UnknownController};

@@ -191,7 +191,7 @@ mod tests {
     fn gcc_send_side_runs_as_a_webrtc_bandwidth_estimator() {
         let t0 = Instant::now();
         let cfg = GccConfig::send_side();
-        let mut est = WebrtcEstimator::new(cfg.build_controller(t0));
+        let mut est = WebrtcEstimator::new(cfg.build_controller(t0).unwrap());
         est.on_reports(t0, &[]);
         assert_eq!(est.target_bitrate(), 300_000.0);
         let min = run(&mut est, t0, 60);

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use cg_cc::gcc::{GccConfig, GccMode, LossModel, ThresholdModel};
 use cg_cc::{
-    Controller, Feedback, LossReport, PacketKind, PacketResult, ReceiveSideEstimator,
-    ReceivedPacket, SentPacket,
+    Controller, ControllerConfig, Feedback, LossReport, PacketKind, PacketResult,
+    ReceiveSideEstimator, ReceivedPacket, SentPacket,
 };
 use cg_types::{Bitrate, DataSize, Ecn, RemoteTime, Rng};
 
@@ -65,7 +65,7 @@ fn result(seq: u64, arrival_us: Option<i64>) -> PacketResult {
 fn scripted_bad_sequences_keep_the_sender_within_bounds() {
     for cfg in configs() {
         let t0 = Instant::now() + Duration::from_secs(3600);
-        let mut c = cfg.build_controller(t0);
+        let mut c = cfg.build_controller(t0).expect("a valid config");
         let at = |ms: i64| {
             if ms >= 0 {
                 t0 + Duration::from_millis(ms as u64)
@@ -183,8 +183,8 @@ fn random_garbage_never_panics_and_stays_within_bounds() {
     let mut rng = Rng::new(0xbad);
     for cfg in configs() {
         let t0 = Instant::now() + Duration::from_secs(100_000);
-        let mut c = cfg.build_controller(t0);
-        let mut rx = cfg.build_receiver(t0);
+        let mut c = cfg.build_controller(t0).expect("a valid config");
+        let mut rx = cfg.build_receiver(t0).expect("a valid config");
         let mut results = Vec::new();
         for step in 0..20_000u64 {
             // Times jump around: mostly forward, sometimes backwards or far ahead.
@@ -275,5 +275,64 @@ fn random_garbage_never_panics_and_stays_within_bounds() {
         for (name, v) in c.stats().extra.into_iter().chain(rx.stats()) {
             assert!(v.is_finite(), "{name} = {v}");
         }
+    }
+}
+
+#[test]
+fn a_config_the_equations_cannot_run_with_is_refused_by_name() {
+    let t0 = Instant::now();
+    let base = GccConfig::default();
+    let cases = [
+        (
+            "min_bitrate",
+            GccConfig {
+                min_bitrate: Bitrate::mbps(3),
+                ..base.clone()
+            },
+        ),
+        (
+            "start_bitrate",
+            GccConfig {
+                start_bitrate: Bitrate::kbps(10),
+                ..base.clone()
+            },
+        ),
+        (
+            "alpha",
+            GccConfig {
+                alpha: 1.5,
+                ..base.clone()
+            },
+        ),
+        (
+            "kalman_q",
+            GccConfig {
+                kalman_q: f64::NAN,
+                ..base.clone()
+            },
+        ),
+        (
+            "loss_low",
+            GccConfig {
+                loss_low: 0.2,
+                ..base.clone()
+            },
+        ),
+        (
+            "remb_interval",
+            GccConfig {
+                remb_interval: Duration::ZERO,
+                ..base.clone()
+            },
+        ),
+    ];
+    for (field, cfg) in cases {
+        let e = cfg.validate().expect_err(field);
+        assert_eq!(e.field, field, "{e}");
+        assert!(cfg.build(t0).is_err(), "{field}");
+        assert!(cfg.build_receiver(t0).is_err(), "{field}");
+    }
+    for cfg in configs() {
+        assert!(cfg.validate().is_ok());
     }
 }

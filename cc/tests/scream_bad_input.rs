@@ -8,7 +8,9 @@
 use std::time::{Duration, Instant};
 
 use cg_cc::scream::{Scream, ScreamConfig};
-use cg_cc::{Controller, Feedback, MediaQueue, PacketKind, PacketResult, SentPacket};
+use cg_cc::{
+    Controller, ControllerConfig, Feedback, MediaQueue, PacketKind, PacketResult, SentPacket,
+};
 use cg_types::{Bitrate, DataSize, Ecn, RemoteTime, Rng};
 
 fn check(s: &Scream, min: Bitrate, max: Bitrate) {
@@ -33,10 +35,9 @@ fn ecn(r: &mut Rng) -> Ecn {
 }
 
 fn hostile_run(cfg: ScreamConfig, seed: u64) {
-    let min = cfg.min_bitrate.min(cfg.max_bitrate.max(Bitrate::kbps(1)));
-    let max = cfg.max_bitrate.max(Bitrate::kbps(1));
+    let (min, max) = (cfg.min_bitrate, cfg.max_bitrate);
     let start = Instant::now() + Duration::from_secs(3600);
-    let mut s = Scream::new(cfg, start);
+    let mut s = Scream::new(cfg, start).expect("a valid config");
     let mut r = Rng::new(seed);
     let mut now = start;
     let mut seq = 0u64;
@@ -133,26 +134,89 @@ fn hostile_input_never_panics_and_keeps_rate_in_bounds() {
 }
 
 #[test]
-fn nonsense_config_is_sanitised() {
-    let cfg = ScreamConfig {
-        min_bitrate: Bitrate::mbps(10),
-        max_bitrate: Bitrate::mbps(1),
-        start_bitrate: Bitrate::mbps(50),
-        loss_beta: f64::NAN,
-        ecn_beta: -3.0,
-        l4s_gain_up: f64::INFINITY,
-        multiplicative_increase: f64::NAN,
-        rate_margin: 0.0,
-        qdelay_target: Duration::ZERO,
-        base_delay_slots: 0,
-        base_delay_slot: Duration::ZERO,
-        max_tracked_packets: 0,
-        window_headroom_min: f64::NAN,
-        window_headroom_max: -1.0,
-        ..ScreamConfig::default()
-    };
-    let s = Scream::new(cfg.clone(), Instant::now());
-    // min > max is resolved by lowering min to max.
-    assert_eq!(s.target_bitrate(), Bitrate::mbps(1));
-    hostile_run(cfg, 7);
+fn every_nonsense_config_value_is_refused_by_name() {
+    let cases: Vec<(&str, ScreamConfig)> = vec![
+        (
+            "min_bitrate",
+            ScreamConfig {
+                min_bitrate: Bitrate::mbps(10),
+                max_bitrate: Bitrate::mbps(1),
+                start_bitrate: Bitrate::mbps(1),
+                ..ScreamConfig::default()
+            },
+        ),
+        (
+            "start_bitrate",
+            ScreamConfig {
+                start_bitrate: Bitrate::mbps(500),
+                ..ScreamConfig::default()
+            },
+        ),
+        (
+            "loss_beta",
+            ScreamConfig {
+                loss_beta: f64::NAN,
+                ..ScreamConfig::default()
+            },
+        ),
+        (
+            "ecn_beta",
+            ScreamConfig {
+                ecn_beta: -3.0,
+                ..ScreamConfig::default()
+            },
+        ),
+        (
+            "l4s_gain_up",
+            ScreamConfig {
+                l4s_gain_up: f64::INFINITY,
+                ..ScreamConfig::default()
+            },
+        ),
+        (
+            "rate_margin",
+            ScreamConfig {
+                rate_margin: 0.0,
+                ..ScreamConfig::default()
+            },
+        ),
+        (
+            "qdelay_target",
+            ScreamConfig {
+                qdelay_target: Duration::ZERO,
+                ..ScreamConfig::default()
+            },
+        ),
+        (
+            "base_delay_slots",
+            ScreamConfig {
+                base_delay_slots: 0,
+                ..ScreamConfig::default()
+            },
+        ),
+        (
+            "max_tracked_packets",
+            ScreamConfig {
+                max_tracked_packets: 0,
+                ..ScreamConfig::default()
+            },
+        ),
+        (
+            "window_headroom_max",
+            ScreamConfig {
+                window_headroom_max: -1.0,
+                ..ScreamConfig::default()
+            },
+        ),
+    ];
+    for (field, cfg) in cases {
+        let e = Scream::new(cfg.clone(), Instant::now())
+            .err()
+            .unwrap_or_else(|| panic!("{field}: accepted"));
+        assert_eq!(e.field, field, "{e}");
+        assert!(e.to_string().starts_with(field), "{e}");
+        assert!(cfg.build(Instant::now()).is_err(), "{field}: built");
+    }
+    assert!(ScreamConfig::reference().validate().is_ok());
+    assert!(ScreamConfig::draft().validate().is_ok());
 }

@@ -72,7 +72,7 @@ fn run(
     let (tx, rx) = sim::pair(
         sender,
         ReceiverConfig::default(),
-        cfg.build(start),
+        cfg.build(start).expect("a valid config"),
         None,
         start,
     );

@@ -56,7 +56,7 @@ fn add_flow(
     let (tx, rx) = sim::pair(
         sender_cfg(cfg.ecn, encoder_max, seed),
         ReceiverConfig::default(),
-        cfg.build(now),
+        cfg.build(now).expect("a valid config"),
         None,
         now,
     );

@@ -137,7 +137,7 @@ impl Receiver {
             // The session starts with the datagrams that named the peer.
             let now = Instant::now();
             let mut session =
-                ReceiverSession::new(config.rtp_config(), estimator(&config, now), now)?;
+                ReceiverSession::new(config.rtp_config(), estimator(&config, now)?, now)?;
             for d in rb.datagrams().filter(|d| d.source == peer) {
                 let _ = session.handle_input(d.payload, d.ecn.unwrap_or(Ecn::NotEct), d.arrival);
             }
@@ -463,21 +463,28 @@ fn webrtc_session(
     n.feedback.require(config.controller.feedback_kind())?;
     let mut rtp = config.rtp_config();
     n.apply_to_receiver(&mut rtp);
-    ReceiverSession::new(rtp, estimator(config, now), now)
+    estimator(config, now)
+        .and_then(|e| ReceiverSession::new(rtp, e, now))
         .map_err(|e| cg_webrtc::Error::Host(e.to_string()))
 }
 
 /// GCC-REMB's receive-side estimator, for that controller only.
-fn estimator(config: &ReceiverConfig, now: Instant) -> Option<Box<dyn ReceiveSideEstimator>> {
-    match config
-        .controller
-        .gcc_config(config.start_bitrate, config.min_bitrate, config.max_bitrate)
-    {
-        Some(gcc) if config.controller == ControllerKind::GccRemb => {
-            Some(Box::new(gcc.build_receiver(now)))
-        }
-        _ => None,
-    }
+fn estimator(
+    config: &ReceiverConfig,
+    now: Instant,
+) -> Result<Option<Box<dyn ReceiveSideEstimator>>, cg_rtp::Error> {
+    Ok(
+        match config.controller.gcc_config(
+            config.start_bitrate,
+            config.min_bitrate,
+            config.max_bitrate,
+        ) {
+            Some(gcc) if config.controller == ControllerKind::GccRemb => {
+                Some(Box::new(gcc.build_receiver(now)?))
+            }
+            _ => None,
+        },
+    )
 }
 
 fn bind(addr: SocketAddr) -> Result<UdpSocket, Error> {

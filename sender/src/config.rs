@@ -298,7 +298,7 @@ mod tests {
                 controller: k,
                 ..SenderConfig::default()
             };
-            let ctl = c.controller_config().build(now);
+            let ctl = c.controller_config().build(now).unwrap();
             assert_eq!(ctl.feedback_kind(), k.feedback_kind(), "{k}");
             assert_eq!(ctl.target_bitrate(), c.start_bitrate, "{k}");
         }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cg_types::{Bitrate, DataSize};
 
-use crate::controller::{Controller, ControllerConfig};
+use crate::controller::{ConfigError, Controller, ControllerConfig};
 use crate::gcc::rate_control::IncreaseMode;
 use crate::gcc::receiver::GccReceiver;
 use crate::gcc::sender::GccController;
@@ -445,24 +445,78 @@ impl GccConfig {
         }
     }
 
-    /// `rate` clamped to `[min_bitrate, max_bitrate]` (a misconfigured `min > max` yields `min`).
+    /// The first value the controller cannot run with: the bounds, the gains and ratios of
+    /// the equations (a NaN or a negative gain would not fail loudly, it would steer the rate
+    /// to nonsense), the periods it divides by.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::bounds(self.min_bitrate, self.start_bitrate, self.max_bitrate)?;
+        ConfigError::within("alpha", self.alpha, f64::MIN_POSITIVE, 1.0)?;
+        ConfigError::within("eta", self.eta, 1.0, 10.0)?;
+        ConfigError::within("far_eta", self.far_eta, 1.0, 10.0)?;
+        ConfigError::within("loss_high", self.loss_high, 0.0, 1.0)?;
+        ConfigError::within("loss_low", self.loss_low, 0.0, self.loss_high)?;
+        ConfigError::within("loss_increase", self.loss_increase, 1.0, 10.0)?;
+        ConfigError::within("remb_drop_ratio", self.remb_drop_ratio, 0.0, 1.0)?;
+        ConfigError::within("kalman_beta", self.kalman_beta, 0.0, 1.0)?;
+        for (field, v) in [
+            ("kalman_q", self.kalman_q),
+            ("kalman_p0", self.kalman_p0),
+            ("kalman2_q_inv_capacity", self.kalman2_q_inv_capacity),
+            ("kalman2_p0_inv_capacity", self.kalman2_p0_inv_capacity),
+            ("kalman2_inv_capacity0", self.kalman2_inv_capacity0),
+            ("kalman_noise_var0", self.kalman_noise_var0),
+            ("kalman_noise_var_min", self.kalman_noise_var_min),
+            ("max_rate_ratio", self.max_rate_ratio),
+            ("pacing_factor", self.pacing_factor),
+        ] {
+            ConfigError::positive(field, v)?;
+        }
+        ConfigError::check(
+            self.kalman_m0.is_finite(),
+            "kalman_m0",
+            self.kalman_m0,
+            "finite",
+        )?;
+        if let Some(k) = self.kalman_residual_clamp {
+            ConfigError::positive("kalman_residual_clamp", k)?;
+        }
+        if let Some(k) = self.pacing_link_capacity_factor {
+            ConfigError::positive("pacing_link_capacity_factor", k)?;
+        }
+        for (field, d) in [
+            ("increase_period", self.increase_period),
+            ("default_rtt", self.default_rtt),
+            ("receive_rate_window", self.receive_rate_window),
+            ("remb_interval", self.remb_interval),
+            ("loss_interval", self.loss_interval),
+            ("standing_queue_window", self.standing_queue_window),
+        ] {
+            ConfigError::check(!d.is_zero(), field, d, "above 0")?;
+        }
+        Ok(())
+    }
+
+    /// `rate` clamped to `[min_bitrate, max_bitrate]`.
     pub fn clamp(&self, rate: Bitrate) -> Bitrate {
         rate.min(self.max_bitrate).max(self.min_bitrate)
     }
 
-    /// The sender-side controller.
-    pub fn build_controller(&self, now: Instant) -> GccController {
-        GccController::new(self, now)
+    /// The sender-side controller, or the first value [`validate`](Self::validate) refuses.
+    pub fn build_controller(&self, now: Instant) -> Result<GccController, ConfigError> {
+        self.validate()?;
+        Ok(GccController::new(self, now))
     }
 
-    /// The receiver-side estimator for [`GccMode::ReceiverSideRemb`].
-    pub fn build_receiver(&self, now: Instant) -> GccReceiver {
-        GccReceiver::new(self, now)
+    /// The receiver-side estimator for [`GccMode::ReceiverSideRemb`], or the first value
+    /// [`validate`](Self::validate) refuses.
+    pub fn build_receiver(&self, now: Instant) -> Result<GccReceiver, ConfigError> {
+        self.validate()?;
+        Ok(GccReceiver::new(self, now))
     }
 }
 
 impl ControllerConfig for GccConfig {
-    fn build(&self, now: Instant) -> Box<dyn Controller> {
-        Box::new(self.build_controller(now))
+    fn build(&self, now: Instant) -> Result<Box<dyn Controller>, ConfigError> {
+        Ok(Box::new(self.build_controller(now)?))
     }
 }

@@ -36,7 +36,7 @@
 //! use cg_cc::gcc::GccConfig;
 //!
 //! let now = Instant::now();
-//! let mut sender = GccConfig::send_side().build(now);
+//! let mut sender = GccConfig::send_side().build(now).unwrap();
 //! assert_eq!(sender.feedback_kind(), FeedbackKind::TransportWideCc);
 //! // Send-side mode opens with a probe at 3× the start rate, the pacer running at least
 //! // that fast while it lasts.
@@ -44,7 +44,7 @@
 //! assert!(matches!(sender.poll_event(), Some(ControllerEvent::Probe { rate, .. }) if rate == probe));
 //! assert_eq!(sender.pacing_rate(), probe);
 //! // The papers' REMB mode paces at 1.5 × the target.
-//! let remb = GccConfig::default().build(now);
+//! let remb = GccConfig::default().build(now).unwrap();
 //! assert_eq!(remb.pacing_rate(), remb.target_bitrate().mul_f64(1.5));
 //! ```
 //!

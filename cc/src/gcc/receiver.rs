@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn remb_is_sent_once_an_estimate_exists_then_every_second() {
         let t0 = Instant::now();
-        let mut rx = GccConfig::default().build_receiver(t0);
+        let mut rx = GccConfig::default().build_receiver(t0).unwrap();
         assert_eq!(rx.poll_timeout(), None);
         assert_eq!(rx.poll_remb(t0), None, "nothing measured yet");
         let mut sent = Vec::new();
@@ -200,7 +200,7 @@ mod tests {
             start_bitrate: cg_types::Bitrate::mbps(1),
             ..GccConfig::default()
         };
-        let mut rx = cfg.build_receiver(t0);
+        let mut rx = cfg.build_receiver(t0).unwrap();
         let mut last = None;
         let mut early = false;
         for i in 0..(4 * 30 * 20u64) {
@@ -234,7 +234,7 @@ mod tests {
         let t0 = Instant::now();
         let at = |us: u64| t0 + Duration::from_micros(us);
         let run = |cfg: &GccConfig| {
-            let mut rx = cfg.build_receiver(t0);
+            let mut rx = cfg.build_receiver(t0).unwrap();
             // 300 kbit/s of media for 2 s (1250 bytes a frame), 25 ms away.
             for f in 0..60u64 {
                 let send = f * 33_333;
@@ -296,30 +296,37 @@ mod tests {
     #[test]
     fn a_receiver_joining_a_running_stream_starts_from_what_it_receives() {
         let t0 = Instant::now();
+        // The first REMB, and the lowest estimate offered before it (what a receiver
+        // report would have carried).
         let first_remb = |cfg: GccConfig| {
-            let mut rx = cfg.build_receiver(t0);
+            let mut rx = cfg.build_receiver(t0).unwrap();
+            let mut lowest: Option<Bitrate> = None;
             (0..4 * 30 * 3).find_map(|i| {
                 let p = packet(t0, i, 0);
                 rx.on_packet_received(&p);
-                // Nothing to bundle with a receiver report before the first REMB either.
-                if rx.poll_timeout().is_none() {
-                    assert_eq!(rx.remb_estimate(), None);
+                if let Some(e) = rx.remb_estimate() {
+                    lowest = Some(lowest.map_or(e, |l| l.min(e)));
                 }
                 rx.poll_timeout()
                     .is_some_and(|t| t <= p.arrival)
-                    .then(|| rx.poll_remb(p.arrival).map(|r| (p.arrival - t0, r)))
+                    .then(|| rx.poll_remb(p.arrival).map(|r| (p.arrival - t0, r, lowest)))
                     .flatten()
             })
         };
         let start = Bitrate::kbps(300);
-        let (at, r) = first_remb(GccConfig {
+        let (at, r, lowest) = first_remb(GccConfig {
             start_bitrate: start,
             ..GccConfig::default()
         })
         .expect("a REMB");
         assert!(r >= Bitrate::kbps(900), "{r} at {at:?}");
         assert!(at <= Duration::from_millis(600), "{at:?}");
-        let (_, r) = first_remb(GccConfig {
+        // Nothing lower to bundle with a receiver report before the first REMB either.
+        assert!(
+            lowest.is_some_and(|l| l >= Bitrate::kbps(900)),
+            "{lowest:?}"
+        );
+        let (_, r, _) = first_remb(GccConfig {
             start_bitrate: start,
             remb_start_from_receive_rate: false,
             ..GccConfig::default()
@@ -327,7 +334,7 @@ mod tests {
         .expect("a REMB");
         assert!(r <= Bitrate::kbps(310), "{r}");
         // A start rate above what arrives stays the start.
-        let (_, r) = first_remb(GccConfig {
+        let (_, r, _) = first_remb(GccConfig {
             start_bitrate: Bitrate::mbps(2),
             ..GccConfig::default()
         })

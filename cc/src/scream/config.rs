@@ -21,13 +21,14 @@
 //! the reference *library* default of 0.1 s is not used).
 //!
 //! Building: `ScreamConfig` implements [`ControllerConfig`], so
-//! `ScreamConfig::default().build(now)` gives a `Box<dyn Controller>`.
+//! `ScreamConfig::default().build(now)` gives a `Box<dyn Controller>` (or the first value
+//! [`ScreamConfig::validate`] refuses).
 
 use std::time::{Duration, Instant};
 
 use cg_types::{Bitrate, DataSize, Ecn};
 
-use crate::{Controller, ControllerConfig};
+use crate::{ConfigError, Controller, ControllerConfig};
 
 use super::Scream;
 
@@ -354,8 +355,118 @@ impl ScreamConfig {
     }
 
     /// Builds the concrete controller (use [`ControllerConfig::build`] for a trait object).
-    pub fn build_scream(&self, now: Instant) -> Scream {
+    pub fn build_scream(&self, now: Instant) -> Result<Scream, ConfigError> {
         Scream::new(self.clone(), now)
+    }
+
+    /// The first value the algorithm cannot run with: the bounds (`min ≤ start ≤ max`), the
+    /// gains (within `[0, 1]`), the factors, headrooms and periods (above zero, and below
+    /// the limits past which a window or a pacing rate stops meaning anything).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::bounds(self.min_bitrate, self.start_bitrate, self.max_bitrate)?;
+        for (field, d) in [
+            ("qdelay_target", self.qdelay_target),
+            ("initial_rtt", self.initial_rtt),
+        ] {
+            ConfigError::check(
+                (Duration::from_millis(1)..=Duration::from_secs(5)).contains(&d),
+                field,
+                d,
+                "within [1 ms, 5 s]",
+            )?;
+        }
+        for (field, d) in [
+            ("base_delay_slot", self.base_delay_slot),
+            ("frame_period", self.frame_period),
+        ] {
+            ConfigError::check(!d.is_zero(), field, d, "above 0")?;
+        }
+        for (field, n) in [
+            ("base_delay_slots", self.base_delay_slots),
+            ("max_tracked_packets", self.max_tracked_packets),
+        ] {
+            ConfigError::check(n > 0, field, n, "above 0")?;
+        }
+        for (field, v) in [
+            ("qdelay_avg_gain", self.qdelay_avg_gain),
+            ("qdelay_dev_gain", self.qdelay_dev_gain),
+            ("min_qdelay_dev_scale", self.min_qdelay_dev_scale),
+            ("srtt_gain", self.srtt_gain),
+            ("srtt_gain_app_limited", self.srtt_gain_app_limited),
+            ("loss_beta", self.loss_beta),
+            ("ecn_beta", self.ecn_beta),
+            ("loss_rate_gain", self.loss_rate_gain),
+            ("l4s_gain_up", self.l4s_gain_up),
+            ("l4s_gain_down", self.l4s_gain_down),
+            (
+                "backoff_rate_limited_scale",
+                self.backoff_rate_limited_scale,
+            ),
+            ("rate_adjust_gain", self.rate_adjust_gain),
+            ("multiplicative_increase", self.multiplicative_increase),
+        ] {
+            ConfigError::within(field, v, 0.0, 1.0)?;
+        }
+        for (field, v) in [
+            (
+                "backoff_rate_limited_ratio",
+                self.backoff_rate_limited_ratio,
+            ),
+            ("inflection_update_rtts", self.inflection_update_rtts),
+            ("idle_restore_rtts", self.idle_restore_rtts),
+            ("post_congestion_rtts", self.post_congestion_rtts),
+        ] {
+            ConfigError::positive(field, v)?;
+        }
+        for (field, v, lo, hi) in [
+            (
+                "bytes_in_flight_headroom",
+                self.bytes_in_flight_headroom,
+                1.0,
+                10.0,
+            ),
+            ("window_headroom_min", self.window_headroom_min, 1.0, 10.0),
+            (
+                "window_headroom_max",
+                self.window_headroom_max,
+                self.window_headroom_min,
+                10.0,
+            ),
+            ("pacing_headroom", self.pacing_headroom, 1.0, 10.0),
+            (
+                "max_adaptive_pacing_scale",
+                self.max_adaptive_pacing_scale,
+                1.0,
+                10.0,
+            ),
+            ("rate_margin", self.rate_margin, 0.5, 10.0),
+            (
+                "max_rate_adjust",
+                self.max_rate_adjust,
+                f64::MIN_POSITIVE,
+                5.0,
+            ),
+        ] {
+            ConfigError::within(field, v, lo, hi)?;
+        }
+        ConfigError::check(
+            (64..=65_535).contains(&self.initial_mss.as_bytes()),
+            "initial_mss",
+            self.initial_mss,
+            "within [64, 65535] bytes",
+        )?;
+        if let Some(g) = &self.loss_gate {
+            ConfigError::within("loss_gate.min_loss_rate", g.min_loss_rate, 0.0, 1.0)?;
+            ConfigError::positive("loss_gate.qdelay_fraction", g.qdelay_fraction)?;
+        }
+        if let Some(r) = &self.relaxed_pacing {
+            ConfigError::within("relaxed_pacing.limit_low", r.limit_low, 0.0, 0.99)?;
+            ConfigError::within("relaxed_pacing.max_factor", r.max_factor, 1.0, 100.0)?;
+        }
+        if let Some(f) = self.large_frame_factor {
+            ConfigError::positive("large_frame_factor", f)?;
+        }
+        Ok(())
     }
 }
 
@@ -367,8 +478,8 @@ impl Default for ScreamConfig {
 }
 
 impl ControllerConfig for ScreamConfig {
-    fn build(&self, now: Instant) -> Box<dyn Controller> {
-        Box::new(self.build_scream(now))
+    fn build(&self, now: Instant) -> Result<Box<dyn Controller>, ConfigError> {
+        Ok(Box::new(self.build_scream(now)?))
     }
 }
 

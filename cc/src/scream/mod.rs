@@ -91,7 +91,8 @@ pub use config::{LossGate, RelaxedPacing, ScreamConfig};
 
 use crate::base_delay::BaseDelay;
 use crate::{
-    Controller, ControllerEvent, ControllerStats, Feedback, FeedbackKind, MediaQueue, SentPacket,
+    ConfigError, Controller, ControllerEvent, ControllerStats, Feedback, FeedbackKind, MediaQueue,
+    SentPacket,
 };
 use backoff::{Congestion, L4sBackoffInputs};
 use delay::DelayState;
@@ -178,10 +179,10 @@ struct Backoffs {
 }
 
 impl Scream {
-    /// A controller starting at `now`. Nonsensical config values are brought into range
-    /// (`min ≤ start ≤ max`, gains into `[0, 1]`) rather than trusted.
-    pub fn new(cfg: ScreamConfig, now: Instant) -> Self {
-        let cfg = sanitize(cfg);
+    /// A controller starting at `now`, or the first config value it cannot run with
+    /// ([`ScreamConfig::validate`]).
+    pub fn new(cfg: ScreamConfig, now: Instant) -> Result<Self, ConfigError> {
+        cfg.validate()?;
         let mss = cfg.initial_mss.as_bytes().max(1) as f64;
         let cwnd0 = (cfg.start_bitrate.as_bps_f64() / 8.0
             * cfg.initial_rtt.as_secs_f64()
@@ -236,7 +237,7 @@ impl Scream {
         s.update_rates();
         s.target = s.cfg.start_bitrate;
         s.update_pacing();
-        s
+        Ok(s)
     }
 
     /// The ECN code point the transport should send media with.
@@ -244,7 +245,7 @@ impl Scream {
         self.cfg.ecn
     }
 
-    /// The configuration in force (after sanitising).
+    /// The configuration in force.
     pub fn config(&self) -> &ScreamConfig {
         &self.cfg
     }
@@ -851,73 +852,6 @@ impl Controller for Scream {
     }
 }
 
-/// Brings a user-supplied config into a range the algorithm can run with.
-fn sanitize(mut c: ScreamConfig) -> ScreamConfig {
-    fn unit(x: f64, default: f64) -> f64 {
-        if x.is_finite() {
-            x.clamp(0.0, 1.0)
-        } else {
-            default
-        }
-    }
-    fn pos(x: f64, default: f64) -> f64 {
-        if x.is_finite() && x > 0.0 { x } else { default }
-    }
-    let d = ScreamConfig::reference();
-    c.max_bitrate = c.max_bitrate.max(Bitrate::kbps(1));
-    c.min_bitrate = c.min_bitrate.min(c.max_bitrate);
-    c.start_bitrate = c.start_bitrate.clamp(c.min_bitrate, c.max_bitrate);
-    c.qdelay_target = c
-        .qdelay_target
-        .clamp(Duration::from_millis(1), Duration::from_secs(5));
-    c.initial_rtt = c
-        .initial_rtt
-        .clamp(Duration::from_millis(1), Duration::from_secs(5));
-    c.qdelay_avg_gain = unit(c.qdelay_avg_gain, d.qdelay_avg_gain);
-    c.qdelay_dev_gain = unit(c.qdelay_dev_gain, d.qdelay_dev_gain);
-    c.min_qdelay_dev_scale = unit(c.min_qdelay_dev_scale, d.min_qdelay_dev_scale);
-    c.srtt_gain = unit(c.srtt_gain, d.srtt_gain);
-    c.srtt_gain_app_limited = unit(c.srtt_gain_app_limited, d.srtt_gain_app_limited);
-    c.loss_beta = unit(c.loss_beta, d.loss_beta);
-    c.ecn_beta = unit(c.ecn_beta, d.ecn_beta);
-    c.loss_rate_gain = unit(c.loss_rate_gain, d.loss_rate_gain);
-    c.l4s_gain_up = unit(c.l4s_gain_up, d.l4s_gain_up);
-    c.l4s_gain_down = unit(c.l4s_gain_down, d.l4s_gain_down);
-    c.backoff_rate_limited_scale = unit(c.backoff_rate_limited_scale, d.backoff_rate_limited_scale);
-    c.backoff_rate_limited_ratio = pos(c.backoff_rate_limited_ratio, d.backoff_rate_limited_ratio);
-    c.inflection_update_rtts = pos(c.inflection_update_rtts, d.inflection_update_rtts);
-    c.idle_restore_rtts = pos(c.idle_restore_rtts, d.idle_restore_rtts);
-    c.multiplicative_increase = pos(c.multiplicative_increase, d.multiplicative_increase).min(1.0);
-    c.post_congestion_rtts = pos(c.post_congestion_rtts, d.post_congestion_rtts);
-    c.bytes_in_flight_headroom =
-        pos(c.bytes_in_flight_headroom, d.bytes_in_flight_headroom).clamp(1.0, 10.0);
-    c.initial_mss = c
-        .initial_mss
-        .clamp(DataSize::bytes(64), DataSize::bytes(65_535));
-    c.window_headroom_min = pos(c.window_headroom_min, d.window_headroom_min).clamp(1.0, 10.0);
-    c.window_headroom_max =
-        pos(c.window_headroom_max, d.window_headroom_max).clamp(c.window_headroom_min, 10.0);
-    c.pacing_headroom = pos(c.pacing_headroom, d.pacing_headroom).clamp(1.0, 10.0);
-    c.max_adaptive_pacing_scale =
-        pos(c.max_adaptive_pacing_scale, d.max_adaptive_pacing_scale).clamp(1.0, 10.0);
-    c.rate_margin = pos(c.rate_margin, d.rate_margin).clamp(0.5, 10.0);
-    c.rate_adjust_gain = unit(c.rate_adjust_gain, d.rate_adjust_gain);
-    c.max_rate_adjust = pos(c.max_rate_adjust, d.max_rate_adjust).min(5.0);
-    if let Some(g) = c.loss_gate.as_mut() {
-        g.min_loss_rate = unit(g.min_loss_rate, 0.01);
-        g.qdelay_fraction = pos(g.qdelay_fraction, 0.25);
-    }
-    if let Some(r) = c.relaxed_pacing.as_mut() {
-        r.limit_low = if r.limit_low.is_finite() {
-            r.limit_low.clamp(0.0, 0.99)
-        } else {
-            0.8
-        };
-        r.max_factor = pos(r.max_factor, 4.0).clamp(1.0, 100.0);
-    }
-    c
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -939,7 +873,7 @@ mod tests {
         fn new(cfg: ScreamConfig) -> Self {
             let t = Instant::now();
             Driver {
-                s: Scream::new(cfg, t),
+                s: Scream::new(cfg, t).expect("a valid config"),
                 t,
                 seq: 0,
                 ecn: Ecn::Ect1,

@@ -54,9 +54,9 @@
 //!     .with_delay(Duration::from_millis(25))).unwrap();
 //! let mut s = Sim::new(forward, reverse, start);
 //! let gcc = GccConfig::default(); // REMB mode
-//! let estimator: Box<dyn ReceiveSideEstimator> = Box::new(gcc.build_receiver(start));
+//! let estimator: Box<dyn ReceiveSideEstimator> = Box::new(gcc.build_receiver(start).unwrap());
 //! let (tx, rx) = sim::pair(SenderConfig::default(), ReceiverConfig::default(),
-//!                          gcc.build(start), Some(estimator), start);
+//!                          gcc.build(start).unwrap(), Some(estimator), start);
 //! s.add_pair(tx, rx);
 //! s.run_until(start + Duration::from_secs(5));
 //! let ev = s.forward().events();

@@ -89,7 +89,9 @@ pub fn t90(link: &Link<sim::SimPacket>, at: Instant, cap: Bitrate, limit: Durati
 /// the simulated `encoder`.
 pub fn gcc_pair(cfg: &GccConfig, encoder: EncoderConfig, now: Instant) -> (SimSender, SimReceiver) {
     let estimator: Option<Box<dyn ReceiveSideEstimator>> = match cfg.mode {
-        GccMode::ReceiverSideRemb => Some(Box::new(cfg.build_receiver(now))),
+        GccMode::ReceiverSideRemb => {
+            Some(Box::new(cfg.build_receiver(now).expect("a valid config")))
+        }
         GccMode::SendSideTwcc => None,
     };
     let sender = SenderConfig {
@@ -99,7 +101,7 @@ pub fn gcc_pair(cfg: &GccConfig, encoder: EncoderConfig, now: Instant) -> (SimSe
     sim::pair(
         sender,
         ReceiverConfig::default(),
-        cfg.build(now),
+        cfg.build(now).expect("a valid config"),
         estimator,
         now,
     )

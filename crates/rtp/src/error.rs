@@ -34,6 +34,9 @@ pub enum Error {
     /// A configuration value is out of range.
     #[error("invalid configuration: {0}")]
     Config(&'static str),
+    /// The congestion controller's config is out of range.
+    #[error("invalid controller configuration: {0}")]
+    Controller(#[from] cg_cc::ConfigError),
     /// Building an outgoing packet failed (a bug, reported rather than panicking).
     #[error("cannot build packet: {0}")]
     Build(String),

@@ -158,7 +158,7 @@ fn run(
     let rev = Link::new(LinkConfig::constant(Bitrate::mbps(100)).with_delay(one_way))
         .expect("valid reverse link");
     let mut sim: Sim<Tx, Rx> = Sim::new(fwd, rev, t0);
-    let controller = cc.build(t0);
+    let controller = cc.build(t0).expect("a valid config");
     let kind = controller.feedback_kind();
     let session = SenderSession::new(
         SenderConfig {
@@ -277,7 +277,8 @@ fn gcc_remb_60s_through_2mbps_dt300() {
         start_bitrate: GCC_START,
         ..GccConfig::default()
     };
-    let est: Box<dyn ReceiveSideEstimator> = Box::new(gcc.build_receiver(Instant::now()));
+    let est: Box<dyn ReceiveSideEstimator> =
+        Box::new(gcc.build_receiver(Instant::now()).expect("a valid config"));
     let o = run(
         "GCC-REMB",
         Bitrate::mbps(2),

@@ -63,7 +63,7 @@ impl Pair {
         n.apply_to_receiver(&mut r);
         assert_eq!((r.media_ssrc, r.rtx_ssrc), (tx_cfg.ssrc, tx_cfg.rtx_ssrc));
         let est: Option<Box<dyn cg_cc::ReceiveSideEstimator>> = (kind == FeedbackKind::Remb)
-            .then(|| Box::new(GccConfig::default().build_receiver(now)) as _);
+            .then(|| Box::new(GccConfig::default().build_receiver(now).unwrap()) as _);
         Self {
             now,
             tx: WebRtcSession::new(

@@ -218,7 +218,7 @@ impl SenderSession {
         cc: &dyn ControllerConfig,
         now: Instant,
     ) -> Result<Self, Error> {
-        Self::new(config, cc.build(now), now)
+        Self::new(config, cc.build(now)?, now)
     }
 
     /// A session starting at `now` driving `controller`.
