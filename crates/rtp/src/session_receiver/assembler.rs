@@ -93,29 +93,21 @@ pub(crate) struct Assembler {
     /// Nothing has been released or given up yet.
     fresh: bool,
     need_key: bool,
-    timeout: Duration,
     max_packets: usize,
     pub stats: AssemblerStats,
 }
 
 impl Assembler {
-    pub fn new(timeout: Duration, max_packets: usize) -> Self {
+    pub fn new(max_packets: usize) -> Self {
         Self {
             buf: BTreeMap::new(),
             recent: VecDeque::new(),
             next_start: None,
             fresh: true,
             need_key: true,
-            timeout,
             max_packets: max_packets.max(16),
             stats: AssemblerStats::default(),
         }
-    }
-
-    /// How long an incomplete frame waits for a missing packet from now on (deadlines are
-    /// computed from it at every poll, so a frame already waiting gets the new value).
-    pub fn set_timeout(&mut self, timeout: Duration) {
-        self.timeout = timeout;
     }
 
     pub fn insert(&mut self, seq: u64, p: Pkt) -> Inserted {
@@ -140,20 +132,23 @@ impl Assembler {
     }
 
     /// When the frame at the head will be given up (or, with no predecessor known, released
-    /// without waiting any longer for an earlier key frame).
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        match self.head() {
+    /// without waiting any longer for an earlier key frame), if an incomplete frame waits
+    /// `wait` for a missing packet (the caller's current value: deadlines are computed at
+    /// every call, so a frame already waiting gets a changed one).
+    pub fn poll_timeout(&self, wait: Duration) -> Option<Instant> {
+        match self.head(wait) {
             Head::Blocked { deadline } => deadline,
             Head::FirstDelta { deadline, .. } => Some(deadline),
             Head::Empty | Head::Ready(..) => None,
         }
     }
 
-    /// Releases every frame that is complete, giving up on frames that waited too long.
-    pub fn poll(&mut self, now: Instant, out: &mut Vec<Assembled>) {
+    /// Releases every frame that is complete, giving up on frames that waited longer than
+    /// `wait` for a missing packet.
+    pub fn poll(&mut self, now: Instant, wait: Duration, out: &mut Vec<Assembled>) {
         // Each pass either releases/drops something or stops; bounded by the buffer size.
         for _ in 0..=self.buf.len() + 1 {
-            match self.head() {
+            match self.head(wait) {
                 Head::Empty => return,
                 Head::Ready(start, end) => self.release(start, end, out),
                 Head::FirstDelta {
@@ -186,11 +181,11 @@ impl Assembler {
     }
 
     /// The state of the frame at the head of the buffer.
-    fn head(&self) -> Head {
+    fn head(&self, wait: Duration) -> Head {
         let Some((&first, head)) = self.buf.first_key_value() else {
             return Head::Empty;
         };
-        let since_head = head.arrival + self.timeout;
+        let since_head = head.arrival + wait;
         let start = match self.next_start {
             Some(s) => s,
             None => match self.find_start(first) {
@@ -205,7 +200,7 @@ impl Assembler {
         };
         if !self.buf.contains_key(&start) {
             return Head::Blocked {
-                deadline: self.gap_deadline(start),
+                deadline: self.gap_deadline(start, wait),
             };
         }
         match self.walk(start) {
@@ -220,21 +215,21 @@ impl Assembler {
             }
             Ok(end) => Head::Ready(start, end),
             Err(missing) => Head::Blocked {
-                deadline: self.gap_deadline(missing),
+                deadline: self.gap_deadline(missing, wait),
             },
         }
     }
 
-    /// The deadline of the missing packet `missing`: `timeout` after the packet following it
+    /// The deadline of the missing packet `missing`: `wait` after the packet following it
     /// arrived, which is when the gap showed (a retransmission filling part of a longer gap
     /// can push it later, by at most a round trip). `None` while nothing follows the gap: the
     /// frame is still arriving, however long it takes (a large key frame at a low rate can
     /// take over a second), and nothing is known lost.
-    fn gap_deadline(&self, missing: u64) -> Option<Instant> {
+    fn gap_deadline(&self, missing: u64, wait: Duration) -> Option<Instant> {
         self.buf
             .range(missing..)
             .next()
-            .map(|(_, p)| p.arrival + self.timeout)
+            .map(|(_, p)| p.arrival + wait)
     }
 
     /// With the frame at the head incomplete: jumps to a complete key frame further on, if
@@ -458,6 +453,9 @@ impl Assembler {
 mod tests {
     use super::*;
 
+    /// How long an incomplete frame waits for a missing packet.
+    const WAIT: Duration = Duration::from_millis(300);
+
     fn vp8_frame(key: bool, len: usize, pid: u16) -> Vec<Bytes> {
         let mut f = vec![if key { 0x10 } else { 0x11 }];
         f.extend((1..len).map(|i| i as u8));
@@ -490,16 +488,16 @@ mod tests {
     #[test]
     fn frames_are_released_in_order_once_complete() {
         let t0 = Instant::now();
-        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let mut a = Assembler::new(1000);
         let k = vp8_frame(true, 1000, 0);
         let d = vp8_frame(false, 700, 1);
         let mut out = vec![];
         // delta frame packets first (reordered), then the key frame
         feed(&mut a, 100 + k.len() as u64, 3000, &d, t0, &[]);
-        a.poll(t0, &mut out);
+        a.poll(t0, WAIT, &mut out);
         assert!(out.is_empty());
         feed(&mut a, 100, 0, &k, t0, &[]);
-        a.poll(t0, &mut out);
+        a.poll(t0, WAIT, &mut out);
         assert_eq!(out.len(), 2);
         assert!(out[0].key_frame && !out[1].key_frame);
         assert_eq!(out[1].data.len(), 700);
@@ -509,7 +507,7 @@ mod tests {
     /// packet, a complete delta frame d2 (6000) that depends on it. Returns the assembler,
     /// d1's first sequence number, d1's payloads and the first sequence number after d2.
     fn key_then_broken_delta(t0: Instant) -> (Assembler, u64, Vec<Bytes>, u64) {
-        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let mut a = Assembler::new(1000);
         let k = vp8_frame(true, 1000, 0);
         feed(&mut a, 0, 0, &k, t0, &[]);
         let n = k.len() as u64;
@@ -526,17 +524,17 @@ mod tests {
         let t0 = Instant::now();
         let (mut a, _, _, s) = key_then_broken_delta(t0);
         let mut out = vec![];
-        a.poll(t0, &mut out);
+        a.poll(t0, WAIT, &mut out);
         assert_eq!(out.len(), 1, "key frame only; d1 incomplete blocks d2");
         assert!(!a.needs_key_frame());
-        a.poll(t0 + Duration::from_millis(301), &mut out);
+        a.poll(t0 + Duration::from_millis(301), WAIT, &mut out);
         assert_eq!(out.len(), 1, "d2 undecodable without d1");
         assert!(a.needs_key_frame());
         assert_eq!(a.stats.frames_lost, 1);
         assert_eq!(a.stats.frames_undecodable, 1);
         let k2 = vp8_frame(true, 500, 3);
         feed(&mut a, s, 9000, &k2, t0 + Duration::from_millis(310), &[]);
-        a.poll(t0 + Duration::from_millis(310), &mut out);
+        a.poll(t0 + Duration::from_millis(310), WAIT, &mut out);
         assert_eq!(out.len(), 2);
         assert!(!a.needs_key_frame());
     }
@@ -550,7 +548,7 @@ mod tests {
         let k2 = vp8_frame(true, 1500, 3);
         let t1 = t0 + Duration::from_millis(50);
         feed(&mut a, n3, 9000, &k2, t1, &[]);
-        a.poll(t1, &mut out);
+        a.poll(t1, WAIT, &mut out);
         assert_eq!(
             out.len(),
             2,
@@ -559,13 +557,13 @@ mod tests {
         assert!(out[1].key_frame && out[1].ts == 9000);
         assert_eq!(a.stats.frames_lost, 2, "d1 and d2 passed over");
         assert!(!a.needs_key_frame());
-        assert_eq!(a.poll_timeout(), None, "nothing left to time out");
+        assert_eq!(a.poll_timeout(WAIT), None, "nothing left to time out");
         // The repair of d1 arriving now is late, and the chain goes on.
         let late = pkt(&d1[1], 3000, false, t1, true);
         assert_eq!(a.insert(n + 1, late), Inserted::Late);
         let d3 = vp8_frame(false, 600, 4);
         feed(&mut a, n3 + k2.len() as u64, 12000, &d3, t1, &[]);
-        a.poll(t1, &mut out);
+        a.poll(t1, WAIT, &mut out);
         assert_eq!(out.len(), 3);
     }
 
@@ -575,21 +573,21 @@ mod tests {
         // packet was lost, then a key frame: the key frame is released, and the tail must
         // not be given up later as if a frame after the key frame were lost.
         let t0 = Instant::now();
-        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let mut a = Assembler::new(1000);
         let mut out = vec![];
         let d = vp8_frame(false, 900, 7);
         feed(&mut a, 10, 0, &d, t0, &[10]);
         let k = vp8_frame(true, 1000, 8);
         let s = 10 + d.len() as u64;
         feed(&mut a, s, 3000, &k, t0, &[]);
-        a.poll(t0, &mut out);
+        a.poll(t0, WAIT, &mut out);
         assert_eq!(out.len(), 1);
         assert!(out[0].key_frame);
         let d2 = vp8_frame(false, 700, 9);
         let s2 = s + k.len() as u64;
         let t1 = t0 + Duration::from_millis(400);
         feed(&mut a, s2, 6000, &d2, t1, &[s2 + 1]);
-        a.poll(t1, &mut out);
+        a.poll(t1, WAIT, &mut out);
         assert_eq!(out.len(), 1, "d2 waits for its missing packet");
         assert!(
             !a.needs_key_frame(),
@@ -605,11 +603,11 @@ mod tests {
         // timeout runs from that arrival.
         let t0 = Instant::now();
         let ms = |n: u64| t0 + Duration::from_millis(n);
-        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let mut a = Assembler::new(1000);
         let mut out = vec![];
         let k = vp8_frame(true, 500, 0);
         feed(&mut a, 0, 0, &k, t0, &[]);
-        a.poll(t0, &mut out);
+        a.poll(t0, WAIT, &mut out);
         let s = k.len() as u64;
         let big = vp8_frame(false, 296 * 100, 1);
         assert_eq!(big.len(), 100);
@@ -617,20 +615,20 @@ mod tests {
             let at = ms(15 * i as u64);
             let p = pkt(p, 3000, false, at, false);
             assert_eq!(a.insert(s + i as u64, p), Inserted::Buffered);
-            a.poll(at, &mut out);
-            assert_eq!(a.poll_timeout(), None, "no gap, no deadline");
+            a.poll(at, WAIT, &mut out);
+            assert_eq!(a.poll_timeout(WAIT), None, "no gap, no deadline");
         }
-        a.poll(ms(2000), &mut out);
+        a.poll(ms(2000), WAIT, &mut out);
         assert_eq!(out.len(), 1);
         assert!(!a.needs_key_frame(), "not given up while arriving");
         // The marker packet is lost: the next frame shows the gap at 2.1 s.
         let next = vp8_frame(false, 300, 2);
         feed(&mut a, s + 100, 6000, &next, ms(2100), &[]);
-        a.poll(ms(2100), &mut out);
-        assert_eq!(a.poll_timeout(), Some(ms(2400)));
-        a.poll(ms(2399), &mut out);
+        a.poll(ms(2100), WAIT, &mut out);
+        assert_eq!(a.poll_timeout(WAIT), Some(ms(2400)));
+        a.poll(ms(2399), WAIT, &mut out);
         assert!(!a.needs_key_frame());
-        a.poll(ms(2400), &mut out);
+        a.poll(ms(2400), WAIT, &mut out);
         assert!(a.needs_key_frame(), "given up 300 ms after the gap showed");
         assert_eq!(out.len(), 1);
     }
@@ -638,12 +636,12 @@ mod tests {
     #[test]
     fn duplicates_and_late_packets_are_refused() {
         let t0 = Instant::now();
-        let mut a = Assembler::new(Duration::from_millis(300), 1000);
+        let mut a = Assembler::new(1000);
         let k = vp8_frame(true, 100, 0);
         feed(&mut a, 10, 0, &k, t0, &[]);
         let p = pkt(&k[0], 0, true, t0, false);
         assert_eq!(a.insert(10, p.clone()), Inserted::Duplicate);
-        a.poll(t0, &mut vec![]);
+        a.poll(t0, WAIT, &mut vec![]);
         assert_eq!(a.insert(10, p), Inserted::Late);
     }
 }

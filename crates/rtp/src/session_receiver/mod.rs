@@ -144,7 +144,7 @@ impl ReceiverSession {
             rtx: Reception::default(),
             ts_unwrap: WrapUnwrapper::default(),
             abs_unwrap: WrapUnwrapper::default(),
-            assembler: Assembler::new(config.frame_timeout, config.max_buffered_packets),
+            assembler: Assembler::new(config.max_buffered_packets),
             nack: NackTracker::new(
                 config.nack_retry_interval,
                 config.nack_max_retries,
@@ -240,7 +240,7 @@ impl ReceiverSession {
             Some(self.next_rr),
             fb,
             self.nack.poll_timeout().filter(|_| self.config.nack),
-            self.assembler.poll_timeout(),
+            self.assembler.poll_timeout(self.frame_wait()),
             pli,
             self.estimator.as_ref().and_then(|e| e.poll_timeout()),
         ]
@@ -483,8 +483,7 @@ impl ReceiverSession {
     /// Frames out, NACKs, PLI and REMB after any input or timer.
     fn after_input(&mut self, now: Instant) {
         let mut out = std::mem::take(&mut self.assembled);
-        self.assembler.set_timeout(self.frame_wait());
-        self.assembler.poll(now, &mut out);
+        self.assembler.poll(now, self.frame_wait(), &mut out);
         for a in out.drain(..) {
             let capture_time = a.capture_ntp.and_then(|n| self.ntp.instant(n));
             self.events.push_back(ReceiverEvent::Frame(ReceivedFrame {
@@ -520,8 +519,6 @@ impl ReceiverSession {
                         Err(e) => tracing::error!("cannot build NACK: {e}"),
                     }
                 }
-                // An expired retry timer lengthens the repair time.
-                self.assembler.set_timeout(self.frame_wait());
             }
         }
         if self.assembler.needs_key_frame()
