@@ -376,6 +376,16 @@ pub struct GccConfig {
     /// forgotten because the rate went above it (a cg addition, see
     /// [`crate::gcc::probe_controller`]). Default `true`.
     pub capacity_probing: bool,
+    /// Shortest further probe (one at 2× a result above 0.7× the last probe's rate), see
+    /// [`crate::gcc::probe_controller::FURTHER_PROBE_DURATION`]. Default `None`: 15 ms in REMB
+    /// mode (libwebrtc's minimum), every cluster's 30 ms in send-side mode. In REMB
+    /// mode at 30 ms the further probe of the capacity probe in §6.1 camera (netlab, 4.3–4.6
+    /// Mbit/s into 2.5 Mbit/s) made `dm` 11.6 ms on the next frame, the receiver's `m` 0.30
+    /// against `γ` 0.15, and an over-use that set `Ar` from 2.13 to 1.81 Mbit/s 0.2 s later
+    /// (three runs of three; t90 after 1 → 2.5 Mbit/s 14.6, 9.4, 14.4 s); at 15 ms none in
+    /// two runs (7.0, 8.2 s). Send-side mode was not measured in netlab; in the cc simulation
+    /// (camera §6.1, seeds 1–12) neither value is better.
+    pub further_probe_duration: Option<Duration>,
 }
 
 impl Default for GccConfig {
@@ -432,6 +442,7 @@ impl Default for GccConfig {
             pacing_link_capacity_factor: Some(1.1),
             probing: true,
             capacity_probing: true,
+            further_probe_duration: None,
         }
     }
 }
@@ -499,6 +510,15 @@ impl GccConfig {
     /// `rate` clamped to `[min_bitrate, max_bitrate]`.
     pub fn clamp(&self, rate: Bitrate) -> Bitrate {
         rate.min(self.max_bitrate).max(self.min_bitrate)
+    }
+
+    /// The shortest further probe in force ([`GccConfig::further_probe_duration`]).
+    pub fn further_probe_duration(&self) -> Duration {
+        use crate::gcc::probe_controller::{FURTHER_PROBE_DURATION, PROBE_DURATION};
+        self.further_probe_duration.unwrap_or(match self.mode {
+            GccMode::ReceiverSideRemb => FURTHER_PROBE_DURATION,
+            GccMode::SendSideTwcc => PROBE_DURATION,
+        })
     }
 
     /// The sender-side controller, or the first value [`validate`](Self::validate) refuses.

@@ -38,6 +38,12 @@ use cg_types::Bitrate;
 /// to the MTU; cg-rtp's padding packets carry 255 bytes, so 30 ms gives at least 5 of them
 /// from about 400 kbit/s on.
 pub const PROBE_DURATION: Duration = Duration::from_millis(30);
+/// Shortest further probe: libwebrtc's 15 ms (`min_probe_duration`), the default of
+/// [`crate::gcc::GccConfig::further_probe_duration`] in REMB mode. A further probe goes out
+/// because the last one did not fill the link, at twice its result, so it is the one that
+/// overshoots the capacity, by up to 2×: the queue it leaves is `(rate − capacity) ×
+/// duration`, and the receiver's delay detector sees it.
+pub const FURTHER_PROBE_DURATION: Duration = Duration::from_millis(15);
 /// A cluster also lasts at least as long as this many bytes take at its rate (6 packets of
 /// 1200 bytes): at low rates media packets, which leave first, could otherwise fill the
 /// whole cluster and leave fewer than [`super::probe_estimator::MIN_PACKETS`].
@@ -103,7 +109,8 @@ pub struct AlrState {
 pub struct ProbeController {
     max: Bitrate,
     capacity_probes: bool,
-    pending: VecDeque<Bitrate>,
+    /// Clusters to send: rate and shortest duration.
+    pending: VecDeque<(Bitrate, Duration)>,
     active: Option<ActiveProbe>,
     started: VecDeque<ActiveProbe>,
     next_id: u32,
@@ -115,6 +122,7 @@ pub struct ProbeController {
     /// A capacity probe asked for and not yet started.
     capacity_wanted: bool,
     gap: Duration,
+    further_duration: Duration,
     last_end: Option<Instant>,
     clusters_started: u64,
 }
@@ -137,11 +145,12 @@ impl ProbeController {
             last_capacity_probe: None,
             capacity_wanted: false,
             gap: Duration::ZERO,
+            further_duration: PROBE_DURATION,
             last_end: None,
             clusters_started: 0,
         };
         let rates = INITIAL_FACTORS.map(|f| start.mul_f64(f));
-        c.initiate(&rates, true, now);
+        c.initiate(&rates, true, PROBE_DURATION, now);
         c
     }
 
@@ -154,9 +163,16 @@ impl ProbeController {
         self
     }
 
-    /// Queues clusters at `rates` (capped at the maximum); with `further`, a result above
-    /// 0.7× the last of them probes on.
-    fn initiate(&mut self, rates: &[Bitrate], further: bool, now: Instant) {
+    /// Further probes last at least `shortest` (default [`PROBE_DURATION`], like every
+    /// other cluster).
+    pub fn with_further_duration(mut self, shortest: Duration) -> Self {
+        self.further_duration = shortest;
+        self
+    }
+
+    /// Queues clusters at `rates` (capped at the maximum), each lasting at least
+    /// `shortest`; with `further`, a result above 0.7× the last of them probes on.
+    fn initiate(&mut self, rates: &[Bitrate], further: bool, shortest: Duration, now: Instant) {
         let mut last = Bitrate::ZERO;
         let mut capped = false;
         for &r in rates {
@@ -167,7 +183,7 @@ impl ProbeController {
                 r
             };
             if r > Bitrate::ZERO && r > last {
-                self.pending.push_back(r);
+                self.pending.push_back((r, shortest));
                 last = r;
             }
             if capped {
@@ -213,11 +229,11 @@ impl ProbeController {
         if self.active.is_some() || self.last_end.is_some_and(|e| now < e + self.gap) {
             return None;
         }
-        let rate = self.pending.pop_front()?;
+        let (rate, shortest) = self.pending.pop_front()?;
         let duration = rate
             .time_to_send(cg_types::DataSize::bytes(PROBE_MIN_BYTES))
-            .unwrap_or(PROBE_DURATION)
-            .max(PROBE_DURATION);
+            .unwrap_or(shortest)
+            .max(shortest);
         let p = ActiveProbe {
             id: self.next_id,
             rate,
@@ -299,7 +315,7 @@ impl ProbeController {
         {
             let next = rate.mul_f64(FURTHER_FACTOR);
             if next > self.estimate.max(rate) {
-                self.initiate(&[next], true, now);
+                self.initiate(&[next], true, self.further_duration, now);
             }
         }
     }
@@ -321,7 +337,7 @@ impl ProbeController {
         let raised = max > self.max;
         self.max = max;
         if raised && alr.in_alr && self.state == State::Complete && max > self.estimate {
-            self.initiate(&[max, max.mul_f64(2.0)], false, now);
+            self.initiate(&[max, max.mul_f64(2.0)], false, PROBE_DURATION, now);
         }
     }
 
@@ -347,7 +363,7 @@ impl ProbeController {
                 .is_none_or(|t| now.saturating_duration_since(t) > MIN_BETWEEN_RECOVERY)
         {
             self.last_recovery_probe = Some(now);
-            self.initiate(&[probe], false, now);
+            self.initiate(&[probe], false, PROBE_DURATION, now);
         }
     }
 
@@ -377,7 +393,7 @@ impl ProbeController {
         self.capacity_wanted = false;
         self.last_capacity_probe = Some(now);
         let rate = self.estimate.mul_f64(FURTHER_FACTOR);
-        self.initiate(&[rate], true, now);
+        self.initiate(&[rate], true, PROBE_DURATION, now);
     }
 }
 
@@ -407,6 +423,33 @@ mod tests {
         // 1.5 Mbit/s < 0.7 × 2.6: done.
         c.on_result(Bitrate::kbps(1500), t + Duration::from_millis(100));
         assert!(drain(&mut c, t + Duration::from_millis(100)).is_empty());
+    }
+
+    #[test]
+    fn a_further_probe_is_short_and_a_first_one_is_not() {
+        let t0 = Instant::now();
+        let mut c = ProbeController::new(Bitrate::mbps(1), Bitrate::mbps(20), true, t0)
+            .with_further_duration(FURTHER_PROBE_DURATION);
+        let first = c.poll_start(t0).unwrap();
+        assert_eq!(first.duration, PROBE_DURATION, "3 Mbit/s: 30 ms");
+        let second = c.poll_start(first.until).unwrap();
+        assert_eq!(second.duration, PROBE_DURATION, "6 Mbit/s: 30 ms");
+        c.on_result(Bitrate::mbps(5), second.until);
+        let further = c.poll_start(second.until).unwrap();
+        assert_eq!(further.rate, Bitrate::mbps(10));
+        assert_eq!(further.duration, FURTHER_PROBE_DURATION, "10 Mbit/s: 15 ms");
+        // At a low rate six packets take longer than that.
+        let mut low = ProbeController::new(Bitrate::kbps(100), Bitrate::mbps(20), true, t0)
+            .with_further_duration(FURTHER_PROBE_DURATION);
+        drain(&mut low, t0);
+        low.on_result(Bitrate::kbps(500), t0 + Duration::from_millis(300));
+        let p = low.poll_start(t0 + Duration::from_millis(300)).unwrap();
+        assert_eq!(p.rate, Bitrate::mbps(1));
+        assert_eq!(
+            p.duration,
+            Duration::from_micros(57_600),
+            "7200 bytes at 1 Mbit/s"
+        );
     }
 
     #[test]

@@ -239,7 +239,8 @@ impl GccController {
                     c.max_bitrate.max(c.min_bitrate),
                     c.capacity_probing,
                     now,
-                );
+                )
+                .with_further_duration(c.further_probe_duration());
                 match c.mode {
                     GccMode::SendSideTwcc => p,
                     // The receiver tells clusters apart by a padding-free gap.
