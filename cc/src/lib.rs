@@ -27,6 +27,10 @@
 //! [`Controller::send_allowance`], RTP-queue discard through [`ControllerEvent::DiscardQueue`];
 //! built from [`scream::ScreamConfig`] (reference or draft constants).
 //!
+//! Configs build controllers through [`ControllerConfig::build`], which refuses a value the
+//! algorithm cannot run with ([`ConfigError`] names the field) instead of clamping it.
+//! [`FixedRate`] holds one rate, for measuring a transport without control in the way.
+//!
 //! Time model: `now: Instant` is the local clock of whichever side runs the code. Arrival times
 //! carried back in feedback are readings of the *peer's* clock and arrive as
 //! [`cg_types::RemoteTime`]; only their differences (or delays compared with a base delay) mean
@@ -34,6 +38,7 @@
 
 mod base_delay;
 mod controller;
+mod fixed;
 pub mod gcc;
 mod kind;
 pub mod scream;
@@ -46,4 +51,5 @@ pub use controller::{
     FeedbackKind, LossReport, MediaQueue, PacketKind, PacketResult, ReceiveSideEstimator,
     ReceivedPacket, SentPacket,
 };
+pub use fixed::FixedRate;
 pub use kind::{ControllerKind, UnknownController};

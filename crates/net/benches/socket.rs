@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cg_cc::{Controller, ControllerStats, Feedback, FeedbackKind, SentPacket};
+use cg_cc::FixedRate;
 use cg_net::{Session, SocketConfig, Transmit, UdpSocket};
 use cg_rtp::{Codec, EncodedFrame, SenderConfig, SenderSession};
 use cg_types::{Bitrate, DataSize, Ecn};
@@ -173,27 +173,13 @@ fn recv(c: &mut Criterion) {
     g.finish();
 }
 
-/// A controller that paces at 100 Gb/s: the pacer never holds a packet back on the simulated
-/// clock below, so the benchmark measures its bookkeeping, not its waiting.
-#[derive(Debug)]
-struct Unlimited;
-
-impl Controller for Unlimited {
-    fn on_packet_sent(&mut self, _: &SentPacket) {}
-    fn on_feedback(&mut self, _: &Feedback<'_>, _: Instant) {}
-    fn target_bitrate(&self) -> Bitrate {
-        Bitrate::mbps(100_000)
-    }
-    fn pacing_rate(&self) -> Bitrate {
-        Bitrate::mbps(100_000)
-    }
-    fn feedback_kind(&self) -> FeedbackKind {
-        FeedbackKind::Rfc8888
-    }
-    fn stats(&self) -> ControllerStats {
-        ControllerStats::default()
-    }
-}
+/// Paces at 100 Gb/s: the pacer never holds a packet back on the simulated clock below, so
+/// the benchmark measures its bookkeeping, not its waiting.
+const UNLIMITED: FixedRate = FixedRate {
+    rate: Bitrate::mbps(100_000),
+    pacing: Bitrate::mbps(100_000),
+    feedback: cg_cc::FeedbackKind::Rfc8888,
+};
 
 fn rtp_send(c: &mut Criterion) {
     let mut g = c.benchmark_group("rtp_packetize_pace_send");
@@ -215,7 +201,7 @@ fn rtp_send(c: &mut Criterion) {
         b.iter_custom(|iters| {
             // A fresh session per sample keeps the simulated clock far from the RTCP timeout.
             let mut now = Instant::now();
-            let mut session = SenderSession::new(sender_config.clone(), Box::new(Unlimited), now)
+            let mut session = SenderSession::new(sender_config.clone(), Box::new(UNLIMITED), now)
                 .expect("valid config");
             let t0 = clock();
             for i in 0..iters {

@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cg_cc::{Controller, ControllerStats, Feedback, FeedbackKind, SentPacket};
+use cg_cc::{FeedbackKind, FixedRate};
 use cg_net::probe::{PacedSource, ProbeConfig};
 use cg_net::{
     Datagram, Driver, DriverConfig, Session, SocketConfig, StatsSnapshot, TimerKind, Transmit,
@@ -33,27 +33,6 @@ use cg_rtp::{
     SenderEvent, SenderSession,
 };
 use cg_types::{Bitrate, DataSize, Ecn};
-
-/// A controller that holds one rate (the figures are about the transport, not control).
-#[derive(Debug)]
-struct FixedRate(Bitrate);
-
-impl Controller for FixedRate {
-    fn on_packet_sent(&mut self, _: &SentPacket) {}
-    fn on_feedback(&mut self, _: &Feedback<'_>, _: Instant) {}
-    fn target_bitrate(&self) -> Bitrate {
-        self.0
-    }
-    fn pacing_rate(&self) -> Bitrate {
-        self.0
-    }
-    fn feedback_kind(&self) -> FeedbackKind {
-        FeedbackKind::Rfc8888
-    }
-    fn stats(&self) -> ControllerStats {
-        ControllerStats::default()
-    }
-}
 
 /// A SenderSession fed by a synthetic encoder that keeps `backlog` bytes queued.
 struct Fed {
@@ -69,7 +48,7 @@ impl Fed {
             ecn: Ecn::Ect1,
             ..SenderConfig::default()
         };
-        let sender = SenderSession::new(config, Box::new(FixedRate(rate)), now)
+        let sender = SenderSession::new(config, Box::new(FixedRate::new(rate)), now)
             .expect("default config is valid");
         // VP8 P bit set: delta frames after the first (RFC 7741 §4.3).
         let frame = Bytes::from((0..frame_len).map(|i| (i as u8) | 1).collect::<Vec<u8>>());

@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cg_cc::{Controller, ControllerStats, Feedback, FeedbackKind, SentPacket};
+use cg_cc::{FeedbackKind, FixedRate};
 use cg_rtp::{
     Codec, EncodedFrame, FeedbackConfig, ReceiverConfig, ReceiverSession, SenderConfig,
     SenderSession,
@@ -23,26 +23,6 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 const PAYLOAD: usize = 1200;
 /// Packets per frame.
 const PER_FRAME: usize = 100;
-
-#[derive(Debug)]
-struct Fixed(Bitrate, FeedbackKind);
-
-impl Controller for Fixed {
-    fn on_packet_sent(&mut self, _: &SentPacket) {}
-    fn on_feedback(&mut self, _: &Feedback<'_>, _: Instant) {}
-    fn target_bitrate(&self) -> Bitrate {
-        self.0
-    }
-    fn pacing_rate(&self) -> Bitrate {
-        self.0
-    }
-    fn feedback_kind(&self) -> FeedbackKind {
-        self.1
-    }
-    fn stats(&self) -> ControllerStats {
-        ControllerStats::default()
-    }
-}
 
 fn sender_config() -> SenderConfig {
     let mut c = SenderConfig::default();
@@ -89,7 +69,7 @@ fn packetize_pace(c: &mut Criterion) {
     let t0 = Instant::now();
     let mut tx = SenderSession::new(
         sender_config(),
-        Box::new(Fixed(Bitrate::mbps(10_000), FeedbackKind::TransportWideCc)),
+        Box::new(FixedRate::new(Bitrate::mbps(10_000)).feedback(FeedbackKind::TransportWideCc)),
         t0,
     )
     .unwrap();
@@ -109,7 +89,7 @@ fn receive(c: &mut Criterion) {
     let t0 = Instant::now();
     let mut tx = SenderSession::new(
         sender_config(),
-        Box::new(Fixed(Bitrate::mbps(10_000), FeedbackKind::Rfc8888)),
+        Box::new(FixedRate::new(Bitrate::mbps(10_000))),
         t0,
     )
     .unwrap();
