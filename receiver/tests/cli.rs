@@ -163,9 +163,12 @@ fn unknown_codec_controller_and_ecn_are_clear_errors() {
     let o = run(&send_bin(), &["--to", "127.0.0.1:9", "--cc", "bbr"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown controller"), "{}", stderr(&o));
-    let o = run(&send_bin(), &["--to", "127.0.0.1:9", "--ecn", "ce"]);
+    let o = run(&send_bin(), &["--to", "127.0.0.1:9", "--ecn", "ect2"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown ECN mode"), "{}", stderr(&o));
+    let o = run(&send_bin(), &["--to", "127.0.0.1:9", "--ecn", "ce"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("CE-marked"), "{}", stderr(&o));
     let o = run(&recv_bin(), &["--codec", "av1"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown codec"), "{}", stderr(&o));

@@ -11,54 +11,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
-/// ECN marking of the media packets (RTCP always goes Not-ECT).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EcnMode {
-    /// Not-ECT.
-    #[default]
-    Off,
-    /// ECT(0): classic ECN (RFC 3168, RFC 6679).
-    Ect0,
-    /// ECT(1): the L4S identifier (RFC 9331 §4), for SCReAM through DualPI2.
-    L4s,
-}
-
-impl EcnMode {
-    /// Every mode, in the order the CLI lists them.
-    pub const ALL: [EcnMode; 3] = [EcnMode::Off, EcnMode::Ect0, EcnMode::L4s];
-
-    /// The code point media packets carry.
-    pub const fn ecn(self) -> Ecn {
-        match self {
-            EcnMode::Off => Ecn::NotEct,
-            EcnMode::Ect0 => Ecn::Ect0,
-            EcnMode::L4s => Ecn::Ect1,
-        }
-    }
-
-    /// The CLI / config name (`off`, `ect0`, `l4s`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            EcnMode::Off => "off",
-            EcnMode::Ect0 => "ect0",
-            EcnMode::L4s => "l4s",
-        }
-    }
-
-    /// Parses a CLI / config name (`ect1` is accepted for `l4s`, `not-ect` for `off`).
-    pub fn from_name(name: &str) -> Result<Self, Error> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "off" | "none" | "not-ect" | "notect" => Ok(EcnMode::Off),
-            "ect0" | "ect(0)" | "classic" => Ok(EcnMode::Ect0),
-            "l4s" | "ect1" | "ect(1)" => Ok(EcnMode::L4s),
-            _ => Err(Error::Config(format!(
-                "unknown ECN mode {name:?}; expected one of off, ect0, l4s"
-            ))),
-        }
-    }
-}
-
 /// Everything a [`crate::Sender`] needs. Plain data with serde: a TOML/JSON file, the CLI
 /// and netlab all build one of these.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,8 +25,10 @@ pub struct SenderConfig {
     /// The congestion controller; the receiver must be told the same (its feedback follows).
     /// Default GCC with REMB, the papers' configuration.
     pub controller: ControllerKind,
-    /// ECN marking of media. Default off. SCReAM's L4S mode wants `l4s`.
-    pub ecn: EcnMode,
+    /// ECN code point of the media packets (RTCP always goes Not-ECT): `not-ect` (also
+    /// `off`, the default), `ect0` (classic ECN, RFC 3168 and RFC 6679) or `ect1` (also
+    /// `l4s`: the L4S identifier, RFC 9331 §4, for SCReAM through DualPI2). CE is refused.
+    pub ecn: Ecn,
     /// Picture source. Default a moving zone plate from `videotestsrc`.
     pub source: SourceConfig,
     /// Encoder by name (`vp8`, `x264`, `nvh264`, `nvh265`; cg-media's names). Default `vp8`.
@@ -155,7 +109,7 @@ impl Default for SenderConfig {
             peer: SocketAddr::from(([127, 0, 0, 1], 5004)),
             bind: None,
             controller: ControllerKind::default(),
-            ecn: EcnMode::default(),
+            ecn: Ecn::NotEct,
             source: SourceConfig::default(),
             codec: "vp8".to_owned(),
             width: 1280,
@@ -196,6 +150,11 @@ impl SenderConfig {
         }
         if self.max_bitrate.as_bps() == 0 {
             return Err(Error::Config("max bitrate must be positive".into()));
+        }
+        if self.ecn.is_ce() {
+            return Err(Error::Config(
+                "ECN mode ce: media are not sent CE-marked (off, ect0 or l4s)".into(),
+            ));
         }
         if !(0.0..1.0).contains(&self.rate_change_threshold) {
             return Err(Error::Config(format!(
@@ -278,7 +237,7 @@ impl SenderConfig {
                 start_bitrate: self.start_bitrate,
                 min_bitrate: self.min_bitrate,
                 max_bitrate: self.max_bitrate,
-                ecn: self.ecn.ecn(),
+                ecn: self.ecn,
                 frame_period: Duration::from_secs(1) / self.frame_rate.max(1),
                 ..ScreamConfig::default()
             }),
@@ -305,12 +264,21 @@ mod tests {
     }
 
     #[test]
-    fn ecn_modes_parse_and_map_to_code_points() {
-        assert_eq!(EcnMode::from_name("l4s").unwrap().ecn(), Ecn::Ect1);
-        assert_eq!(EcnMode::from_name("ECT1").unwrap(), EcnMode::L4s);
-        assert_eq!(EcnMode::from_name("ect0").unwrap().ecn(), Ecn::Ect0);
-        assert_eq!(EcnMode::from_name("off").unwrap().ecn(), Ecn::NotEct);
-        assert!(EcnMode::from_name("ce").is_err());
+    fn ecn_modes_parse_and_ce_is_refused() {
+        for (name, ecn) in [
+            ("l4s", Ecn::Ect1),
+            ("ECT1", Ecn::Ect1),
+            ("ect0", Ecn::Ect0),
+            ("off", Ecn::NotEct),
+        ] {
+            assert_eq!(name.parse::<Ecn>().unwrap(), ecn, "{name}");
+        }
+        let ce = SenderConfig {
+            ecn: Ecn::Ce,
+            ..SenderConfig::default()
+        };
+        let e = ce.validate().unwrap_err().to_string();
+        assert!(e.contains("CE-marked"), "{e}");
     }
 
     #[test]
@@ -319,7 +287,7 @@ mod tests {
             "max_bitrate":"20Mbit","stats_interval":"50ms","width":640,"height":360}"#;
         let c: SenderConfig = serde_json::from_str(json).unwrap();
         assert_eq!(c.controller, ControllerKind::Scream);
-        assert_eq!(c.ecn, EcnMode::L4s);
+        assert_eq!(c.ecn, Ecn::Ect1);
         assert_eq!(c.max_bitrate, Bitrate::mbps(20));
         assert_eq!(c.stats_interval, Duration::from_millis(50));
         let back: SenderConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();

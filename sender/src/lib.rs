@@ -11,12 +11,12 @@
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), cg_sender::Error> {
-//! use cg_sender::{ControllerKind, EcnMode, Sender, SenderConfig};
+//! use cg_sender::{ControllerKind, Ecn, Sender, SenderConfig};
 //!
 //! let mut sender = Sender::new(SenderConfig {
 //!     peer: "127.0.0.1:5004".parse().unwrap(),
 //!     controller: ControllerKind::Scream,
-//!     ecn: EcnMode::L4s,
+//!     ecn: Ecn::Ect1, // L4S
 //!     ..SenderConfig::default()
 //! })?;
 //! let mut stats = sender.stats(16);
@@ -100,7 +100,8 @@ mod stats;
 pub mod whep;
 
 pub use cg_app::{Error, cli, kbps, ms, ntp_now, output, pct};
-pub use config::{ControllerKind, EcnMode, SenderConfig};
+pub use cg_types::Ecn;
+pub use config::{ControllerKind, SenderConfig};
 pub use session::Sender;
 pub use stats::Stats;
 pub use whep::{WhepConfig, WhepSender};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cg_media::{DegradationPreference, FileFormat, SourceConfig, TestPattern};
 use cg_sender::output::StatsOutput;
-use cg_sender::{ControllerKind, EcnMode, Error, Sender, SenderConfig, WhepConfig, WhepSender};
+use cg_sender::{ControllerKind, Ecn, Error, Sender, SenderConfig, WhepConfig, WhepSender};
 use cg_types::Bitrate;
 use clap::Parser;
 
@@ -316,7 +316,12 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         peer,
         bind,
         controller: ControllerKind::from_name(&a.cc)?,
-        ecn: EcnMode::from_name(&a.ecn)?,
+        ecn: a.ecn.parse::<Ecn>().map_err(|_| {
+            Error::Config(format!(
+                "unknown ECN mode {:?}; expected one of off, ect0, l4s",
+                a.ecn
+            ))
+        })?,
         source,
         codec: a.codec.clone(),
         width: a.width,

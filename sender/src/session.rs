@@ -31,7 +31,7 @@ impl Sender {
         let bind = config.bind_addr();
         let socket = UdpSocket::bind(&SocketConfig {
             bind,
-            ecn: config.ecn.ecn(),
+            ecn: config.ecn,
             ..SocketConfig::default()
         })
         .map_err(|e| Error::bind(bind, e))?;
@@ -431,7 +431,7 @@ fn ms(d: Duration) -> f64 {
 /// `ntp_at_start` is read now: build the session right after.
 pub(crate) fn rtp_config(config: &SenderConfig) -> cg_rtp::SenderConfig {
     cg_rtp::SenderConfig {
-        ecn: config.ecn.ecn(),
+        ecn: config.ecn,
         rtcp_timeout: config.rtcp_timeout,
         feedback_loss: match config.feedback_timeout {
             None => cg_rtp::FeedbackLossResponse::Auto,

@@ -394,7 +394,7 @@ impl SessionHost for Host {
         let host = |e: String| cg_webrtc::Error::Host(e);
         let socket = UdpSocket::bind(&SocketConfig {
             bind: SocketAddr::new(self.media_ip, 0),
-            ecn: c.ecn.ecn(),
+            ecn: c.ecn,
             ..SocketConfig::default()
         })
         .map_err(|e| host(format!("media socket on {}: {e}", self.media_ip)))?;
@@ -403,7 +403,7 @@ impl SessionHost for Host {
             codec: self.codec,
             ssrc: c.ssrc,
             rtx_ssrc: c.ssrc.wrapping_add(1),
-            media_ecn: c.ecn.ecn(),
+            media_ecn: c.ecn,
             ice_timeouts: self.ice_timeouts,
             ..PeerConfig::new(socket.local_addr())
         };
