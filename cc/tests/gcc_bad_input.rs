@@ -281,52 +281,18 @@ fn random_garbage_never_panics_and_stays_within_bounds() {
 #[test]
 fn a_config_the_equations_cannot_run_with_is_refused_by_name() {
     let t0 = Instant::now();
-    let base = GccConfig::default();
-    let cases = [
-        (
-            "min_bitrate",
-            GccConfig {
-                min_bitrate: Bitrate::mbps(3),
-                ..base.clone()
-            },
-        ),
-        (
-            "start_bitrate",
-            GccConfig {
-                start_bitrate: Bitrate::kbps(10),
-                ..base.clone()
-            },
-        ),
-        (
-            "alpha",
-            GccConfig {
-                alpha: 1.5,
-                ..base.clone()
-            },
-        ),
-        (
-            "kalman_q",
-            GccConfig {
-                kalman_q: f64::NAN,
-                ..base.clone()
-            },
-        ),
-        (
-            "loss_low",
-            GccConfig {
-                loss_low: 0.2,
-                ..base.clone()
-            },
-        ),
-        (
-            "remb_interval",
-            GccConfig {
-                remb_interval: Duration::ZERO,
-                ..base.clone()
-            },
-        ),
+    type Spoil = fn(&mut GccConfig);
+    let cases: [(&str, Spoil); 6] = [
+        ("min_bitrate", |c| c.min_bitrate = Bitrate::mbps(3)),
+        ("start_bitrate", |c| c.start_bitrate = Bitrate::kbps(10)),
+        ("alpha", |c| c.alpha = 1.5),
+        ("kalman_q", |c| c.kalman_q = f64::NAN),
+        ("loss_low", |c| c.loss_low = 0.2),
+        ("remb_interval", |c| c.remb_interval = Duration::ZERO),
     ];
-    for (field, cfg) in cases {
+    for (field, spoil) in cases {
+        let mut cfg = GccConfig::default();
+        spoil(&mut cfg);
         let e = cfg.validate().expect_err(field);
         assert_eq!(e.field, field, "{e}");
         assert!(cfg.build(t0).is_err(), "{field}");

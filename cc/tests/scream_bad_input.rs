@@ -135,81 +135,26 @@ fn hostile_input_never_panics_and_keeps_rate_in_bounds() {
 
 #[test]
 fn every_nonsense_config_value_is_refused_by_name() {
-    let cases: Vec<(&str, ScreamConfig)> = vec![
-        (
-            "min_bitrate",
-            ScreamConfig {
-                min_bitrate: Bitrate::mbps(10),
-                max_bitrate: Bitrate::mbps(1),
-                start_bitrate: Bitrate::mbps(1),
-                ..ScreamConfig::default()
-            },
-        ),
-        (
-            "start_bitrate",
-            ScreamConfig {
-                start_bitrate: Bitrate::mbps(500),
-                ..ScreamConfig::default()
-            },
-        ),
-        (
-            "loss_beta",
-            ScreamConfig {
-                loss_beta: f64::NAN,
-                ..ScreamConfig::default()
-            },
-        ),
-        (
-            "ecn_beta",
-            ScreamConfig {
-                ecn_beta: -3.0,
-                ..ScreamConfig::default()
-            },
-        ),
-        (
-            "l4s_gain_up",
-            ScreamConfig {
-                l4s_gain_up: f64::INFINITY,
-                ..ScreamConfig::default()
-            },
-        ),
-        (
-            "rate_margin",
-            ScreamConfig {
-                rate_margin: 0.0,
-                ..ScreamConfig::default()
-            },
-        ),
-        (
-            "qdelay_target",
-            ScreamConfig {
-                qdelay_target: Duration::ZERO,
-                ..ScreamConfig::default()
-            },
-        ),
-        (
-            "base_delay_slots",
-            ScreamConfig {
-                base_delay_slots: 0,
-                ..ScreamConfig::default()
-            },
-        ),
-        (
-            "max_tracked_packets",
-            ScreamConfig {
-                max_tracked_packets: 0,
-                ..ScreamConfig::default()
-            },
-        ),
-        (
-            "window_headroom_max",
-            ScreamConfig {
-                window_headroom_max: -1.0,
-                ..ScreamConfig::default()
-            },
-        ),
+    type Spoil = fn(&mut ScreamConfig);
+    let cases: [(&str, Spoil); 10] = [
+        ("min_bitrate", |c| {
+            c.min_bitrate = Bitrate::mbps(10);
+            c.max_bitrate = Bitrate::mbps(1);
+            c.start_bitrate = Bitrate::mbps(1);
+        }),
+        ("start_bitrate", |c| c.start_bitrate = Bitrate::mbps(500)),
+        ("loss_beta", |c| c.loss_beta = f64::NAN),
+        ("ecn_beta", |c| c.ecn_beta = -3.0),
+        ("l4s_gain_up", |c| c.l4s_gain_up = f64::INFINITY),
+        ("rate_margin", |c| c.rate_margin = 0.0),
+        ("qdelay_target", |c| c.qdelay_target = Duration::ZERO),
+        ("base_delay_slots", |c| c.base_delay_slots = 0),
+        ("max_tracked_packets", |c| c.max_tracked_packets = 0),
+        ("window_headroom_max", |c| c.window_headroom_max = -1.0),
     ];
-    for (field, cfg) in cases {
+    for (field, spoil) in cases {
+        let mut cfg = ScreamConfig::default();
+        spoil(&mut cfg);
         let e = Scream::new(cfg.clone(), Instant::now())
             .err()
             .unwrap_or_else(|| panic!("{field}: accepted"));
