@@ -272,8 +272,11 @@ impl DelayBasedController {
     /// `R` for eq. (3): the receive rate, but at least a probe result applied within the
     /// last window. `R` is an average over 500 ms, so just after a probe raised `Ar` it
     /// still holds the rate before; an over-use then (the cluster's own queue, or the first
-    /// large frames at the new rate) cut `Ar` to `α·R` of the old rate (§6.1, 1 → 2.5
-    /// Mbit/s: 2.38 → 1.45 Mbit/s).
+    /// large frames at the new rate) cut `Ar` to `α·R` of the old rate (REMB §6.1, 1 → 2.5
+    /// Mbit/s: 2.38 → 1.45 Mbit/s; send-side, in netlab, where this was REMB mode's only
+    /// until issue #14: 2.19 → 1.12 Mbit/s 0.3 s after the capacity probe, t90 13.4 s). A
+    /// result is never above the capacity: a saturated cluster gives 0.95 × its receive
+    /// rate, an unsaturated one its send rate.
     fn rate_for_control(&self) -> Option<Bitrate> {
         let r = self.receive_rate.rate();
         match self.probe_rate {
@@ -322,13 +325,14 @@ impl DelayBasedController {
     }
 
     /// A validated probe result (see [`RemoteRateController::on_probe_result`]); ignored
-    /// while the detector signals over-use, as libwebrtc's `DelayBasedBwe` does.
-    /// Returns whether it was applied.
+    /// while the detector signals over-use, as libwebrtc's `DelayBasedBwe` does. For one
+    /// receive-rate window it stands in for a smaller `R` in eq. (3) (see
+    /// `rate_for_control`). Returns whether it was applied.
     pub fn on_probe_result(&mut self, rate: Bitrate) -> bool {
         if self.detector.signal() == Signal::Overuse {
             return false;
         }
-        self.take_probe_result(rate)
+        self.apply_probe_result(rate)
     }
 
     /// A validated probe result found at the receiver (REMB mode), applied whatever the
@@ -338,19 +342,12 @@ impl DelayBasedController {
     /// receive-rate window the result also stands in for a smaller `R` in eq. (3) (see
     /// `rate_for_control`). Returns whether it was applied.
     pub fn apply_probe_result(&mut self, rate: Bitrate) -> bool {
-        if !self.take_probe_result(rate) {
-            return false;
-        }
-        self.probe_rate = Some((self.latest_us, rate));
-        true
-    }
-
-    fn take_probe_result(&mut self, rate: Bitrate) -> bool {
         if !self.rate.on_probe_result(rate) {
             return false;
         }
         self.stats.a_r = self.rate.estimate();
         self.stats.link_capacity = self.rate.link_capacity();
+        self.probe_rate = Some((self.latest_us, rate));
         true
     }
 
