@@ -279,8 +279,12 @@ impl ProbeController {
         if let State::Waiting { deadline, .. } = self.state {
             t = Some(t.map_or(deadline, |x| x.min(deadline)));
         }
+        // A capacity probe waiting for the interval only (otherwise what blocks it has its
+        // own time above, and a past `due` would be polled again and again).
         if self.capacity_wanted
             && self.state == State::Complete
+            && self.active.is_none()
+            && self.pending.is_empty()
             && let Some(last) = self.last_capacity_probe
         {
             let due = last + CAPACITY_PROBE_INTERVAL;
@@ -537,6 +541,24 @@ mod tests {
             "kept, and started once the interval passed"
         );
         assert_eq!(c.clusters_started(), 4);
+        // Asked for while another cluster is queued: that one first; meanwhile the next due
+        // time is its end, not the long-past end of the capacity interval.
+        let t2 = t + CAPACITY_PROBE_INTERVAL * 3;
+        c.poll_start(t2);
+        let in_alr = AlrState {
+            in_alr: true,
+            ended: None,
+        };
+        c.on_max_rate(Bitrate::mbps(10), in_alr, t2);
+        c.on_capacity_reset(t2);
+        let raised = c.poll_start(t2).expect("the raised maximum's probe");
+        assert_eq!(raised.rate, Bitrate::mbps(10));
+        assert_eq!(c.poll_timeout(), Some(raised.until));
+        assert_eq!(
+            drain(&mut c, raised.until),
+            [Bitrate::mbps(2)],
+            "then the capacity probe"
+        );
         let mut off = ProbeController::new(Bitrate::kbps(300), Bitrate::mbps(5), false, t0);
         drain(&mut off, t0);
         off.poll_start(t);
