@@ -206,6 +206,10 @@ pub trait Controller: Send + fmt::Debug {
 
 /// A config that builds a [`Controller`] (quinn-proto's `ControllerFactory`).
 pub trait ControllerConfig {
+    /// The first value the controller cannot run with, if any (what
+    /// [`build`](Self::build) refuses).
+    fn validate(&self) -> Result<(), ConfigError>;
+
     /// A fresh controller starting at `now`, or the first value it cannot run with.
     fn build(&self, now: Instant) -> Result<Box<dyn Controller>, ConfigError>;
 }

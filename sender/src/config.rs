@@ -136,21 +136,10 @@ impl Default for SenderConfig {
 impl SenderConfig {
     /// Checks what a session cannot run with (before anything is opened).
     pub fn validate(&self) -> Result<(), Error> {
-        if self.min_bitrate > self.max_bitrate {
-            return Err(Error::Config(format!(
-                "min bitrate {} is above max bitrate {}",
-                self.min_bitrate, self.max_bitrate
-            )));
-        }
-        if self.start_bitrate < self.min_bitrate || self.start_bitrate > self.max_bitrate {
-            return Err(Error::Config(format!(
-                "start bitrate {} is outside [{}, {}]",
-                self.start_bitrate, self.min_bitrate, self.max_bitrate
-            )));
-        }
-        if self.max_bitrate.as_bps() == 0 {
-            return Err(Error::Config("max bitrate must be positive".into()));
-        }
+        // The bit-rate bounds, as the controller built from them checks them.
+        self.controller_config()
+            .validate()
+            .map_err(|e| Error::Config(format!("controller: {e}")))?;
         if self.ecn.is_ce() {
             return Err(Error::Config(
                 "ECN mode ce: media are not sent CE-marked (off, ect0 or l4s)".into(),

@@ -536,6 +536,10 @@ impl GccConfig {
 }
 
 impl ControllerConfig for GccConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        GccConfig::validate(self)
+    }
+
     fn build(&self, now: Instant) -> Result<Box<dyn Controller>, ConfigError> {
         Ok(Box::new(self.build_controller(now)?))
     }
