@@ -375,18 +375,31 @@ impl ScreamConfig {
                 "within [1 ms, 5 s]",
             )?;
         }
-        for (field, d) in [
-            ("base_delay_slot", self.base_delay_slot),
-            ("frame_period", self.frame_period),
-        ] {
-            ConfigError::check(!d.is_zero(), field, d, "above 0")?;
-        }
-        for (field, n) in [
-            ("base_delay_slots", self.base_delay_slots),
-            ("max_tracked_packets", self.max_tracked_packets),
-        ] {
-            ConfigError::check(n > 0, field, n, "above 0")?;
-        }
+        ConfigError::check(
+            self.base_delay_slot >= Duration::from_millis(1),
+            "base_delay_slot",
+            self.base_delay_slot,
+            "at least 1 ms",
+        )?;
+        ConfigError::check(
+            !self.frame_period.is_zero(),
+            "frame_period",
+            self.frame_period,
+            "above 0",
+        )?;
+        // The ranges the base-delay history and the flight keep (they would clamp).
+        ConfigError::check(
+            (1..=1024).contains(&self.base_delay_slots),
+            "base_delay_slots",
+            self.base_delay_slots,
+            "within [1, 1024]",
+        )?;
+        ConfigError::check(
+            (16..=1 << 20).contains(&self.max_tracked_packets),
+            "max_tracked_packets",
+            self.max_tracked_packets,
+            "within [16, 1048576]",
+        )?;
         for (field, v) in [
             ("qdelay_avg_gain", self.qdelay_avg_gain),
             ("qdelay_dev_gain", self.qdelay_dev_gain),
@@ -478,6 +491,10 @@ impl Default for ScreamConfig {
 }
 
 impl ControllerConfig for ScreamConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        ScreamConfig::validate(self)
+    }
+
     fn build(&self, now: Instant) -> Result<Box<dyn Controller>, ConfigError> {
         Ok(Box::new(self.build_scream(now)?))
     }

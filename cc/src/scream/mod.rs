@@ -183,7 +183,7 @@ impl Scream {
     /// ([`ScreamConfig::validate`]).
     pub fn new(cfg: ScreamConfig, now: Instant) -> Result<Self, ConfigError> {
         cfg.validate()?;
-        let mss = cfg.initial_mss.as_bytes().max(1) as f64;
+        let mss = cfg.initial_mss.as_bytes() as f64;
         let cwnd0 = (cfg.start_bitrate.as_bps_f64() / 8.0
             * cfg.initial_rtt.as_secs_f64()
             * cfg.rate_margin)
