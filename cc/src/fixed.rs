@@ -29,12 +29,6 @@ impl FixedRate {
         }
     }
 
-    /// Paces at `factor` × the rate.
-    pub fn pacing_factor(mut self, factor: f64) -> Self {
-        self.pacing = self.rate.mul_f64(factor);
-        self
-    }
-
     /// Asks for `feedback`.
     pub fn feedback(mut self, feedback: FeedbackKind) -> Self {
         self.feedback = feedback;
@@ -68,13 +62,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn holds_its_rate_and_paces_at_the_factor() {
-        let c = FixedRate::new(Bitrate::mbps(2))
-            .pacing_factor(1.5)
-            .feedback(FeedbackKind::TransportWideCc);
+    fn feedback_does_not_move_it() {
+        let now = Instant::now();
+        let mut c = FixedRate::new(Bitrate::mbps(2)).feedback(FeedbackKind::Remb);
+        c.on_feedback(
+            &Feedback {
+                packets: &[],
+                remb: Some(Bitrate::kbps(100)),
+                loss: None,
+                rtt: None,
+                report_time: None,
+            },
+            now,
+        );
         assert_eq!(c.target_bitrate(), Bitrate::mbps(2));
-        assert_eq!(c.pacing_rate(), Bitrate::mbps(3));
-        assert_eq!(c.feedback_kind(), FeedbackKind::TransportWideCc);
-        assert_eq!(c.stats().pacing, Bitrate::mbps(3));
+        assert_eq!(c.pacing_rate(), Bitrate::mbps(2));
+        assert_eq!(c.feedback_kind(), FeedbackKind::Remb);
     }
 }

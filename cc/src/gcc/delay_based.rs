@@ -335,8 +335,9 @@ impl DelayBasedController {
         self.apply_probe_result(rate)
     }
 
-    /// A validated probe result found at the receiver (REMB mode), applied whatever the
-    /// detector signals, as libwebrtc's `RemoteBitrateEstimatorAbsSendTime` takes one: a
+    /// A validated probe result, applied whatever the detector signals (REMB mode, at the
+    /// receiver; send-side mode goes through [`on_probe_result`](Self::on_probe_result)),
+    /// as libwebrtc's `RemoteBitrateEstimatorAbsSendTime` takes one: a
     /// cluster above the capacity queues the media sent with it, so the detector often
     /// signals over-use just as the cluster's last packet brings its result. For one
     /// receive-rate window the result also stands in for a smaller `R` in eq. (3) (see

@@ -83,7 +83,7 @@ impl FromStr for Ecn {
             .as_str()
         {
             "not-ect" | "notect" | "none" | "off" => Ok(Ecn::NotEct),
-            "ect0" => Ok(Ecn::Ect0),
+            "ect0" | "classic" => Ok(Ecn::Ect0),
             "ect1" | "l4s" => Ok(Ecn::Ect1),
             "ce" => Ok(Ecn::Ce),
             _ => Err(UnknownEcn(s.to_owned())),
