@@ -25,6 +25,17 @@
 //!   is over, unless the estimate fell meanwhile: the reset fires once per capacity
 //!   estimate, so a request dropped because, say, a recovery probe's results were still
 //!   awaited would leave the sender climbing additively until the next reset.
+//!   Near a rate the link was last found to saturate at (the last result of a probing
+//!   sequence that did not probe on, forgotten at a large drop), the probe goes at
+//!   [`NEAR_FACTOR`] × the estimate instead, with the shorter further-probe duration, and
+//!   probes on only if the link carried it (a result above
+//!   [`super::probe_estimator`]'s saturation ratio of its rate). A probe-seeded capacity
+//!   estimate is narrow (σ ≥ √(0.4 × estimate), 4 % at 2 Mbit/s) and a saturated result is
+//!   95 % of the link rate, so the additive climb passes it a few seconds after a probe with
+//!   the link still full: a 2× probe there leaves `estimate × duration` of queue (26 ms at
+//!   2.3 Mbit/s for 30 ms) and the delay detector over-uses on it (netlab §6.1 camera, four
+//!   runs of four, issue #14: `Ar` back to 85 % within 0.3 s of such probes, t90 above 8 s
+//!   in two of them); at 1.5× and the link full it is a third of that.
 //!
 //! Periodic ALR probing (every 5 s at 2×) is off for camera video in libwebrtc and not
 //! done here.
@@ -73,6 +84,10 @@ const MIN_BETWEEN_RECOVERY: Duration = Duration::from_secs(5);
 const ALR_ENDED_TIMEOUT: Duration = Duration::from_secs(3);
 /// Shortest interval between two capacity probes (cg's trigger).
 pub const CAPACITY_PROBE_INTERVAL: Duration = Duration::from_secs(2);
+/// A capacity probe's rate in estimates near the rate the link was last found to saturate.
+pub const NEAR_FACTOR: f64 = 1.5;
+/// "Near": an estimate below this many times the saturation rate.
+const NEAR_SPAN: f64 = 1.5;
 
 /// A cluster being sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +104,8 @@ pub struct ActiveProbe {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum State {
-    /// Clusters sent, results awaited until `deadline`; a result above `further` probes on.
+    /// Clusters sent, results awaited until `deadline`; a result above `further` probes on,
+    /// at or below it says the link is full (`saturated`).
     Waiting { deadline: Instant, further: Bitrate },
     /// Nothing awaited.
     Complete,
@@ -121,6 +137,8 @@ pub struct ProbeController {
     last_capacity_probe: Option<Instant>,
     /// A capacity probe asked for and not yet started.
     capacity_wanted: bool,
+    /// The last result of a probing sequence that did not probe on: the link's rate then.
+    saturated: Option<Bitrate>,
     gap: Duration,
     further_duration: Duration,
     last_end: Option<Instant>,
@@ -144,13 +162,14 @@ impl ProbeController {
             last_recovery_probe: None,
             last_capacity_probe: None,
             capacity_wanted: false,
+            saturated: None,
             gap: Duration::ZERO,
             further_duration: PROBE_DURATION,
             last_end: None,
             clusters_started: 0,
         };
         let rates = INITIAL_FACTORS.map(|f| start.mul_f64(f));
-        c.initiate(&rates, true, PROBE_DURATION, now);
+        c.initiate(&rates, Some(FURTHER_THRESHOLD), PROBE_DURATION, now);
         c
     }
 
@@ -171,8 +190,14 @@ impl ProbeController {
     }
 
     /// Queues clusters at `rates` (capped at the maximum), each lasting at least
-    /// `shortest`; with `further`, a result above 0.7× the last of them probes on.
-    fn initiate(&mut self, rates: &[Bitrate], further: bool, shortest: Duration, now: Instant) {
+    /// `shortest`; with `further`, a result above that share of the last of them probes on.
+    fn initiate(
+        &mut self,
+        rates: &[Bitrate],
+        further: Option<f64>,
+        shortest: Duration,
+        now: Instant,
+    ) {
         let mut last = Bitrate::ZERO;
         let mut capped = false;
         for &r in rates {
@@ -190,13 +215,12 @@ impl ProbeController {
                 break;
             }
         }
-        self.state = if further && !capped && last > Bitrate::ZERO {
-            State::Waiting {
+        self.state = match further {
+            Some(share) if !capped && last > Bitrate::ZERO => State::Waiting {
                 deadline: now + RESULT_WAIT,
-                further: last.mul_f64(FURTHER_THRESHOLD),
-            }
-        } else {
-            State::Complete
+                further: last.mul_f64(share),
+            },
+            _ => State::Complete,
         };
     }
 
@@ -313,15 +337,27 @@ impl ProbeController {
 
     /// A validated probe result.
     pub fn on_result(&mut self, rate: Bitrate, now: Instant) {
-        if let State::Waiting { further, deadline } = self.state
-            && now < deadline
-            && rate > further
-        {
+        let State::Waiting { further, deadline } = self.state else {
+            return;
+        };
+        if now >= deadline {
+            return;
+        }
+        if rate > further {
+            self.saturated = None;
             let next = rate.mul_f64(FURTHER_FACTOR);
             if next > self.estimate.max(rate) {
-                self.initiate(&[next], true, self.further_duration, now);
+                self.initiate(&[next], Some(FURTHER_THRESHOLD), self.further_duration, now);
             }
+        } else {
+            // The best of the sequence's results: an earlier cluster's may arrive first.
+            self.saturated = Some(self.saturated.map_or(rate, |s| s.max(rate)));
         }
+    }
+
+    /// The rate the link was last found to saturate at, if not forgotten since.
+    pub fn saturated(&self) -> Option<Bitrate> {
+        self.saturated
     }
 
     /// The sender's new target; records large drops. A fall cancels a capacity probe not
@@ -329,6 +365,7 @@ impl ProbeController {
     pub fn on_estimate(&mut self, estimate: Bitrate, now: Instant) {
         if estimate.as_bps_f64() < LARGE_DROP * self.estimate.as_bps_f64() {
             self.large_drop = Some((now, self.estimate));
+            self.saturated = None;
         }
         if estimate < self.estimate {
             self.capacity_wanted = false;
@@ -341,7 +378,7 @@ impl ProbeController {
         let raised = max > self.max;
         self.max = max;
         if raised && alr.in_alr && self.state == State::Complete && max > self.estimate {
-            self.initiate(&[max, max.mul_f64(2.0)], false, PROBE_DURATION, now);
+            self.initiate(&[max, max.mul_f64(2.0)], None, PROBE_DURATION, now);
         }
     }
 
@@ -367,14 +404,15 @@ impl ProbeController {
                 .is_none_or(|t| now.saturating_duration_since(t) > MIN_BETWEEN_RECOVERY)
         {
             self.last_recovery_probe = Some(now);
-            self.initiate(&[probe], false, PROBE_DURATION, now);
+            self.initiate(&[probe], None, PROBE_DURATION, now);
         }
     }
 
     /// cg's trigger: the link-capacity estimate was forgotten because the rate went above
-    /// it. A probe at 2× the estimate, with further probes: now, or once the probing under
-    /// way is complete and [`CAPACITY_PROBE_INTERVAL`] has passed since the last one (the
-    /// caller starts it with [`poll_start`](Self::poll_start)).
+    /// it. A probe at 2× the estimate (or [`NEAR_FACTOR`]× near the rate the link last
+    /// saturated at), with further probes: now, or once the probing under way is complete
+    /// and [`CAPACITY_PROBE_INTERVAL`] has passed since the last one (the caller starts it
+    /// with [`poll_start`](Self::poll_start)).
     pub fn on_capacity_reset(&mut self, now: Instant) {
         if self.capacity_probes {
             self.capacity_wanted = true;
@@ -396,8 +434,17 @@ impl ProbeController {
         }
         self.capacity_wanted = false;
         self.last_capacity_probe = Some(now);
-        let rate = self.estimate.mul_f64(FURTHER_FACTOR);
-        self.initiate(&[rate], true, PROBE_DURATION, now);
+        let near = self
+            .saturated
+            .is_some_and(|s| self.estimate < s.mul_f64(NEAR_SPAN));
+        if near {
+            let rate = self.estimate.mul_f64(NEAR_FACTOR);
+            let share = super::probe_estimator::SATURATED_RATIO;
+            self.initiate(&[rate], Some(share), self.further_duration, now);
+        } else {
+            let rate = self.estimate.mul_f64(FURTHER_FACTOR);
+            self.initiate(&[rate], Some(FURTHER_THRESHOLD), PROBE_DURATION, now);
+        }
     }
 }
 
@@ -592,5 +639,54 @@ mod tests {
             drain(&mut fell, done).is_empty(),
             "an over-use since: no probe"
         );
+    }
+
+    #[test]
+    fn near_the_rate_the_link_saturated_at_a_capacity_probe_is_smaller_and_probes_on_only_if_carried()
+     {
+        let t0 = Instant::now();
+        let mut c = ProbeController::new(Bitrate::mbps(1), Bitrate::mbps(20), true, t0)
+            .with_further_duration(FURTHER_PROBE_DURATION);
+        drain(&mut c, t0);
+        // The 6 Mbit/s cluster came back at 2.3: below 0.7 × 6, the link is full.
+        let t = t0 + Duration::from_millis(200);
+        c.on_result(Bitrate::kbps(2300), t);
+        assert!(drain(&mut c, t).is_empty());
+        assert_eq!(c.saturated(), Some(Bitrate::kbps(2300)));
+        // The climb passes the capacity estimate a few seconds later, the link still full.
+        let t1 = t0 + Duration::from_secs(5);
+        c.poll_start(t1);
+        c.on_estimate(Bitrate::kbps(2400), t1);
+        c.on_capacity_reset(t1);
+        let p = c.poll_start(t1).expect("a capacity probe");
+        assert_eq!(p.rate, Bitrate::kbps(3600), "1.5×, not 2×");
+        assert_eq!(
+            p.duration,
+            Duration::from_millis(16),
+            "the further-probe duration, or six packets' time if longer"
+        );
+        // 2.5 Mbit/s received of 3.6 sent (below 0.9 ×): full, no further probe.
+        c.on_result(Bitrate::kbps(2375), p.until);
+        assert!(drain(&mut c, p.until).is_empty());
+        assert_eq!(c.saturated(), Some(Bitrate::kbps(2375)));
+        // Carried whole (the link got faster): on at 2× the result, as from any probe.
+        let t2 = t1 + CAPACITY_PROBE_INTERVAL;
+        c.poll_start(t2);
+        c.on_estimate(Bitrate::kbps(2500), t2);
+        c.on_capacity_reset(t2);
+        let p = c.poll_start(t2).expect("a capacity probe");
+        assert_eq!(p.rate, Bitrate::kbps(3750));
+        c.on_result(Bitrate::kbps(3600), p.until);
+        assert_eq!(drain(&mut c, p.until), [Bitrate::kbps(7200)]);
+        assert_eq!(c.saturated(), None);
+        // A large drop forgets the saturation rate: 2× again.
+        let t3 = t2 + CAPACITY_PROBE_INTERVAL * 2;
+        c.poll_start(t3);
+        c.on_result(Bitrate::kbps(5000), t3 - Duration::from_millis(500));
+        c.on_estimate(Bitrate::kbps(5000), t3);
+        c.on_estimate(Bitrate::kbps(1000), t3);
+        c.on_estimate(Bitrate::kbps(1100), t3);
+        c.on_capacity_reset(t3);
+        assert_eq!(drain(&mut c, t3), [Bitrate::kbps(2200)]);
     }
 }

@@ -19,7 +19,7 @@ const MAX_INTERVAL_US: i64 = 1_000_000;
 const MAX_VALID_RATIO: f64 = 2.0;
 /// Below this receive / send ratio the link is taken as saturated
 /// (`kMinRatioForUnsaturatedLink`).
-const SATURATED_RATIO: f64 = 0.9;
+pub(crate) const SATURATED_RATIO: f64 = 0.9;
 /// The result's share of the receive rate on a saturated link
 /// (`kTargetUtilizationFraction`).
 const SATURATED_SHARE: f64 = 0.95;
