@@ -201,7 +201,8 @@ pub struct GccConfig {
 
     /// Threshold `γ(ti)`. Default [`ThresholdModel::adaptive`].
     pub threshold: ThresholdModel,
-    /// `t̄OU`, Algorithm 1: time `m` must stay above `γ` before over-use. Default 100 ms.
+    /// `t̄OU`, Algorithm 1: time `m` must stay above `γ` before over-use, on the receiver's
+    /// clock (see [`crate::gcc::detector`]). Default 100 ms (MMSys16 §3.3).
     pub overuse_time: Duration,
 
     /// `η`, eq. (3): multiplicative increase. Default 1.05. Applied as

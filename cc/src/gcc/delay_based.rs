@@ -242,7 +242,9 @@ impl DelayBasedController {
         // The detector compares m(ti) with the threshold in force before this sample,
         // then the threshold adapts (libwebrtc's order).
         let gamma_before = self.threshold.gamma();
-        let signal = self.detector.detect(m, gamma_before, delta.send_delta_ms);
+        let signal = self
+            .detector
+            .detect(m, gamma_before, delta.arrival_delta_ms);
         let a_r = self.rate.update(signal, r, delta.arrival_us);
         let signal = self.detector.signal();
         let overuses = self.stats.overuses
@@ -455,6 +457,34 @@ mod tests {
         let r = s.link_capacity.expect("over-use seen").as_bps_f64();
         assert!(r <= 1.05e6, "R = {r}");
         assert!((s.a_r.as_bps_f64() - 0.85 * r).abs() < 10.0, "{s:?}");
+    }
+
+    #[test]
+    fn a_fivefold_capacity_drop_is_an_overuse_within_a_quarter_second() {
+        // MMSys16 §6.1's 2.5 → 0.5 Mbit/s, the sender at 2.4 Mbit/s: a 300 ms DropTail
+        // buffer fills in about 80 ms, so every 100 ms of late reaction loses ~24 packets.
+        // The persistence t̄OU runs on the receiver's clock: counted in send time it
+        // needed three frames, which the shrunken link delivers over half a second.
+        let mut c = DelayBasedController::new(&GccConfig::default());
+        let mut f = Fluid {
+            t: 0,
+            link_free: 0.0,
+            frame: 0,
+        };
+        f.drive(&mut c, 2.4e6, 2.5e6, 10.0);
+        assert_eq!(c.stats().signal, Signal::Normal);
+        // On the receiver's clock: from the arrival of the first packet sent after the drop
+        // to that of the packet on which over-use fired (the fluid hands packets over at
+        // their send time, each with its arrival time).
+        let drop = f.t;
+        let mut first_arrival = None;
+        while c.stats().signal != Signal::Overuse {
+            f.drive(&mut c, 2.4e6, 0.5e6, 0.001);
+            first_arrival.get_or_insert(f.link_free);
+            assert!(f.t - drop < 2_000_000, "no over-use: {:?}", c.stats());
+        }
+        let after = (f.link_free - first_arrival.unwrap_or_default()) / 1e3;
+        assert!(after <= 250.0, "over-use {after:.0} ms after the drop");
     }
 
     #[test]

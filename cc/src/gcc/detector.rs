@@ -1,10 +1,16 @@
 //! The over-use detector: Algorithm 1 of the 2013 paper (MMSys16 §3.3, Figure 3).
 //!
-//! `m > γ` must persist for `t̄OU` (accumulated over the frame inter-departure times `ΔT`)
-//! and `m(ti) ≥ m(ti−1)` before over-use is signalled; `m < −γ` signals under-use at once;
+//! `m > γ` must persist for `t̄OU` (accumulated over the groups' inter-arrival times: "the
+//! time spent in this condition", MMSys16 §3.3, on the receiver's clock) and
+//! `m(ti) ≥ m(ti−1)` before over-use is signalled; `m < −γ` signals under-use at once;
 //! `|m| ≤ γ` signals normal. While `m > γ` has not yet lasted `t̄OU` (or `m` is shrinking),
 //! Algorithm 1 assigns no signal: [`OveruseDetector::detect`] then returns `None` and the
 //! rate controller keeps its state (see [`crate::gcc::rate_control`]).
+//!
+//! libwebrtc accumulates the groups' send-time deltas against its 10 ms. With the paper's
+//! 100 ms that is several frames, and when the link shrinks they arrive that many times
+//! slower: at 2.5 → 0.5 Mbit/s (MMSys16 §6.1) over-use came 0.6 s after `m` passed `γ`
+//! (netlab, camera picture, REMB), while the 300 ms buffer overflowed from 80 ms on.
 
 use std::time::Duration;
 
@@ -51,14 +57,15 @@ impl OveruseDetector {
         }
     }
 
-    /// Classifies `m(ti)` against `γ(ti)`; `send_delta_ms` is `ΔT`, the inter-departure time.
-    /// `None` when Algorithm 1 assigns no signal (over `γ`, not yet for `t̄OU`).
-    pub fn detect(&mut self, m: f64, gamma: f64, send_delta_ms: f64) -> Option<Signal> {
+    /// Classifies `m(ti)` against `γ(ti)`; `elapsed_ms` is the time since the last group
+    /// on the receiver's clock (its inter-arrival time). `None` when Algorithm 1 assigns no
+    /// signal (over `γ`, not yet for `t̄OU`).
+    pub fn detect(&mut self, m: f64, gamma: f64, elapsed_ms: f64) -> Option<Signal> {
         if !m.is_finite() {
             return None;
         }
-        let dt = if send_delta_ms.is_finite() {
-            send_delta_ms.max(0.0)
+        let dt = if elapsed_ms.is_finite() {
+            elapsed_ms.max(0.0)
         } else {
             0.0
         };
