@@ -22,14 +22,8 @@ pub const DEFAULT_PRIORITY: u8 = 10;
 
 /// The parent pid of `pid`, from `/proc/PID/stat` (`None` if it is gone).
 fn parent_of(pid: u32) -> Option<u32> {
-    ppid_from_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-}
-
-/// The ppid field of a `/proc/PID/stat` line: "pid (comm) state ppid …", where comm may
-/// contain spaces and parentheses, so the fields start after the last ')'.
-fn ppid_from_stat(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(cg_types::ProcStat::parse(&stat)?.ppid)
 }
 
 /// Every live descendant of `root` (children, grandchildren, …).
@@ -160,10 +154,11 @@ mod tests {
     }
 
     #[test]
-    fn parent_parsing_survives_parentheses_in_the_name() {
-        assert_eq!(ppid_from_stat("12 (a) b) S 34 12 12 0"), Some(34));
-        assert_eq!(ppid_from_stat("12 (x (y)) R 7 1"), Some(7));
-        assert_eq!(ppid_from_stat("12 no-parenthesis S 34"), None);
+    fn the_parent_is_read_from_proc() {
+        assert_eq!(
+            parent_of(std::process::id()),
+            Some(std::os::unix::process::parent_id())
+        );
         assert_eq!(parent_of(u32::MAX), None);
     }
 

@@ -9,6 +9,8 @@
 //! - [`Ecn`] — the two ECN bits of the IP header (RFC 3168 §5).
 //! - [`RemoteTime`] — a timestamp on a peer's clock (feedback arrival times), which cannot be an
 //!   [`std::time::Instant`] of ours because the two clocks have an unknown offset.
+//! - [`ProcStat`] — the fields cg reads from a Linux `/proc/PID/stat` line (process tree,
+//!   CPU time), parsed from its text.
 //! - [`Rng`] — a small seeded PRNG (xoshiro256\*\*), so that every random decision in a sans-IO
 //!   core is reproducible from its seed, whatever version of an external crate is built.
 //!
@@ -19,6 +21,7 @@ mod codec;
 mod data_size;
 mod ecn;
 mod parse;
+mod proc_stat;
 mod remote_time;
 mod rng;
 
@@ -27,5 +30,6 @@ pub use codec::Codec;
 pub use data_size::DataSize;
 pub use ecn::Ecn;
 pub use parse::ParseError;
+pub use proc_stat::{ProcStat, USER_HZ};
 pub use remote_time::RemoteTime;
 pub use rng::Rng;

@@ -18,9 +18,6 @@ use std::time::{Duration, Instant};
 
 use crate::{cargo, root, run};
 
-/// Clock ticks per second of `/proc/PID/stat` times (`USER_HZ`, 100 on Linux).
-const USER_HZ: f64 = 100.0;
-
 struct Options {
     rate: String,
     size: (u32, u32),
@@ -89,18 +86,9 @@ fn options(args: &[String]) -> Result<Options, String> {
 fn sample(pid: u32) -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     Some((
-        cpu_ticks(&stat)?,
+        cg_types::ProcStat::parse(&stat)?.cpu_ticks(),
         rss_kib(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)?,
     ))
-}
-
-/// utime + stime of a `/proc/PID/stat` line (fields 14 and 15; the command name, in
-/// parentheses, may contain spaces).
-fn cpu_ticks(stat: &str) -> Option<u64> {
-    let after = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = after.split(' ').collect();
-    // `after` starts at field 3 (state): utime is field 14, index 11.
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
 /// `VmRSS` of a `/proc/PID/status` text, KiB.
@@ -139,7 +127,9 @@ impl Track {
         let (Some(first), Some(last)) = (after.first(), after.last()) else {
             return format!("{:8} no samples after the warm-up", self.name);
         };
-        let cpu = (last.1 - first.1) as f64 / USER_HZ / (last.0 - first.0).max(1e-9) * 100.0;
+        let cpu =
+            (last.1 - first.1) as f64 / f64::from(cg_types::USER_HZ) / (last.0 - first.0).max(1e-9)
+                * 100.0;
         let max = after.iter().map(|s| s.2).max().unwrap_or(0);
         let trend = slope(
             &after
@@ -332,10 +322,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn proc_fields_parse() {
-        let stat = "4242 (cg send (x)) S 1 4242 4242 0 -1 4194304 100 0 0 0 1234 56 0 0 20 0 5 0 \
-                    100 1000 2000";
-        assert_eq!(cpu_ticks(stat), Some(1290));
+    fn rss_parses() {
         let status = "Name:\tcg-send\nVmPeak:\t  100 kB\nVmRSS:\t   54484 kB\nThreads:\t9\n";
         assert_eq!(rss_kib(status), Some(54484));
         assert_eq!(rss_kib("Name: x\n"), None);

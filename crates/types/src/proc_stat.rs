@@ -1,0 +1,77 @@
+//! The fields cg reads from a Linux `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) line.
+
+use std::time::Duration;
+
+/// Clock ticks per second of the times in `/proc/PID/stat` (`USER_HZ`, 100 on every Linux
+/// architecture cg runs on).
+pub const USER_HZ: u32 = 100;
+
+/// One `/proc/PID/stat` line: "pid (comm) state ppid … utime stime …" (proc(5)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcStat {
+    /// The command (thread) name, without its parentheses.
+    pub comm: String,
+    /// The parent's pid (field 4).
+    pub ppid: u32,
+    /// User-mode CPU time, in [`USER_HZ`] ticks (field 14).
+    pub utime_ticks: u64,
+    /// Kernel-mode CPU time, in [`USER_HZ`] ticks (field 15).
+    pub stime_ticks: u64,
+}
+
+impl ProcStat {
+    /// Parses a stat line; `None` if it is not one. The name may contain spaces and
+    /// parentheses, so the fields after it start at the last `)`.
+    pub fn parse(line: &str) -> Option<ProcStat> {
+        let open = line.find('(')?;
+        let close = line.rfind(')')?;
+        let comm = line.get(open + 1..close)?.to_owned();
+        // From field 3 (state) on: ppid is index 1, utime 11, stime 12.
+        let fields: Vec<&str> = line[close + 1..].split_whitespace().collect();
+        let field = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+        Some(ProcStat {
+            comm,
+            ppid: u32::try_from(field(1)?).ok()?,
+            utime_ticks: field(11)?,
+            stime_ticks: field(12)?,
+        })
+    }
+
+    /// User + system CPU time in ticks.
+    pub fn cpu_ticks(&self) -> u64 {
+        self.utime_ticks + self.stime_ticks
+    }
+
+    /// User + system CPU time.
+    pub fn cpu_time(&self) -> Duration {
+        Duration::from_secs_f64(self.cpu_ticks() as f64 / f64::from(USER_HZ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_with_spaces_and_parentheses_parse() {
+        let s = ProcStat::parse(
+            "4242 (cg send (x)) S 1 4242 4242 0 -1 4194304 100 0 0 0 1234 56 0 0 20 0 5 0 \
+             100 1000 2000\n",
+        )
+        .unwrap();
+        assert_eq!(s.comm, "cg send (x)");
+        assert_eq!(s.ppid, 1);
+        assert_eq!(s.cpu_ticks(), 1290);
+        assert_eq!(s.cpu_time(), Duration::from_millis(12_900));
+        let t = ProcStat::parse("12 (a) b) S 34 12 12 0 0 0 0 0 0 0 7 8").unwrap();
+        assert_eq!((t.comm.as_str(), t.ppid, t.cpu_ticks()), ("a) b", 34, 15));
+    }
+
+    #[test]
+    fn other_text_is_refused() {
+        assert_eq!(ProcStat::parse("12 no-parenthesis S 34"), None);
+        assert_eq!(ProcStat::parse("12 (short) S 34 1 1"), None);
+        assert_eq!(ProcStat::parse(")12 (x S 1"), None);
+        assert_eq!(ProcStat::parse(""), None);
+    }
+}
