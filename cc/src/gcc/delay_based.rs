@@ -396,6 +396,7 @@ mod tests {
 
     /// A fluid bottleneck: frames every 33 ms cut into 1000-byte packets, served at `cap_bps`,
     /// 25 ms of propagation delay.
+    #[derive(Default)]
     struct Fluid {
         t: i64,
         link_free: f64,
@@ -432,11 +433,7 @@ mod tests {
             ..GccConfig::default()
         };
         let mut c = DelayBasedController::new(&cfg);
-        let mut f = Fluid {
-            t: 0,
-            link_free: 0.0,
-            frame: 0,
-        };
+        let mut f = Fluid::default();
         f.drive(&mut c, 720e3, 1e6, 3.0);
         assert_ne!(c.stats().signal, Signal::Overuse);
         assert_eq!(c.stats().overuses, 0);
@@ -466,11 +463,7 @@ mod tests {
         // The persistence t̄OU runs on the receiver's clock: counted in send time it
         // needed three frames, which the shrunken link delivers over half a second.
         let mut c = DelayBasedController::new(&GccConfig::default());
-        let mut f = Fluid {
-            t: 0,
-            link_free: 0.0,
-            frame: 0,
-        };
+        let mut f = Fluid::default();
         f.drive(&mut c, 2.4e6, 2.5e6, 10.0);
         assert_eq!(c.stats().signal, Signal::Normal);
         // On the receiver's clock: from the arrival of the first packet sent after the drop
@@ -490,11 +483,7 @@ mod tests {
     #[test]
     fn below_capacity_the_rate_increases() {
         let mut c = DelayBasedController::new(&GccConfig::default());
-        let mut f = Fluid {
-            t: 0,
-            link_free: 0.0,
-            frame: 0,
-        };
+        let mut f = Fluid::default();
         f.drive(&mut c, 240e3, 1e6, 5.0);
         let s = c.stats();
         assert_eq!(s.state, RateState::Increase, "{s:?}");
