@@ -147,6 +147,11 @@ struct State {
     next_due: Option<Duration>,
     dropped_rate: u64,
     skipped_frame_rate: u64,
+    /// A key frame was asked for while a down-switch was due: the switch, in front of the
+    /// next frame, makes it (see [`Adapter::poll_key_frame`]).
+    key_frame_by_switch: bool,
+    /// ...and if the switch was no longer due by then, the key frame is still to be asked for.
+    key_frame_unserved: bool,
     /// Frames the leaky queue in front of the encoder dropped, as far as counted.
     overload_drops: u64,
 }
@@ -242,6 +247,8 @@ impl Encoder {
                 next_due: None,
                 dropped_rate: 0,
                 skipped_frame_rate: 0,
+                key_frame_by_switch: false,
+                key_frame_unserved: false,
                 overload_drops: 0,
             }),
         });
@@ -384,7 +391,20 @@ fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), Erro
         s.key_frame_requests += 1;
         s.key_frame_requested_after_index = s.frames_in.checked_sub(1);
         s.key_frame_requested_after_pts = s.last_input_pts;
+        // The target the next frame gets (a new one may not have reached a frame yet).
+        s.adapter
+            .on_target(Bitrate::bps(shared.wanted_bps.load(Ordering::Acquire)));
+        if s.adapter.down_due() {
+            // The size change in front of the next frame codes the key frame.
+            s.key_frame_by_switch = true;
+            return Ok(());
+        }
     }
+    force_key_unit(encoder)
+}
+
+/// Sends the encoder an upstream `force-key-unit` event with all headers.
+fn force_key_unit(encoder: &gst::Element) -> Result<(), Error> {
     let event = gst_video::UpstreamForceKeyUnitEvent::builder()
         .all_headers(true)
         .build();
@@ -444,9 +464,15 @@ fn install_input_probe(
                 Err(e) => s.error = Some(e.to_string()),
             }
         }
-        if let Some(pts) = pts_d
-            && s.skip(pts, &scaler, shared.captured.load(Ordering::Relaxed))
+        let skipped =
+            pts_d.is_some_and(|pts| s.skip(pts, &scaler, shared.captured.load(Ordering::Relaxed)));
+        if std::mem::take(&mut s.key_frame_unserved)
+            && let Some(enc) = enc.upgrade()
+            && let Err(e) = force_key_unit(&enc)
         {
+            s.error = Some(e.to_string());
+        }
+        if skipped {
             // Consumed here and `Handled`: returning `Drop` made GStreamer 1.22 print a
             // `gst_mini_object_unref: assertion 'mini_object != NULL'` CRITICAL for every
             // dropped frame.
@@ -487,7 +513,14 @@ impl State {
         let target = self.applied;
         self.adapter.on_target(target);
         let before = self.adapter.format();
-        if let Some(change) = self.adapter.poll(pts) {
+        let for_key_frame = if std::mem::take(&mut self.key_frame_by_switch) {
+            let change = self.adapter.poll_key_frame(pts);
+            self.key_frame_unserved = change.is_none();
+            change
+        } else {
+            None
+        };
+        if let Some(change) = for_key_frame.or_else(|| self.adapter.poll(pts)) {
             let f = change.format;
             tracing::info!(target: "cg_media", from = %before, to = %f, reason = ?change.reason, %target, "adapting the picture");
             if (f.width, f.height) != (before.width, before.height) {
