@@ -41,8 +41,9 @@
 //!   and its rate control's first seconds are not the content's cost.
 //! - **A wanted key frame goes down at once** ([`Adapter::poll_key_frame`]): when the
 //!   receiver asks for a key frame while the target is below the down-switch threshold, the
-//!   switch is made now, `down_hold` and `settle` waived, and its key frame is the one asked
-//!   for. Otherwise the key frame comes at the old size and the switch's own one a few
+//!   switch is made now, `down_hold` and `settle` waived, and its key frame (a new size
+//!   re-initialises the encoder; a lower frame rate alone does not, and the encoder is then
+//!   asked for one) is the one asked for. Otherwise the key frame comes at the old size and the switch's own one a few
 //!   hundred milliseconds later: after MMSys16 §6.1's drop to 0.5 Mbit/s (netlab, camera,
 //!   GCC-REMB) a 1280×720 key frame and a 960×540 one 0.4 s apart took 2.4 s to get through,
 //!   the picture frozen meanwhile.

@@ -150,7 +150,8 @@ struct State {
     /// A key frame was asked for while a down-switch was due: the switch, in front of the
     /// next frame, makes it (see [`Adapter::poll_key_frame`]).
     key_frame_by_switch: bool,
-    /// ...and if the switch was no longer due by then, the key frame is still to be asked for.
+    /// ...and if by then no switch was due or it kept the size, the key frame is still to
+    /// be asked for.
     key_frame_unserved: bool,
     /// Frames the leaky queue in front of the encoder dropped, as far as counted.
     overload_drops: u64,
@@ -514,8 +515,13 @@ impl State {
         self.adapter.on_target(target);
         let before = self.adapter.format();
         let for_key_frame = if std::mem::take(&mut self.key_frame_by_switch) {
+            // Only a new size re-initialises the encoder (a lower frame rate does not): else
+            // the key frame is still to be asked for.
             let change = self.adapter.poll_key_frame(pts);
-            self.key_frame_unserved = change.is_none();
+            let resized = change.is_some_and(|c| {
+                (c.format.width, c.format.height) != (before.width, before.height)
+            });
+            self.key_frame_unserved = !resized;
             change
         } else {
             None
