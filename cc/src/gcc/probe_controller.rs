@@ -215,6 +215,10 @@ impl ProbeController {
                 break;
             }
         }
+        if further.is_some() {
+            // A new sequence: what the link saturated at is to be measured again.
+            self.saturated = None;
+        }
         self.state = match further {
             Some(share) if !capped && last > Bitrate::ZERO => State::Waiting {
                 deadline: now + RESULT_WAIT,
@@ -344,6 +348,7 @@ impl ProbeController {
             return;
         }
         if rate > further {
+            // The link carried it.
             self.saturated = None;
             let next = rate.mul_f64(FURTHER_FACTOR);
             if next > self.estimate.max(rate) {
