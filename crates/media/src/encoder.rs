@@ -150,9 +150,6 @@ struct State {
     /// A key frame was asked for while a down-switch was due: the switch, in front of the
     /// next frame, makes it (see [`Adapter::poll_key_frame`]).
     key_frame_by_switch: bool,
-    /// ...and if by then no switch was due or it kept the size, the key frame is still to
-    /// be asked for.
-    key_frame_unserved: bool,
     /// Frames the leaky queue in front of the encoder dropped, as far as counted.
     overload_drops: u64,
 }
@@ -249,7 +246,6 @@ impl Encoder {
                 dropped_rate: 0,
                 skipped_frame_rate: 0,
                 key_frame_by_switch: false,
-                key_frame_unserved: false,
                 overload_drops: 0,
             }),
         });
@@ -465,15 +461,16 @@ fn install_input_probe(
                 Err(e) => s.error = Some(e.to_string()),
             }
         }
-        let skipped =
-            pts_d.is_some_and(|pts| s.skip(pts, &scaler, shared.captured.load(Ordering::Relaxed)));
-        if std::mem::take(&mut s.key_frame_unserved)
+        let admission = pts_d
+            .map(|pts| s.admit(pts, &scaler, shared.captured.load(Ordering::Relaxed)))
+            .unwrap_or_default();
+        if admission.force_key_unit
             && let Some(enc) = enc.upgrade()
             && let Err(e) = force_key_unit(&enc)
         {
             s.error = Some(e.to_string());
         }
-        if skipped {
+        if admission.drop {
             // Consumed here and `Handled`: returning `Drop` made GStreamer 1.22 print a
             // `gst_mini_object_unref: assertion 'mini_object != NULL'` CRITICAL for every
             // dropped frame.
@@ -495,11 +492,25 @@ fn install_input_probe(
     Ok(())
 }
 
+/// What the input probe does with a raw frame.
+#[derive(Debug, Default)]
+struct Admission {
+    /// Drop it (a lower frame rate, or the frame dropper).
+    drop: bool,
+    /// Ask the encoder for a key frame: one was wanted during a rate collapse and the
+    /// adaptation's switch did not change the size (nothing re-initialises).
+    force_key_unit: bool,
+}
+
 impl State {
-    /// Runs the adaptation in front of the raw frame at `pts`; `true` if the frame is to be
-    /// dropped (a lower frame rate, or the frame dropper). `captured`: raw frames that have
-    /// reached the queue in front of the encoder so far.
-    fn skip(&mut self, pts: Duration, scaler: &glib::WeakRef<gst::Element>, captured: u64) -> bool {
+    /// Runs the adaptation in front of the raw frame at `pts`. `captured`: raw frames that
+    /// have reached the queue in front of the encoder so far.
+    fn admit(
+        &mut self,
+        pts: Duration,
+        scaler: &glib::WeakRef<gst::Element>,
+        captured: u64,
+    ) -> Admission {
         // Frames the leaky queue dropped since the last one (the host could not encode them
         // in time: libwebrtc's CPU-overuse signal, `OveruseFrameDetector`) count as drops
         // in the adaptation's quality window, so an overloaded host scales the picture down.
@@ -514,14 +525,14 @@ impl State {
         let target = self.applied;
         self.adapter.on_target(target);
         let before = self.adapter.format();
+        let mut force_key_unit = false;
         let for_key_frame = if std::mem::take(&mut self.key_frame_by_switch) {
             // Only a new size re-initialises the encoder (a lower frame rate does not): else
             // the key frame is still to be asked for.
             let change = self.adapter.poll_key_frame(pts);
-            let resized = change.is_some_and(|c| {
+            force_key_unit = !change.is_some_and(|c| {
                 (c.format.width, c.format.height) != (before.width, before.height)
             });
-            self.key_frame_unserved = !resized;
             change
         } else {
             None
@@ -546,7 +557,10 @@ impl State {
         let due = self.next_due.get_or_insert(pts);
         if pts + self.input_interval / 2 < *due {
             self.skipped_frame_rate += 1;
-            return true;
+            return Admission {
+                drop: true,
+                force_key_unit,
+            };
         }
         *due = (*due + interval).max(pts);
         let dropped = self
@@ -557,7 +571,10 @@ impl State {
         if dropped {
             self.dropped_rate += 1;
         }
-        dropped
+        Admission {
+            drop: dropped,
+            force_key_unit,
+        }
     }
 }
 
