@@ -38,6 +38,7 @@
 
 mod base_delay;
 mod controller;
+mod encoder_target;
 mod fixed;
 pub mod gcc;
 mod kind;
@@ -51,5 +52,6 @@ pub use controller::{
     FeedbackKind, LossReport, MediaQueue, PacketKind, PacketResult, ReceiveSideEstimator,
     ReceivedPacket, SentPacket,
 };
+pub use encoder_target::{EncoderTarget, EncoderTargetConfig};
 pub use fixed::FixedRate;
 pub use kind::{ControllerKind, UnknownController};

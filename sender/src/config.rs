@@ -47,9 +47,10 @@ pub struct SenderConfig {
     /// Highest target the controller may choose. Default 5 Mbit/s.
     pub max_bitrate: Bitrate,
     /// A new controller target is passed to the encoder only when it differs from the last one
-    /// given by at least this fraction (and at once when the circuit breaker opens or
-    /// closes). Default 0.03: GCC's REMB rule treats a 3 % change as significant (MMSys16
-    /// §3.3).
+    /// given by at least this fraction (the session's `SenderEvent::TargetBitrate`, with
+    /// [`min_bitrate`](Self::min_bitrate) as the floor and the idle rate while the circuit
+    /// breaker is open). Default 0: every change, as libwebrtc does
+    /// (`cg_cc::EncoderTargetConfig` says what 3 % cost in the simulations).
     pub rate_change_threshold: f64,
     /// Least time between two key frames forced by requests (PLI/FIR, queue discards). A
     /// request inside this time is held and served when it ends: one key frame answers
@@ -118,7 +119,7 @@ impl Default for SenderConfig {
             start_bitrate: Bitrate::kbps(300),
             min_bitrate: Bitrate::kbps(50),
             max_bitrate: Bitrate::mbps(5),
-            rate_change_threshold: 0.03,
+            rate_change_threshold: 0.0,
             key_frame_min_interval: Duration::from_millis(500),
             pacer_max_queue_delay: None,
             rtcp_timeout: Duration::from_secs(15),

@@ -72,11 +72,13 @@
 //!   the capture time is the host's `CLOCK_MONOTONIC` reading, which the session turns into the
 //!   RTP timestamp and the abs-capture-time extension (NTP from the system clock at start, so a
 //!   receiver on the same host computes glass-to-glass latency).
-//! - After every frame and every statistics tick the controller's target is read; it reaches
-//!   the encoder's `set_target_bitrate` only when it moved by at least
-//!   [`SenderConfig::rate_change_threshold`] (3 %), so the encoder is not reconfigured for noise.
-//!   While the RTP circuit breaker (RFC 8083 §4.1) is open the session drops frames and the
-//!   encoder idles at the minimum rate.
+//! - The session raises `SenderEvent::TargetBitrate` when the controller's target moved (by at
+//!   least [`SenderConfig::rate_change_threshold`], default 0: every change; cg-cc's
+//!   `EncoderTarget`, the policy the simulations run too); the driver hands it to the
+//!   encoder's `set_target_bitrate`, which a frame picks up as it enters the encoder. While the RTP circuit breaker
+//!   (RFC 8083 §4.1) is open the session drops frames and the encoder idles at the minimum
+//!   rate. A WHEP sender gives its one encoder the lowest target of the viewers whose
+//!   feedback arrives.
 //! - Every `SenderEvent::KeyFrameRequested` — PLI/FIR from the receiver, frames dropped by the
 //!   pacer's queue bound, SCReAM's `DiscardQueue`, breaker recovery — becomes
 //!   `Encoder::request_key_frame`, at most one per [`SenderConfig::key_frame_min_interval`]

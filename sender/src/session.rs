@@ -111,10 +111,8 @@ impl Sender {
                         failure = Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                         break;
                     };
-                    match push_frame(&handle, &frame, codec).await {
-                        Some(ask) => steering.steer(&encoder, ask.target),
-                        None => continue, // the driver stopped: the next turn reports why
-                    }
+                    // `None`: the driver stopped; the next turn reports why.
+                    let _ = push_frame(&handle, &frame, codec).await;
                 }
                 event = handle.next_event() => match event {
                     Some(e) => steering.on_event(&encoder, e),
@@ -123,7 +121,6 @@ impl Sender {
                 _ = tick.tick() => {
                     steering.serve_key_frame(&encoder);
                     if let Some(stats) = sampler.sample(&handle, &encoder, &steering).await {
-                        steering.steer(&encoder, Bitrate::bps(stats.target_bps));
                         if let Some(tx) = &stats_tx {
                             let _ = tx.try_send(stats.clone());
                         }
@@ -202,10 +199,9 @@ pub(crate) fn frame_bridge(
 }
 
 /// The encoder's steering: the rate last given to it and the key-frame requests it serves.
-/// One per encoder (a WHEP sender shares it between its viewers).
+/// One per encoder (a WHEP sender shares it between its viewers). When a target reaches the
+/// encoder is the session's policy ([`SenderEvent::TargetBitrate`]), not this driver's.
 pub(crate) struct Steering {
-    min: Bitrate,
-    threshold: f64,
     pub(crate) applied: Bitrate,
     pub(crate) key_frame_requests: u64,
     key_frame_pending: bool,
@@ -216,8 +212,6 @@ pub(crate) struct Steering {
 impl Steering {
     pub(crate) fn new(config: &SenderConfig) -> Steering {
         Steering {
-            min: config.min_bitrate,
-            threshold: config.rate_change_threshold,
             applied: config.start_bitrate,
             key_frame_requests: 0,
             key_frame_pending: false,
@@ -226,26 +220,23 @@ impl Steering {
         }
     }
 
-    /// Passes the controller's target to the encoder when it changed meaningfully. While
-    /// the circuit breaker is open the session drops every frame; the encoder idles at the
-    /// configured minimum.
-    pub(crate) fn steer(&mut self, encoder: &Encoder, target: Bitrate) {
-        let want = target.max(self.min);
-        let old = self.applied.as_bps_f64();
-        let change = (want.as_bps_f64() - old).abs() / old.max(1.0);
-        if change >= self.threshold && want != self.applied {
-            encoder.set_target_bitrate(want);
-            self.applied = want;
+    /// Gives the encoder `rate` unless it has it already.
+    pub(crate) fn apply(&mut self, encoder: &Encoder, rate: Bitrate) {
+        if rate != self.applied {
+            encoder.set_target_bitrate(rate);
+            self.applied = rate;
         }
     }
 
-    /// A session's event: key-frame requests reach the encoder, breaker changes the log.
+    /// A session's event: targets and key-frame requests reach the encoder, breaker changes
+    /// the log.
     pub(crate) fn on_event(&mut self, encoder: &Encoder, event: SenderEvent) {
         match event {
             SenderEvent::KeyFrameRequested(reason) => {
                 tracing::debug!(?reason, "key frame requested");
                 self.want_key_frame(encoder);
             }
+            SenderEvent::TargetBitrate(rate) => self.apply(encoder, rate),
             SenderEvent::CircuitBreaker(b) => tracing::warn!(?b, "circuit breaker"),
             _ => {}
         }
@@ -293,21 +284,14 @@ impl HasSender for cg_webrtc::WebRtcSession<SenderSession> {
     }
 }
 
-/// Pushes an encoded frame into the session behind `handle`; the controller's target after
-/// it, or `None` if the driver has stopped. A frame the session refuses is logged and lost.
-/// What a session asks of the encoder after a frame: its target, and whether its feedback
-/// is arriving (a WHEP viewer whose feedback stopped does not steer the shared encoder).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Ask {
-    pub target: Bitrate,
-    pub hears_feedback: bool,
-}
-
+/// Pushes an encoded frame into the session behind `handle`; whether the session hears its
+/// feedback (a WHEP viewer whose feedback stopped does not steer the shared encoder), or
+/// `None` if the driver has stopped. A frame the session refuses is logged and lost.
 pub(crate) async fn push_frame<S: HasSender>(
     handle: &DriverHandle<S>,
     frame: &cg_media::EncodedFrame,
     codec: cg_rtp::Codec,
-) -> Option<Ask> {
+) -> Option<bool> {
     let f = cg_rtp::EncodedFrame {
         data: frame.data.clone(),
         capture_time: frame.capture_time.to_instant(),
@@ -320,10 +304,7 @@ pub(crate) async fn push_frame<S: HasSender>(
             if let Err(e) = s.push_frame(f, now) {
                 tracing::warn!(%e, "frame not packetized");
             }
-            Ask {
-                target: s.target_bitrate(),
-                hears_feedback: s.hears_feedback(),
-            }
+            s.hears_feedback()
         })
         .await
         .ok()
@@ -444,6 +425,10 @@ pub(crate) fn rtp_config(config: &SenderConfig) -> cg_rtp::SenderConfig {
         pacer: cg_rtp::pacer::PacerConfig {
             max_queue_delay: config.pacer_queue_bound(),
             ..cg_rtp::pacer::PacerConfig::default()
+        },
+        encoder_target: cg_cc::EncoderTargetConfig {
+            min: config.min_bitrate,
+            threshold: config.rate_change_threshold,
         },
         ..cg_rtp::SenderConfig::default()
     }

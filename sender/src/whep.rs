@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use cg_media::Encoder;
 use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
-use cg_rtp::SenderSession;
+use cg_rtp::{SenderEvent, SenderSession};
 use cg_types::Bitrate;
 use cg_webrtc::http::SessionHost;
 use cg_webrtc::{IceTimeouts, PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
@@ -195,6 +195,8 @@ impl WhepSender {
                             state: PeerState::Connecting,
                             created: Instant::now(),
                             sampler: Sampler::new(&config, start),
+                            target: config.start_bitrate.max(config.min_bitrate),
+                            hears_feedback: true,
                         });
                     }
                     Some(Command::Delete { id, reply }) => {
@@ -218,27 +220,28 @@ impl WhepSender {
                         let why = encoder.stats().error.unwrap_or_else(|| "frame channel closed".into());
                         break Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                     };
-                    let mut lowest: Option<Bitrate> = None;
                     let mut any = false;
-                    for v in viewers.values().filter(|v| v.state != PeerState::Connecting) {
-                        let Some(ask) = push_frame(&v.handle, &frame, codec).await else {
-                            continue;
-                        };
-                        any = true;
-                        // A viewer whose feedback stopped (its rate halved for it, or its
-                        // breaker open) is not live: it does not hold the others down.
-                        if v.state == PeerState::Connected && ask.hears_feedback {
-                            let t = ask.target;
-                            lowest = Some(lowest.map_or(t, |l| l.min(t)));
+                    for v in viewers.values_mut().filter(|v| v.state != PeerState::Connecting) {
+                        if let Some(hears) = push_frame(&v.handle, &frame, codec).await {
+                            v.hears_feedback = hears;
+                            any = true;
                         }
                     }
+                    drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
+                    // The shared encoder follows the slowest live viewer. A viewer whose
+                    // feedback stopped (its rate halved for it, or its breaker open) is not
+                    // live: it does not hold the others down. Nobody live: the encoder idles
+                    // at its minimum, as in plain mode.
+                    let lowest = viewers
+                        .values()
+                        .filter(|v| v.state == PeerState::Connected && v.hears_feedback)
+                        .map(|v| v.target)
+                        .min();
                     match lowest {
-                        Some(t) => steering.steer(&encoder, t),
-                        // Nobody live: the encoder idles at its minimum, as in plain mode.
-                        None if any => steering.steer(&encoder, Bitrate::ZERO),
+                        Some(t) => steering.apply(&encoder, t),
+                        None if any => steering.apply(&encoder, config.min_bitrate),
                         None => {}
                     }
-                    drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
                 }
                 _ = tick.tick() => {
                     drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
@@ -280,6 +283,10 @@ struct Viewer {
     state: PeerState,
     created: Instant,
     sampler: Sampler,
+    /// The encoder target its session last raised ([`SenderEvent::TargetBitrate`]).
+    target: Bitrate,
+    /// Whether its session heard its feedback at the last frame.
+    hears_feedback: bool,
 }
 
 impl Viewer {
@@ -327,6 +334,7 @@ async fn drain_events(
                     tracing::info!(%id, ?s, "viewer's connection");
                     v.state = s;
                 }
+                WebRtcEvent::Media(SenderEvent::TargetBitrate(rate)) => v.target = rate,
                 WebRtcEvent::Media(e) => steering.on_event(encoder, e),
             }
         }

@@ -114,6 +114,8 @@ pub struct SyntheticEncoder {
     cfg: EncoderConfig,
     rng: Rng,
     rate: Bitrate,
+    /// The last target given; adopted once `tau_v` has passed since the last change.
+    wanted: Bitrate,
     last_rate_change: Option<Instant>,
     next_frame: Instant,
     next_key: Option<Instant>,
@@ -129,6 +131,7 @@ impl SyntheticEncoder {
         SyntheticEncoder {
             rng: Rng::new(cfg.seed),
             rate: initial.min(cfg.max_rate).max(cfg.min_rate),
+            wanted: initial.min(cfg.max_rate).max(cfg.min_rate),
             last_rate_change: None,
             next_frame: now,
             next_key: Some(now),
@@ -140,19 +143,22 @@ impl SyntheticEncoder {
         }
     }
 
-    /// The controller's target `R_v`; adopted unless the last change was less than `tau_v` ago.
+    /// The controller's target `R_v`: adopted now, or as soon as `tau_v` has passed since the
+    /// last change (a target given once is not lost to the encoder's rate-change delay).
     pub fn set_target(&mut self, target: Bitrate, now: Instant) {
-        let target = target.min(self.cfg.max_rate).max(self.cfg.min_rate);
-        if target == self.rate {
-            return;
-        }
-        if self
-            .last_rate_change
-            .is_some_and(|t| now.saturating_duration_since(t) < self.cfg.tau_v)
+        self.wanted = target.min(self.cfg.max_rate).max(self.cfg.min_rate);
+        self.adopt(now);
+    }
+
+    fn adopt(&mut self, now: Instant) {
+        if self.wanted == self.rate
+            || self
+                .last_rate_change
+                .is_some_and(|t| now.saturating_duration_since(t) < self.cfg.tau_v)
         {
             return;
         }
-        self.rate = target;
+        self.rate = self.wanted;
         self.last_rate_change = Some(now);
     }
 
@@ -176,6 +182,7 @@ impl SyntheticEncoder {
         if now < self.next_frame {
             return None;
         }
+        self.adopt(now);
         let capture = self.next_frame;
         let b0 = self.rate.as_bps_f64() / 8.0 / self.cfg.fps.max(1.0);
         let key = self.key_requested || self.next_key.is_some_and(|k| capture >= k);
@@ -282,6 +289,18 @@ mod tests {
         assert_eq!(enc.rate(), Bitrate::mbps(2), "within tau_v");
         enc.set_target(Bitrate::kbps(500), t0 + Duration::from_millis(200));
         assert_eq!(enc.rate(), Bitrate::kbps(500));
+    }
+
+    #[test]
+    fn a_target_given_within_tau_v_is_adopted_when_tau_v_has_passed() {
+        let t0 = Instant::now();
+        let mut enc = SyntheticEncoder::new(EncoderConfig::default(), Bitrate::mbps(1), t0);
+        enc.set_target(Bitrate::kbps(1500), t0);
+        enc.set_target(Bitrate::kbps(700), t0 + Duration::from_millis(50));
+        assert_eq!(enc.rate(), Bitrate::kbps(1500));
+        let frames = run(&mut enc, t0, 1);
+        assert_eq!(enc.rate(), Bitrate::kbps(700));
+        assert!(frames.len() >= 25);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use cg_types::{Bitrate, DataSize, Ecn};
 use crate::controller::{
     Controller, ControllerEvent, ControllerStats, Feedback, MediaQueue, PacketKind, SentPacket,
 };
+use crate::encoder_target::{EncoderTarget, EncoderTargetConfig};
 use crate::sim::encoder::{EncoderConfig, SyntheticEncoder};
 use crate::sim::packet::{MediaPacket, SimPacket};
 
@@ -30,6 +31,9 @@ pub struct SenderConfig {
     /// Size of a padding packet sent for a probe. Default 280 bytes: cg-rtp's 255 bytes of
     /// RTP padding with the RTP header and extensions.
     pub padding_size: DataSize,
+    /// When the controller's target reaches the encoder: the shipping sender's policy
+    /// (cg-rtp's `SenderEvent::TargetBitrate`). Default: every change.
+    pub encoder_target: EncoderTargetConfig,
 }
 
 impl Default for SenderConfig {
@@ -41,6 +45,7 @@ impl Default for SenderConfig {
             max_queue_delay: Duration::from_secs(2),
             sample_interval: Duration::from_millis(100),
             padding_size: DataSize::bytes(280),
+            encoder_target: EncoderTargetConfig::default(),
         }
     }
 }
@@ -75,6 +80,8 @@ pub struct SimSender {
     cfg: SenderConfig,
     controller: Box<dyn Controller>,
     encoder: SyntheticEncoder,
+    /// The rate last given to the encoder (the shipping sender's threshold).
+    target: EncoderTarget,
     queue: VecDeque<Queued>,
     queue_bytes: DataSize,
     next_send: Instant,
@@ -106,6 +113,7 @@ impl SimSender {
     pub fn new(cfg: SenderConfig, controller: Box<dyn Controller>, now: Instant) -> Self {
         let encoder = SyntheticEncoder::new(cfg.encoder.clone(), controller.target_bitrate(), now);
         SimSender {
+            target: cfg.encoder_target.start(controller.target_bitrate()),
             controller,
             encoder,
             queue: VecDeque::new(),
@@ -245,8 +253,9 @@ impl SimSender {
                 });
                 self.queue_bytes += DataSize::bytes(size);
             }
-            self.encoder
-                .set_target(self.controller.target_bitrate(), now);
+            if let Some(rate) = self.target.update(self.controller.target_bitrate()) {
+                self.encoder.set_target(rate, now);
+            }
         }
         // Bound the queue: drop whole frames that waited too long.
         while let Some(front) = self.queue.front() {

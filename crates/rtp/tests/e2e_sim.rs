@@ -39,7 +39,6 @@ struct Tx {
 
 impl Tx {
     fn pump_encoder(&mut self, now: Instant) {
-        self.encoder.set_target(self.session.target_bitrate(), now);
         while let Some(f) = self.encoder.poll_frame(now) {
             let mut data = vec![0x5Au8; (f.size.as_bytes() as usize).max(2)];
             data[0] = if f.key { 0x10 } else { 0x11 };
@@ -55,11 +54,15 @@ impl Tx {
         }
     }
 
-    fn drain_events(&mut self) {
+    fn drain_events(&mut self, now: Instant) {
         while let Some(e) = self.session.poll_event() {
-            if let SenderEvent::KeyFrameRequested(_) = e {
-                self.key_requests += 1;
-                self.encoder.request_key_frame();
+            match e {
+                SenderEvent::KeyFrameRequested(_) => {
+                    self.key_requests += 1;
+                    self.encoder.request_key_frame();
+                }
+                SenderEvent::TargetBitrate(rate) => self.encoder.set_target(rate, now),
+                _ => {}
             }
         }
     }
@@ -69,12 +72,12 @@ impl Endpoint for Tx {
     type Payload = Bytes;
     fn handle_packet(&mut self, p: Delivered<Bytes>, now: Instant) {
         let _ = self.session.handle_input(&p.payload, p.ecn, now);
-        self.drain_events();
+        self.drain_events(now);
     }
     fn poll_transmit(&mut self, now: Instant) -> Option<SimTransmit<Bytes>> {
         self.pump_encoder(now);
         let t = self.session.poll_transmit(now)?;
-        self.drain_events();
+        self.drain_events(now);
         Some(SimTransmit {
             size: DataSize::bytes(t.bytes.len() as u64 + IP_UDP),
             ecn: t.ecn,
@@ -88,7 +91,7 @@ impl Endpoint for Tx {
     fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
         self.pump_encoder(now);
-        self.drain_events();
+        self.drain_events(now);
     }
 }
 

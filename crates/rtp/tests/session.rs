@@ -574,6 +574,27 @@ fn circuit_breaker_trips_when_feedback_is_black_holed_and_recovers() {
     assert_eq!(media_in(trip + Duration::from_millis(1), hole.1), 0);
     assert!(media_in(recovered[0], t0 + Duration::from_secs(26)) > 50);
     assert!(!w.sender.circuit_breaker_tripped());
+    // The encoder idles at the minimum (zero here) from the trip to the recovery, and gets
+    // the controller's rate back once feedback flows again.
+    let targets = encoder_targets(&w);
+    let at = |t: Instant| targets.iter().rev().find(|(u, _)| *u <= t).map(|(_, r)| *r);
+    assert_eq!(at(trip), Some(Bitrate::ZERO), "{targets:?}");
+    assert_eq!(
+        at(recovered[0] - Duration::from_millis(1)),
+        Some(Bitrate::ZERO)
+    );
+    assert_eq!(targets.last().map(|(_, r)| *r), Some(Bitrate::mbps(1)));
+}
+
+/// The `TargetBitrate` events the sender raised, with their times.
+fn encoder_targets(w: &Wire) -> Vec<(Instant, Bitrate)> {
+    w.sender_events
+        .iter()
+        .filter_map(|(t, e)| match e {
+            SenderEvent::TargetBitrate(r) => Some((*t, *r)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// RFC 8888 §5: feedback lost for several report intervals halves the rate each 0.5 s (with
@@ -599,6 +620,16 @@ fn lost_feedback_halves_the_rate_until_it_returns() {
     assert_eq!(w.sender.stats().feedback_timeouts, 1);
     assert_eq!(w.sender.stats().breaker_trips, 0);
     assert_eq!(w.sender.target_bitrate(), Bitrate::mbps(1));
+    // The encoder heard each halving and the return, nothing else.
+    let targets: Vec<u64> = encoder_targets(&w)
+        .iter()
+        .map(|(_, r)| r.as_bps())
+        .collect();
+    assert_eq!(
+        targets,
+        [500_000, 250_000, 125_000, 62_500, 1_000_000],
+        "encoder targets"
+    );
 }
 
 /// Receiver reports keep arriving but the transport-wide feedback the controller is fed by

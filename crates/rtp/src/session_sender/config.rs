@@ -157,6 +157,12 @@ pub struct SenderConfig {
     /// bytes of padding (it strips padding when parsing and re-pads to a multiple of 4), so a
     /// 255-byte padding-only probe packet would leave as a 4-byte one.
     pub payload_padding: bool,
+    /// When the controller's target reaches the encoder ([`SenderEvent::TargetBitrate`]):
+    /// the floor (also the idle rate while the circuit breaker pauses media) and the relative
+    /// change that is passed on. Default no floor, every change.
+    ///
+    /// [`SenderEvent::TargetBitrate`]: crate::SenderEvent::TargetBitrate
+    pub encoder_target: cg_cc::EncoderTargetConfig,
 }
 
 impl Default for SenderConfig {
@@ -181,6 +187,7 @@ impl Default for SenderConfig {
             seed: 1,
             padding_bytes: 255,
             payload_padding: false,
+            encoder_target: cg_cc::EncoderTargetConfig::default(),
         }
     }
 }
@@ -203,6 +210,7 @@ impl SenderConfig {
         if self.padding_bytes == 0 {
             return Err(Error::Config("padding_bytes must be at least 1"));
         }
+        self.encoder_target.validate()?;
         Ok(())
     }
 

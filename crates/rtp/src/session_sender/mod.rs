@@ -97,8 +97,14 @@ pub enum SenderEvent {
         /// Why.
         reason: KeyFrameReason,
     },
-    /// The RTP circuit breaker changed state.
+    /// The RTP circuit breaker changed state. While it is open the session drops every frame
+    /// (media is paused) and [`SenderEvent::TargetBitrate`] gives the encoder its idle rate,
+    /// the configured minimum.
     CircuitBreaker(BreakerState),
+    /// The encoder's target moved past [`SenderConfig::encoder_target`]'s threshold: give it
+    /// this rate. The first is the controller's start rate, which the encoder is built with
+    /// and which is not raised.
+    TargetBitrate(Bitrate),
 }
 
 /// Counters and estimates for logs and plots.
@@ -200,6 +206,7 @@ pub struct SenderSession {
     breaker: Breaker,
     rtcp_out: VecDeque<Bytes>,
     events: VecDeque<SenderEvent>,
+    encoder_target: cg_cc::EncoderTarget,
     next_sr: Instant,
     sr_due: bool,
     twcc_ref: WrapUnwrapper,
@@ -261,6 +268,7 @@ impl SenderSession {
             ),
             rtcp_out: VecDeque::new(),
             events: VecDeque::new(),
+            encoder_target: config.encoder_target.start(controller.target_bitrate()),
             next_sr: now + config.sr_interval,
             sr_due: false,
             twcc_ref: WrapUnwrapper::default(),
@@ -505,9 +513,19 @@ impl SenderSession {
         .min()
     }
 
-    /// The next event, if any.
+    /// The next event, if any. The encoder's target is checked here, so a driver that polls
+    /// events after every input and timeout hears every move.
     pub fn poll_event(&mut self) -> Option<SenderEvent> {
+        // Zero while the breaker pauses media: the encoder idles at the configured minimum.
+        if let Some(rate) = self.encoder_target.update(self.target_bitrate()) {
+            self.events.push_back(SenderEvent::TargetBitrate(rate));
+        }
         self.events.pop_front()
+    }
+
+    /// The rate last given to the encoder ([`SenderEvent::TargetBitrate`]).
+    pub fn encoder_target(&self) -> Bitrate {
+        self.encoder_target.announced()
     }
 
     /// The bit rate the encoder should produce now: the controller's target, halved for each
