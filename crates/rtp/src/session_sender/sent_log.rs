@@ -4,6 +4,11 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use cg_cc::PacketResult;
+use cg_types::{Ecn, RemoteTime};
+
+use crate::rtcp::ccfb;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fate {
     Unreported,
@@ -91,6 +96,72 @@ impl SentLog {
         }
         news
     }
+
+    /// A decoded transport-wide CC report (16-bit transport sequence numbers, arrival in µs on
+    /// the receiver's clock) → the results that are news, appended to `out`. Sequence numbers
+    /// are unwrapped near the highest one sent. Returns how many entries named a packet not
+    /// sent or no longer in the log.
+    pub fn twcc_results(
+        &mut self,
+        decoded: &[(u16, Option<i64>)],
+        out: &mut Vec<PacketResult>,
+    ) -> u64 {
+        let Some(highest) = self.highest() else {
+            return decoded.len() as u64;
+        };
+        let mut ignored = 0;
+        for &(seq16, arrival) in decoded {
+            let diff = i64::from(seq16.wrapping_sub(highest as u16) as i16);
+            let tx = u64::try_from(highest as i64 + diff)
+                .ok()
+                .filter(|&tx| tx <= highest && self.contains(tx));
+            let Some(tx) = tx else {
+                ignored += 1;
+                continue;
+            };
+            if self.mark(tx, arrival.is_some()) {
+                out.push(PacketResult {
+                    seq: tx,
+                    arrival: arrival.map(RemoteTime::from_micros),
+                    ecn: Ecn::NotEct,
+                });
+            }
+        }
+        ignored
+    }
+
+    /// One RFC 8888 report block → the results that are news, appended to `out`; arrival =
+    /// the report's time (`report_us`, µs on the receiver's clock) − ATO / 1024 s (RFC 8888
+    /// §3.1). A packet reported received with an ATO over range has no usable time and is
+    /// skipped. Returns how many metrics named a packet not in the log.
+    pub fn ccfb_results(
+        &mut self,
+        block: &ccfb::Block,
+        report_us: i64,
+        out: &mut Vec<PacketResult>,
+    ) -> u64 {
+        let mut ignored = 0;
+        for (i, m) in block.metrics.iter().enumerate() {
+            let seq = block.begin_seq.wrapping_add(i as u16);
+            let Some(tx) = self.lookup_rtp(block.media_ssrc, seq) else {
+                ignored += 1;
+                continue;
+            };
+            if m.received && m.ato >= ccfb::ATO_OVER_RANGE {
+                continue;
+            }
+            if self.mark(tx, m.received) {
+                out.push(PacketResult {
+                    seq: tx,
+                    arrival: m.received.then(|| {
+                        RemoteTime::from_micros(report_us - i64::from(m.ato) * 1_000_000 / 1024)
+                    }),
+                    ecn: if m.received { m.ecn } else { Ecn::NotEct },
+                });
+            }
+        }
+        ignored
+    }
 }
 
 #[cfg(test)]
@@ -109,6 +180,85 @@ mod tests {
         assert!(l.mark(101, true));
         assert!(!l.mark(101, true));
         assert!(!l.mark(999, true));
+    }
+
+    fn log(from: u64, to: u64) -> SentLog {
+        let mut l = SentLog::new(100);
+        for tx in from..to {
+            l.record(tx, 7, (tx + 1000) as u16);
+        }
+        l
+    }
+
+    #[test]
+    fn twcc_sequence_numbers_unwrap_near_the_highest_sent() {
+        // Sent 65 530 ..= 65 545: the 16-bit numbers wrap in between.
+        let mut l = log(65_530, 65_546);
+        let mut out = vec![];
+        let ignored = l.twcc_results(&[(65_535, Some(100)), (0, None), (9, Some(300))], &mut out);
+        assert_eq!(ignored, 0);
+        let seqs: Vec<u64> = out.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, [65_535, 65_536, 65_545]);
+        assert_eq!(out[0].arrival, Some(RemoteTime::from_micros(100)));
+        assert_eq!(out[1].arrival, None);
+    }
+
+    #[test]
+    fn twcc_entries_for_packets_not_sent_or_forgotten_are_ignored_and_repeats_are_not_news() {
+        let mut l = log(500, 510);
+        let mut out = vec![];
+        // 510: not sent yet; 400: before the log.
+        assert_eq!(
+            l.twcc_results(&[(510, Some(1)), (400, Some(1))], &mut out),
+            2
+        );
+        assert!(out.is_empty());
+        assert_eq!(l.twcc_results(&[(505, None)], &mut out), 0);
+        assert_eq!(l.twcc_results(&[(505, None)], &mut out), 0);
+        assert_eq!(l.twcc_results(&[(505, Some(9))], &mut out), 0);
+        let fates: Vec<_> = out.iter().map(|r| (r.seq, r.arrival.is_some())).collect();
+        assert_eq!(fates, [(505, false), (505, true)], "lost, then late");
+        let mut empty = SentLog::new(4);
+        assert_eq!(empty.twcc_results(&[(1, None), (2, None)], &mut out), 2);
+    }
+
+    #[test]
+    fn ccfb_arrival_is_the_report_time_less_the_ato_and_over_range_times_are_skipped() {
+        let mut l = log(0, 4);
+        let metric = |received, ato| ccfb::Metric {
+            received,
+            ecn: if received { Ecn::Ect1 } else { Ecn::Ce },
+            ato,
+        };
+        let block = ccfb::Block {
+            media_ssrc: 7,
+            begin_seq: 1000,
+            metrics: vec![
+                metric(true, 1024),
+                metric(false, 0),
+                metric(true, ccfb::ATO_OVER_RANGE),
+                metric(true, 512),
+                metric(true, 0),
+            ],
+        };
+        let mut out = vec![];
+        // 1004 was never sent.
+        assert_eq!(l.ccfb_results(&block, 5_000_000, &mut out), 1);
+        let got: Vec<_> = out.iter().map(|r| (r.seq, r.arrival, r.ecn)).collect();
+        assert_eq!(
+            got,
+            [
+                (0, Some(RemoteTime::from_micros(4_000_000)), Ecn::Ect1),
+                (1, None, Ecn::NotEct),
+                (3, Some(RemoteTime::from_micros(4_500_000)), Ecn::Ect1),
+            ]
+        );
+        // Another SSRC's numbers are not ours.
+        let other = ccfb::Block {
+            media_ssrc: 8,
+            ..block
+        };
+        assert_eq!(l.ccfb_results(&other, 5_000_000, &mut out), 5);
     }
 
     #[test]
