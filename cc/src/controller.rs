@@ -212,6 +212,20 @@ pub trait ControllerConfig {
 
     /// A fresh controller starting at `now`, or the first value it cannot run with.
     fn build(&self, now: Instant) -> Result<Box<dyn Controller>, ConfigError>;
+
+    /// The feedback the receiver must send (what [`Controller::feedback_kind`] of the built
+    /// controller says).
+    fn feedback_kind(&self) -> FeedbackKind;
+
+    /// The receiver's half of a controller whose estimate is made at the receiver (GCC in
+    /// REMB mode), starting at `now`; `None` for a controller that runs at the sender only.
+    fn build_receive_side(
+        &self,
+        now: Instant,
+    ) -> Result<Option<Box<dyn ReceiveSideEstimator>>, ConfigError> {
+        let _ = now;
+        Ok(None)
+    }
 }
 
 /// A controller config value the algorithm cannot run with: refused, never clamped (a

@@ -4,8 +4,9 @@
 use cg_types::Bitrate;
 use serde::{Deserialize, Serialize};
 
-use crate::FeedbackKind;
 use crate::gcc::GccConfig;
+use crate::scream::ScreamConfig;
+use crate::{ControllerConfig, FeedbackKind};
 
 /// Which congestion controller runs, and with it which feedback the receiver sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -78,6 +79,23 @@ impl ControllerKind {
     }
 }
 
+impl ControllerKind {
+    /// This kind's default configuration within the given bounds: all a receiver needs of the
+    /// controller (its feedback, its receive-side estimator). A sender that tunes it
+    /// (SCReAM's frame period and ECN) builds its own.
+    pub fn config(self, start: Bitrate, min: Bitrate, max: Bitrate) -> Box<dyn ControllerConfig> {
+        match self.gcc_config(start, min, max) {
+            Some(gcc) => Box::new(gcc),
+            None => Box::new(ScreamConfig {
+                start_bitrate: start,
+                min_bitrate: min,
+                max_bitrate: max,
+                ..ScreamConfig::default()
+            }),
+        }
+    }
+}
+
 impl std::fmt::Display for ControllerKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -87,6 +105,22 @@ impl std::fmt::Display for ControllerKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_kinds_config_asks_for_its_feedback_and_only_remb_has_a_receive_side() {
+        let now = std::time::Instant::now();
+        for k in ControllerKind::ALL {
+            let c = k.config(Bitrate::kbps(500), Bitrate::kbps(100), Bitrate::mbps(5));
+            assert_eq!(c.feedback_kind(), k.feedback_kind(), "{k}");
+            assert_eq!(
+                c.build(now).unwrap().feedback_kind(),
+                k.feedback_kind(),
+                "{k}"
+            );
+            let receive_side = c.build_receive_side(now).unwrap();
+            assert_eq!(receive_side.is_some(), k == ControllerKind::GccRemb, "{k}");
+        }
+    }
 
     #[test]
     fn kinds_pick_their_feedback_and_parse_their_names() {

@@ -128,12 +128,19 @@ impl ReceiverConfig {
         }
     }
 
-    /// The cg-rtp receiver configuration (feedback from the controller kind).
+    /// The controller's configuration within this receiver's bounds: the feedback it wants
+    /// and its receive-side estimator, if it has one.
+    pub fn controller_config(&self) -> Box<dyn cg_cc::ControllerConfig> {
+        self.controller
+            .config(self.start_bitrate, self.min_bitrate, self.max_bitrate)
+    }
+
+    /// The cg-rtp receiver configuration (the feedback the controller wants).
     pub fn rtp_config(&self) -> cg_rtp::ReceiverConfig {
         cg_rtp::ReceiverConfig {
             media_ssrc: self.media_ssrc,
             rtx_ssrc: self.media_ssrc.wrapping_add(1),
-            feedback: cg_rtp::FeedbackConfig::for_kind(self.controller.feedback_kind()),
+            feedback: cg_rtp::FeedbackConfig::for_kind(self.controller_config().feedback_kind()),
             ntp_at_start: cg_app::ntp_now(),
             ..cg_rtp::ReceiverConfig::default()
         }

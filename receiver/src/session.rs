@@ -7,7 +7,6 @@ use std::sync::mpsc::Receiver as StdReceiver;
 use std::time::{Duration, Instant};
 
 use cg_app::Error;
-use cg_cc::ControllerKind;
 use cg_cc::ReceiveSideEstimator;
 use cg_media::{DecodedFrame, Decoder, HostTime};
 use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
@@ -460,7 +459,8 @@ fn webrtc_session(
     let n = peer
         .negotiated()
         .ok_or_else(|| cg_webrtc::Error::BadSdp("no answer yet".into()))?;
-    n.feedback.require(config.controller.feedback_kind())?;
+    n.feedback
+        .require(config.controller_config().feedback_kind())?;
     let mut rtp = config.rtp_config();
     n.apply_to_receiver(&mut rtp);
     estimator(config, now)
@@ -468,23 +468,12 @@ fn webrtc_session(
         .map_err(|e| cg_webrtc::Error::Host(e.to_string()))
 }
 
-/// GCC-REMB's receive-side estimator, for that controller only.
+/// The controller's receive-side estimator, if it has one (GCC-REMB's).
 fn estimator(
     config: &ReceiverConfig,
     now: Instant,
 ) -> Result<Option<Box<dyn ReceiveSideEstimator>>, cg_rtp::Error> {
-    Ok(
-        match config.controller.gcc_config(
-            config.start_bitrate,
-            config.min_bitrate,
-            config.max_bitrate,
-        ) {
-            Some(gcc) if config.controller == ControllerKind::GccRemb => {
-                Some(Box::new(gcc.build_receiver(now)?))
-            }
-            _ => None,
-        },
-    )
+    Ok(config.controller_config().build_receive_side(now)?)
 }
 
 fn bind(addr: SocketAddr) -> Result<UdpSocket, Error> {

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use cg_types::{Bitrate, DataSize};
 
-use crate::controller::{ConfigError, Controller, ControllerConfig};
+use crate::controller::{
+    ConfigError, Controller, ControllerConfig, FeedbackKind, ReceiveSideEstimator,
+};
 use crate::gcc::rate_control::IncreaseMode;
 use crate::gcc::receiver::GccReceiver;
 use crate::gcc::sender::GccController;
@@ -26,6 +28,16 @@ pub enum GccMode {
     /// libwebrtc today: the same delay-based blocks run at the sender over transport-wide
     /// congestion-control feedback (per-packet arrival times).
     SendSideTwcc,
+}
+
+impl GccMode {
+    /// The feedback the receiver sends in this mode.
+    pub const fn feedback_kind(self) -> FeedbackKind {
+        match self {
+            GccMode::ReceiverSideRemb => FeedbackKind::Remb,
+            GccMode::SendSideTwcc => FeedbackKind::TransportWideCc,
+        }
+    }
 }
 
 /// How packets are gathered into the groups over which eq. (4) is measured.
@@ -543,5 +555,19 @@ impl ControllerConfig for GccConfig {
 
     fn build(&self, now: Instant) -> Result<Box<dyn Controller>, ConfigError> {
         Ok(Box::new(self.build_controller(now)?))
+    }
+
+    fn feedback_kind(&self) -> FeedbackKind {
+        self.mode.feedback_kind()
+    }
+
+    fn build_receive_side(
+        &self,
+        now: Instant,
+    ) -> Result<Option<Box<dyn ReceiveSideEstimator>>, ConfigError> {
+        Ok(match self.mode {
+            GccMode::ReceiverSideRemb => Some(Box::new(self.build_receiver(now)?)),
+            GccMode::SendSideTwcc => None,
+        })
     }
 }

@@ -831,10 +831,7 @@ impl Controller for GccController {
     }
 
     fn feedback_kind(&self) -> FeedbackKind {
-        match self.mode {
-            GccMode::ReceiverSideRemb => FeedbackKind::Remb,
-            GccMode::SendSideTwcc => FeedbackKind::TransportWideCc,
-        }
+        self.mode.feedback_kind()
     }
 
     fn stats(&self) -> ControllerStats {

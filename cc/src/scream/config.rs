@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use cg_types::{Bitrate, DataSize, Ecn};
 
-use crate::{ConfigError, Controller, ControllerConfig};
+use crate::{ConfigError, Controller, ControllerConfig, FeedbackKind};
 
 use super::Scream;
 
@@ -497,6 +497,10 @@ impl ControllerConfig for ScreamConfig {
 
     fn build(&self, now: Instant) -> Result<Box<dyn Controller>, ConfigError> {
         Ok(Box::new(self.build_scream(now)?))
+    }
+
+    fn feedback_kind(&self) -> FeedbackKind {
+        FeedbackKind::Rfc8888
     }
 }
 
