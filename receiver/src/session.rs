@@ -562,7 +562,7 @@ async fn run_peer<S: HasReceiver>(
                         codec: media_codec,
                         capture_time: HostTime::from_instant(capture),
                         key_frame: f.key_frame,
-                        pts: Duration::from_nanos(f.rtp_timestamp.saturating_mul(1_000_000) / 90),
+                        pts: f.rtp_timestamp.as_duration(),
                         index: state.frames_received,
                         seq: state.frames_received,
                         encode_latency: Duration::ZERO,

@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
+use cg_types::MediaTime;
 
 pub use cg_types::Codec;
 
@@ -27,8 +28,8 @@ pub struct ReceivedFrame {
     pub data: Bytes,
     /// The codec.
     pub codec: Codec,
-    /// The RTP timestamp, unwrapped (90 kHz units).
-    pub rtp_timestamp: u64,
+    /// The RTP timestamp, unwrapped.
+    pub rtp_timestamp: MediaTime,
     /// Whether the payload marks it as a key frame.
     pub key_frame: bool,
     /// The sender's capture time mapped to the receiver's clock through both sides'

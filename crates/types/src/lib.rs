@@ -9,6 +9,8 @@
 //! - [`Ecn`] — the two ECN bits of the IP header (RFC 3168 §5).
 //! - [`RemoteTime`] — a timestamp on a peer's clock (feedback arrival times), which cannot be an
 //!   [`std::time::Instant`] of ours because the two clocks have an unknown offset.
+//! - [`MediaTime`] — a time on the 90 kHz RTP video clock (RTP timestamps), converted to and
+//!   from [`std::time::Duration`] in one place.
 //! - [`ProcStat`] — the fields cg reads from a Linux `/proc/PID/stat` line (process tree,
 //!   CPU time), parsed from its text.
 //! - [`Rng`] — a small seeded PRNG (xoshiro256\*\*), so that every random decision in a sans-IO
@@ -20,6 +22,7 @@ mod bitrate;
 mod codec;
 mod data_size;
 mod ecn;
+mod media_time;
 mod parse;
 mod proc_stat;
 mod remote_time;
@@ -29,6 +32,7 @@ pub use bitrate::Bitrate;
 pub use codec::Codec;
 pub use data_size::DataSize;
 pub use ecn::Ecn;
+pub use media_time::MediaTime;
 pub use parse::ParseError;
 pub use proc_stat::{ProcStat, USER_HZ};
 pub use remote_time::RemoteTime;

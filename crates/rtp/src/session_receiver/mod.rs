@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cg_cc::{FeedbackKind, PacketKind, ReceiveSideEstimator, ReceivedPacket};
-use cg_types::{DataSize, Ecn, RemoteTime, Rng};
+use cg_types::{DataSize, Ecn, MediaTime, RemoteTime, Rng};
 
 pub use config::{FeedbackConfig, ReceiverConfig};
 
@@ -27,7 +27,7 @@ use crate::{Error, ReceivedFrame, Transmit, TransmitKind};
 use assembler::{Assembled, Assembler, Inserted, Pkt};
 use feedback::{CcfbRecorder, TwccRecorder};
 use nack::{Gap, NackTracker};
-use reception::{Reception, ticks_90k};
+use reception::Reception;
 
 /// Something the receiver tells its driver / decoder.
 #[derive(Debug, Clone, PartialEq)]
@@ -403,8 +403,10 @@ impl ReceiverSession {
         let seq = self.media.on_packet(p.seq);
         self.stats.media_packets += 1;
         let ts = self.ts_unwrap.unwrap(p.timestamp as u64, 32);
-        self.media
-            .on_timing(ticks_90k(now.saturating_duration_since(self.start)), ts);
+        self.media.on_timing(
+            MediaTime::from_duration(now.saturating_duration_since(self.start)),
+            ts,
+        );
         if self.nack.on_packet(seq, now) == Gap::TooLarge {
             self.send_pli(now);
         }
@@ -489,7 +491,7 @@ impl ReceiverSession {
             self.events.push_back(ReceiverEvent::Frame(ReceivedFrame {
                 data: Bytes::from(a.data),
                 codec: a.codec,
-                rtp_timestamp: a.ts,
+                rtp_timestamp: MediaTime::from_ticks(a.ts),
                 key_frame: a.key_frame,
                 capture_time,
                 first_arrival: a.first_arrival,
@@ -772,7 +774,7 @@ mod tests {
         while let Some(ev) = rx.poll_event() {
             if let ReceiverEvent::Frame(f) = ev {
                 assert_eq!(f.data.len(), 1200);
-                ts.push(f.rtp_timestamp);
+                ts.push(f.rtp_timestamp.ticks());
             }
         }
         assert_eq!(ts.len(), 6, "every frame across the wrap");

@@ -1,8 +1,9 @@
 //! Reception statistics of one source: sequence extension, loss and interarrival jitter
 //! (RFC 3550 §6.4.1, A.1, A.3, A.8), and the report block built from them.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use cg_types::MediaTime;
 use rtc_rtcp::reception_report::ReceptionReport;
 
 use crate::seq::SeqUnwrapper;
@@ -36,8 +37,8 @@ impl Reception {
 
     /// Updates the jitter estimate (A.8) with a first transmission: `arrival_ticks` is the
     /// arrival time in RTP timestamp units, `rtp_ts` the packet's unwrapped timestamp.
-    pub fn on_timing(&mut self, arrival_ticks: i64, rtp_ts: i64) {
-        let transit = arrival_ticks - rtp_ts;
+    pub fn on_timing(&mut self, arrival: MediaTime, rtp_ts: i64) {
+        let transit = arrival.ticks() as i64 - rtp_ts;
         if let Some(last) = self.last_transit {
             let d = (transit - last).abs();
             // J += (|D| − J) / 16, kept ×16 (A.8)
@@ -106,13 +107,10 @@ impl Reception {
     }
 }
 
-/// Ticks of a 90 kHz clock in `d`.
-pub(crate) fn ticks_90k(d: Duration) -> i64 {
-    (d.as_nanos() * 90_000 / 1_000_000_000) as i64
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -149,7 +147,8 @@ mod tests {
         let mut r = Reception::default();
         // transit alternates by 90 ticks (1 ms): |D| = 90 every packet → J → 90
         for i in 0..500i64 {
-            r.on_timing(i * 3000 + if i % 2 == 0 { 0 } else { 90 }, i * 3000);
+            let arrival = i as u64 * 3000 + if i % 2 == 0 { 0 } else { 90 };
+            r.on_timing(MediaTime::from_ticks(arrival), i * 3000);
         }
         assert!((85..=90).contains(&r.jitter()), "{}", r.jitter());
     }

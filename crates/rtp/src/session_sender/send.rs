@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use cg_cc::{PacketKind, SentPacket};
-use cg_types::DataSize;
+use cg_types::{DataSize, MediaTime};
 use rtc_rtcp::sender_report::SenderReport;
 
 use super::{SenderSession, Unsent};
@@ -16,10 +16,9 @@ use crate::{Error, Transmit, TransmitKind};
 
 impl SenderSession {
     pub(super) fn rtp_timestamp(&self, capture: Instant) -> u32 {
-        // 90 kHz video clock (RFC 6184 §8.2.1, RFC 7741 §6.1, RFC 7798 §7.1).
         let d = capture.saturating_duration_since(self.start);
-        let ticks = (d.as_nanos() * 90_000 / 1_000_000_000) as u64;
-        self.ts_offset.wrapping_add(ticks as u32)
+        self.ts_offset
+            .wrapping_add(MediaTime::from_duration(d).wire())
     }
 
     pub(super) fn next_transport_seq(&mut self) -> u64 {
@@ -120,7 +119,7 @@ impl SenderSession {
         let rtp_time = match self.last_rtp_ts {
             Some((ts, at)) => {
                 let d = now.saturating_duration_since(at);
-                ts.wrapping_add((d.as_nanos() * 90_000 / 1_000_000_000) as u32)
+                ts.wrapping_add(MediaTime::from_duration(d).wire())
             }
             None => self.rtp_timestamp(now),
         };
