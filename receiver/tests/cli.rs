@@ -12,28 +12,9 @@ fn recv_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cg-recv"))
 }
 
-/// cg-send, built (or found up to date) by cargo into the same directory as cg-recv (one
-/// workspace target dir, the same profile): a binary left from an older build would test
-/// old code.
+/// cg-send, built from the code under test next to cg-recv.
 fn send_bin() -> PathBuf {
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    let p = recv_bin().with_file_name("cg-send");
-    BUILT.call_once(|| {
-        let release = p
-            .parent()
-            .and_then(|d| d.file_name())
-            .is_some_and(|n| n == "release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "cg-sender", "--bin", "cg-send"]);
-        if release {
-            cmd.arg("--release");
-        }
-        assert!(
-            cmd.status().expect("cargo runs").success(),
-            "building cg-send failed"
-        );
-    });
-    p
+    cg_app::testing::build_next_to(env!("CARGO"), &recv_bin(), &["cg-sender"]).join("cg-send")
 }
 
 fn run(bin: &PathBuf, args: &[&str]) -> Output {

@@ -20,28 +20,11 @@ pub fn netlab_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_netlab"))
 }
 
-/// Makes sure cg-send and cg-recv are next to netlab (same profile, same target dir).
+/// cg-send and cg-recv, built from the code under test next to netlab.
 pub fn cg_binaries() -> (PathBuf, PathBuf) {
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    let send = netlab_bin().with_file_name("cg-send");
-    let recv = netlab_bin().with_file_name("cg-recv");
-    // Always through cargo (a no-op when up to date): binaries left from an older build
-    // would test old code.
-    BUILT.call_once(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "cg-sender", "-p", "cg-receiver"]);
-        if netlab_bin()
-            .parent()
-            .is_some_and(|d| d.ends_with("release"))
-        {
-            cmd.arg("--release");
-        }
-        assert!(
-            cmd.status().expect("cargo runs").success(),
-            "building cg-send/cg-recv failed"
-        );
-    });
-    (send, recv)
+    let dir =
+        cg_app::testing::build_next_to(env!("CARGO"), &netlab_bin(), &["cg-sender", "cg-receiver"]);
+    (dir.join("cg-send"), dir.join("cg-recv"))
 }
 
 pub fn scratch(name: &str) -> PathBuf {
