@@ -83,35 +83,24 @@ Log detail: RUST_LOG=debug.";
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    cg_app::cli::init_tracing();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("cg-recv: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cg_app::cli::main("cg-recv", || run(args))
 }
 
 fn run(args: Args) -> Result<(), Error> {
     let config = config(&args)?;
     let runtime = cg_app::cli::runtime()?;
     runtime.block_on(async move {
-        let mut out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
+        let out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
         let mut receiver = Receiver::new(config)?;
         tracing::info!(local = %receiver.local_addr(), "listening");
-        let mut stats = receiver.stats(64);
-        let writer = tokio::spawn(async move {
-            while let Some(s) = stats.recv().await {
-                out.write(&s, &s.status_line())?;
-            }
-            out.finish();
-            Ok::<(), Error>(())
-        });
-        let last = receiver.run(cg_app::cli::shutdown(args.duration)).await;
-        let written = writer.await.unwrap_or(Ok(()));
-        let last = last?;
-        written?;
+        let stats = receiver.stats(64);
+        let last = out
+            .around(
+                stats,
+                |s| s.status_line(),
+                receiver.run(cg_app::cli::shutdown(args.duration)),
+            )
+            .await?;
         let ending = match (last.bye_received, &last.peer) {
             (true, _) => "; the sender ended the stream (BYE)",
             (false, Some(_)) => "; no BYE from the sender",

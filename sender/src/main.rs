@@ -162,14 +162,7 @@ Log detail: RUST_LOG=debug.";
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    cg_sender::cli::init_tracing();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("cg-send: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cg_sender::cli::main("cg-send", || run(args))
 }
 
 fn run(args: Args) -> Result<(), Error> {
@@ -179,21 +172,17 @@ fn run(args: Args) -> Result<(), Error> {
         return runtime.block_on(run_whep(&args, mode, config));
     }
     runtime.block_on(async move {
-        let mut out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
+        let out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
         let mut sender = Sender::new(config)?;
         tracing::info!(local = %sender.local_addr(), "sending");
-        let mut stats = sender.stats(64);
-        let writer = tokio::spawn(async move {
-            while let Some(s) = stats.recv().await {
-                out.write(&s, &s.status_line())?;
-            }
-            out.finish();
-            Ok::<(), Error>(())
-        });
-        let last = sender.run(cg_sender::cli::shutdown(args.duration)).await;
-        let written = writer.await.unwrap_or(Ok(()));
-        let last = last?;
-        written?;
+        let stats = sender.stats(64);
+        let last = out
+            .around(
+                stats,
+                |s| s.status_line(),
+                sender.run(cg_sender::cli::shutdown(args.duration)),
+            )
+            .await?;
         eprintln!(
             "cg-send: done after {:.1} s: {} frames sent, {} dropped, {} media packets, {} retransmissions",
             last.t, last.frames_sent, last.frames_dropped, last.media_packets, last.retransmissions
@@ -216,7 +205,7 @@ async fn run_whep(args: &Args, mode: &str, config: SenderConfig) -> Result<(), E
         },
         None => http.ip(),
     };
-    let mut out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
+    let out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
     let mut sender = WhepSender::new(
         config,
         WhepConfig {
@@ -229,23 +218,20 @@ async fn run_whep(args: &Args, mode: &str, config: SenderConfig) -> Result<(), E
         sender.http_addr(),
         sender.http_addr()
     );
-    let mut stats = sender.stats(64);
-    let writer = tokio::spawn(async move {
-        while let Some(s) = stats.recv().await {
-            let line = format!(
+    let stats = sender.stats(64);
+    out.around(
+        stats,
+        |s| {
+            format!(
                 "[{}] {}",
                 s.viewer.as_deref().unwrap_or("-"),
                 s.status_line()
-            );
-            out.write(&s, &line)?;
-        }
-        out.finish();
-        Ok::<(), Error>(())
-    });
-    let last = sender.run(cg_sender::cli::shutdown(args.duration)).await;
-    let written = writer.await.unwrap_or(Ok(()));
-    last?;
-    written
+            )
+        },
+        sender.run(cg_sender::cli::shutdown(args.duration)),
+    )
+    .await
+    .map(|_| ())
 }
 
 fn config(a: &Args) -> Result<SenderConfig, Error> {

@@ -1,6 +1,7 @@
 //! Process plumbing shared by the `cg-send` and `cg-recv` binaries: logging, the runtime, the
 //! shutdown signal and address arguments.
 
+use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::Error;
@@ -82,5 +83,17 @@ pub async fn shutdown(duration: Option<Duration>) {
         _ = int.recv() => tracing::info!("SIGINT"),
         _ = term.recv() => tracing::info!("SIGTERM"),
         () = timer => {}
+    }
+}
+
+/// A program's `main`: logging set up, `run` run, its error printed as `NAME: error: …`.
+pub fn main<E: std::fmt::Display>(name: &str, run: impl FnOnce() -> Result<(), E>) -> ExitCode {
+    init_tracing();
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! file (`--stats-file`), and a live one-line status on a terminal (stderr).
 
 use std::fs::File;
+use std::future::Future;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
 
@@ -76,5 +77,31 @@ impl StatsOutput {
             eprintln!();
             self.status_shown = false;
         }
+    }
+
+    /// Runs `session` while a task writes every sample of `samples` (with `status_line` on
+    /// the terminal); returns the session's result, then the first write error, once every
+    /// sample it sent has been written. What `cg-send` and `cg-recv` do around a session.
+    pub async fn around<T, R>(
+        mut self,
+        mut samples: tokio::sync::mpsc::Receiver<T>,
+        status_line: impl Fn(&T) -> String + Send + 'static,
+        session: impl Future<Output = Result<R, Error>>,
+    ) -> Result<R, Error>
+    where
+        T: Serialize + Send + 'static,
+    {
+        let writer = tokio::spawn(async move {
+            while let Some(s) = samples.recv().await {
+                self.write(&s, &status_line(&s))?;
+            }
+            self.finish();
+            Ok::<(), Error>(())
+        });
+        let last = session.await;
+        let written = writer.await.unwrap_or(Ok(()));
+        let last = last?;
+        written?;
+        Ok(last)
     }
 }
