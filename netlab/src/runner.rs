@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{Backend, Direction, Fallback, FlowKind, Scenario, WebRtcMode};
+use crate::emu::ForwarderStatus;
+use crate::scenario::{
+    Backend, Direction, Fallback, FlowKind, FlowSpec as Flow, Scenario, WebRtcMode,
+};
 use crate::sys::mono_ns;
 use crate::topology::Topology;
 use crate::traffic::probe::{ECHO_PORT, ProbeResult};
@@ -113,7 +116,9 @@ fn s(v: impl ToString) -> String {
     v.to_string()
 }
 
-/// Runs the scenario inside the isolation; called as `netlab __runner`.
+/// Runs the scenario inside the isolation; called as `netlab __runner`. The phases: set-up
+/// (topology, backend, forwarder, RTT check), traffic started at t0, the run waited out,
+/// everything stopped, `raw/run.json` written.
 pub fn run(opts: &RunOptions) -> Result<()> {
     let setup_start = Instant::now();
     let sc = Scenario::load(&opts.scenario)?;
@@ -122,93 +127,196 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     crate::isolate::private_netns_dir()?;
     let prefix = format!("nl{:x}-", std::process::id() ^ (mono_ns() as u32 & 0xffff));
     let mut tcp_ecn = vec![false; sc.hosts.len()];
-    for f in &sc.flows {
-        if f.tcp_ecn {
-            tcp_ecn[f.from] = true;
-        }
+    for f in sc.flows.iter().filter(|f| f.tcp_ecn) {
+        tcp_ecn[f.from] = true;
     }
     let topo = Topology::create(&sc, &prefix, &tcp_ecn)?;
-    let rt = topo.router();
-    let kernel_qdiscs = crate::kernel::probe(&rt).unwrap_or_default();
-    // Backend.
-    let mut backend = sc.backend;
-    let mut backend_note = None;
-    if backend == Backend::Kernel {
-        match kernel_setup(&sc, &topo, &kernel_qdiscs) {
-            Ok(()) => {}
-            Err(e) if sc.fallback == Fallback::Emulated => {
-                let note = format!("kernel backend unavailable ({e}); using the emulator");
-                eprintln!("netlab: {note}");
-                backend_note = Some(note);
-                backend = Backend::Emulated;
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    let kernel_qdiscs = crate::kernel::probe(&topo.router()).unwrap_or_default();
+    let (backend, backend_note) = choose_backend(&sc, &topo, &kernel_qdiscs)?;
     // t0 leaves time for the forwarder, the RTT check and spawning every helper (≈ 20 ms
     // per flow on a loaded 2-core machine).
     let lead_ns = 2_500_000_000 + 20_000_000 * sc.flows.len() as u64;
     let t0_ns = mono_ns() + lead_ns;
-    let mut forwarder = None;
-    if backend == Backend::Emulated {
-        let args = vec![
-            s("__forward"),
-            s("--scenario"),
-            opts.scenario.display().to_string(),
-            s("--base"),
-            opts.base.display().to_string(),
-            s("--t0-ns"),
-            s(t0_ns),
-            s("--out"),
-            raw.display().to_string(),
-            s("--coalesce-us"),
-            s(opts.coalesce.as_micros()),
-        ];
-        let mut h = spawn_in(&rt, &args, "forwarder", true)?;
-        let stdout = h.child.stdout.take().expect("forwarder stdout is piped");
-        let mut lines = BufReader::new(stdout).lines();
-        match lines.next() {
-            Some(Ok(l)) if l == "ready" => {}
-            other => {
-                let why = match other {
-                    Some(Ok(l)) => format!("it said `{l}`"),
-                    Some(Err(e)) => e.to_string(),
-                    None => "it exited (its error is printed above)".into(),
-                };
-                return Err(Error::Process(format!(
-                    "the forwarder did not start: {why}"
-                )));
-            }
-        }
-        topo.steer_through_tuns()?;
-        // Relay status lines as progress.
-        let progress = opts.progress;
-        let duration = sc.duration.as_secs_f64();
-        std::thread::spawn(move || {
-            for line in lines.map_while(std::result::Result::ok) {
-                let p: Vec<&str> = line.split_whitespace().collect();
-                if progress && p.len() == 6 && p[0] == "status" {
-                    let t: f64 = p[1].parse().unwrap_or(0.0);
-                    eprintln!(
-                        "  [{t:5.0}/{duration:.0} s] forward: {:.2} MB delivered, {} drops, {} CE, backlog {} pkts",
-                        p[2].parse::<f64>().unwrap_or(0.0) / 1e6,
-                        p[3],
-                        p[5],
-                        p[4]
-                    );
-                }
-            }
-        });
-        forwarder = Some(h);
-    }
-    // Echo servers on receivers, then the RTT check s1 → r1.
-    let mut helpers: Vec<Helper> = Vec::new();
-    for (i, h) in sc.hosts.iter().enumerate() {
-        if h.is_receiver {
-            helpers.push(spawn_in(&topo.ns(i), &[s("__echo")], "echo", false)?);
-        }
+    let forwarder = match backend {
+        Backend::Emulated => Some(start_forwarder(opts, &sc, &topo, &raw, t0_ns)?),
+        Backend::Kernel => None,
+    };
+    let mut procs = Procs::default();
+    for (i, _) in sc.hosts.iter().enumerate().filter(|(_, h)| h.is_receiver) {
+        procs
+            .helpers
+            .push(spawn_in(&topo.ns(i), &[s("__echo")], "echo", false)?);
     }
     std::thread::sleep(Duration::from_millis(100));
+    let rtt = check_rtt(opts, &sc, &topo, backend)?;
+    if mono_ns() + 100_000_000 + 20_000_000 * sc.flows.len() as u64 > t0_ns {
+        return Err(Error::Process(format!(
+            "set-up took longer than the {:.1} s planned before t0; the machine is overloaded",
+            lead_ns as f64 / 1e9
+        )));
+    }
+    let setup_s = setup_start.elapsed().as_secs_f64();
+
+    let launch = Launch {
+        sc: &sc,
+        topo: &topo,
+        raw: &raw,
+        t0_ns,
+    };
+    // Sinks first, then senders.
+    for f in &sc.flows {
+        launch.sink(f, &mut procs)?;
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    for f in &sc.flows {
+        launch.source(f, &mut procs)?;
+    }
+    if progress_on(opts) {
+        eprintln!(
+            "netlab: running `{}` for {:.0} s ({} flows, backend {})",
+            sc.name,
+            sc.duration.as_secs_f64(),
+            sc.flows.len(),
+            backend_name(backend)
+        );
+    }
+    wait_for_end(opts, &sc, &mut procs, t0_ns, forwarder.is_none())?;
+    procs.stop();
+    let tun_drops = if forwarder.is_some() {
+        topo.tun_drops()
+    } else {
+        [0, 0]
+    };
+    if let Some(mut f) = forwarder {
+        f.stdin.take();
+        let st = f.child.wait().map_err(|e| Error::io("wait forwarder", e))?;
+        if !st.success() {
+            return Err(Error::Process(format!("forwarder failed: {st}")));
+        }
+    }
+    let info = RunInfo {
+        t0_ns,
+        backend: backend_name(backend).into(),
+        backend_note,
+        kernel_qdiscs: kernel_qdiscs.into_iter().collect(),
+        rtt_expected_ms: rtt.expected_ms,
+        rtt_measured_ms: rtt.probe.median_ms().unwrap_or(f64::NAN),
+        rtt_min_ms: rtt.probe.min_ms().unwrap_or(f64::NAN),
+        tun_drops,
+        udp_rcvbuf_errors: (0..sc.hosts.len())
+            .map(|i| udp_rcvbuf_errors(&topo.ns(i)))
+            .sum(),
+        prefix,
+        setup_s,
+    };
+    let text = serde_json::to_string_pretty(&info).expect("RunInfo serialises");
+    std::fs::write(raw.join("run.json"), text).map_err(|e| Error::io("write run.json", e))?;
+    std::io::stderr().flush().ok();
+    Ok(())
+}
+
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Emulated => "emulated",
+        Backend::Kernel => "kernel",
+    }
+}
+
+/// The backend the run uses: the scenario's, or the emulator where the kernel's cannot be
+/// set up and the scenario allows the fallback (with the note saying why).
+fn choose_backend(
+    sc: &Scenario,
+    topo: &Topology,
+    kernel_qdiscs: &std::collections::BTreeSet<String>,
+) -> Result<(Backend, Option<String>)> {
+    if sc.backend != Backend::Kernel {
+        return Ok((sc.backend, None));
+    }
+    match kernel_setup(sc, topo, kernel_qdiscs) {
+        Ok(()) => Ok((Backend::Kernel, None)),
+        Err(e) if sc.fallback == Fallback::Emulated => {
+            let note = format!("kernel backend unavailable ({e}); using the emulator");
+            eprintln!("netlab: {note}");
+            Ok((Backend::Emulated, Some(note)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Starts the TUN forwarder in the router namespace, waits for its `ready`, steers traffic
+/// through it and relays its status lines as progress.
+fn start_forwarder(
+    opts: &RunOptions,
+    sc: &Scenario,
+    topo: &Topology,
+    raw: &Path,
+    t0_ns: u64,
+) -> Result<Helper> {
+    let args = vec![
+        s("__forward"),
+        s("--scenario"),
+        opts.scenario.display().to_string(),
+        s("--base"),
+        opts.base.display().to_string(),
+        s("--t0-ns"),
+        s(t0_ns),
+        s("--out"),
+        raw.display().to_string(),
+        s("--coalesce-us"),
+        s(opts.coalesce.as_micros()),
+    ];
+    let mut h = spawn_in(&topo.router(), &args, "forwarder", true)?;
+    let stdout = h.child.stdout.take().expect("forwarder stdout is piped");
+    let mut lines = BufReader::new(stdout).lines();
+    match lines.next() {
+        Some(Ok(l)) if l == ForwarderStatus::READY => {}
+        other => {
+            let why = match other {
+                Some(Ok(l)) => format!("it said `{l}`"),
+                Some(Err(e)) => e.to_string(),
+                None => "it exited (its error is printed above)".into(),
+            };
+            return Err(Error::Process(format!(
+                "the forwarder did not start: {why}"
+            )));
+        }
+    }
+    topo.steer_through_tuns()?;
+    let progress = opts.progress;
+    let duration = sc.duration.as_secs_f64();
+    std::thread::spawn(move || {
+        for line in lines.map_while(std::result::Result::ok) {
+            if let Some(st) = ForwarderStatus::parse(&line)
+                && progress
+            {
+                eprintln!(
+                    "  [{:5.0}/{duration:.0} s] forward: {:.2} MB delivered, {} drops, {} CE, backlog {} pkts",
+                    st.t_s,
+                    st.delivered_bytes as f64 / 1e6,
+                    st.drops,
+                    st.ce_marks,
+                    st.backlog_packets
+                );
+            }
+        }
+    });
+    Ok(h)
+}
+
+/// The set-up RTT check's probes and what the scenario's links should give.
+struct RttCheck {
+    probe: ProbeResult,
+    expected_ms: f64,
+}
+
+/// Probes the RTT from the first sender to the first receiver (their echo servers run) and
+/// refuses a run whose RTT is not the scenario's.
+fn check_rtt(
+    opts: &RunOptions,
+    sc: &Scenario,
+    topo: &Topology,
+    backend: Backend,
+) -> Result<RttCheck> {
     let s1 = sc
         .hosts
         .iter()
@@ -240,7 +348,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     )?;
     let pr: ProbeResult = serde_json::from_str(&probe_out)
         .map_err(|e| Error::Process(format!("probe output: {e}")))?;
-    let expected = expected_rtt_ms(&sc, backend);
+    let expected = expected_rtt_ms(sc, backend);
     let measured = pr.median_ms().unwrap_or(f64::NAN);
     if progress_on(opts) {
         eprintln!(
@@ -265,26 +373,138 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             pr.sent
         )));
     }
-    if mono_ns() + 100_000_000 + 20_000_000 * sc.flows.len() as u64 > t0_ns {
-        return Err(Error::Process(format!(
-            "set-up took longer than the {:.1} s planned before t0; the machine is overloaded",
-            lead_ns as f64 / 1e9
-        )));
+    Ok(RttCheck {
+        probe: pr,
+        expected_ms: expected,
+    })
+}
+
+/// The run's traffic processes.
+#[derive(Default)]
+struct Procs {
+    /// Traffic generators and cg-send: they stop by themselves at their stop time.
+    senders: Vec<Helper>,
+    /// cg-recv and browsers: stopped with SIGTERM.
+    cg_receivers: Vec<Helper>,
+    /// Sinks and echo servers: stopped by closing their stdin.
+    helpers: Vec<Helper>,
+}
+
+impl Procs {
+    fn all(&mut self) -> impl Iterator<Item = &mut Helper> {
+        self.senders
+            .iter_mut()
+            .chain(&mut self.cg_receivers)
+            .chain(&mut self.helpers)
     }
-    let setup_s = setup_start.elapsed().as_secs_f64();
-    // Traffic: sinks first, then senders.
-    let bin_ms = sc.bin.as_millis().to_string();
-    let exe_args_common = |v: &mut Vec<String>| {
-        v.extend([s("--t0-ns"), s(t0_ns), s("--bin-ms"), bin_ms.clone()]);
-    };
-    let mut senders: Vec<Helper> = Vec::new();
-    let mut cg_receivers: Vec<Helper> = Vec::new();
-    for f in &sc.flows {
+
+    /// Senders stop by themselves at their stop time: a moment, then they are killed;
+    /// then the sinks' stdin is closed and the receivers get SIGTERM.
+    fn stop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for h in &mut self.senders {
+            while h.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if h.child.try_wait().ok().flatten().is_none() {
+                eprintln!("netlab: {} did not stop in time; killing it", h.name);
+                h.child.kill().ok();
+            }
+            h.child.wait().ok();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        for h in &mut self.helpers {
+            h.stdin.take();
+        }
+        for h in &mut self.cg_receivers {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(h.child.id() as libc::pid_t, libc::SIGTERM) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        for h in &mut self.cg_receivers {
+            while h.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            h.child.kill().ok();
+            h.child.wait().ok();
+        }
+        for h in &mut self.helpers {
+            h.child.wait().ok();
+        }
+    }
+}
+
+/// Waits out the run (and 300 ms), stopping it if a traffic process fails; shows a
+/// once-a-second progress line when the forwarder does not (`own_progress`).
+fn wait_for_end(
+    opts: &RunOptions,
+    sc: &Scenario,
+    procs: &mut Procs,
+    t0_ns: u64,
+    own_progress: bool,
+) -> Result<()> {
+    let end_ns = t0_ns + sc.duration.as_nanos() as u64;
+    let mut last_progress = mono_ns();
+    while mono_ns() < end_ns + 300_000_000 {
+        std::thread::sleep(Duration::from_millis(100));
+        if let Some(why) = failed_early(procs.all(), t0_ns) {
+            // The PID namespace takes the other processes down with the runner.
+            return Err(Error::Process(why));
+        }
+        if own_progress && progress_on(opts) && mono_ns() - last_progress > 1_000_000_000 {
+            last_progress = mono_ns();
+            eprintln!(
+                "  [{:5.0}/{:.0} s]",
+                (mono_ns() as f64 - t0_ns as f64) / 1e9,
+                sc.duration.as_secs_f64()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Starts each flow's processes in its hosts' namespaces, timed from t0.
+struct Launch<'a> {
+    sc: &'a Scenario,
+    topo: &'a Topology,
+    raw: &'a Path,
+    t0_ns: u64,
+}
+
+impl Launch<'_> {
+    fn raw_file(&self, name: String) -> String {
+        self.raw.join(name).display().to_string()
+    }
+
+    /// `--t0-ns T0 --bin-ms BIN`: what every traffic helper takes.
+    fn timing(&self, v: &mut Vec<String>) {
+        v.extend([
+            s("--t0-ns"),
+            s(self.t0_ns),
+            s("--bin-ms"),
+            s(self.sc.bin.as_millis()),
+        ]);
+    }
+
+    /// The prefix that runs a program at `start` after t0.
+    fn exec_at(&self, start: Duration) -> Vec<String> {
+        vec![
+            s("__exec-at"),
+            s("--t0-ns"),
+            s(self.t0_ns),
+            s("--start"),
+            s(start.as_secs_f64()),
+            s("--"),
+        ]
+    }
+
+    /// The flow's receiving end, started before any sender: a sink, or cg-recv for a plain
+    /// cg flow (a WebRTC viewer starts after its WHEP server, with the sender).
+    fn sink(&self, f: &Flow, procs: &mut Procs) -> Result<()> {
         let kind_sink = match f.kind {
             FlowKind::Tcp => "__tcp-sink",
             FlowKind::Udp => "__udp-sink",
-            // A WebRTC viewer starts after its WHEP server, below.
-            FlowKind::Cg if f.webrtc != WebRtcMode::Off => continue,
+            FlowKind::Cg if f.webrtc != WebRtcMode::Off => return Ok(()),
             FlowKind::Cg => {
                 let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
                 let mut a = vec![
@@ -293,20 +513,18 @@ pub fn run(opts: &RunOptions) -> Result<()> {
                     s("--cc"),
                     f.controller.clone(),
                     s("--stats-file"),
-                    raw.join(format!("cg-recv-{}.jsonl", f.name))
-                        .display()
-                        .to_string(),
+                    self.raw_file(format!("cg-recv-{}.jsonl", f.name)),
                     s("--quiet"),
                 ];
                 a.extend(f.recv_args.iter().cloned());
-                cg_receivers.push(spawn_prog_in(
-                    &topo.ns(f.to),
+                procs.cg_receivers.push(spawn_prog_in(
+                    &self.topo.ns(f.to),
                     &recv,
                     &a,
                     &format!("cg-recv {}", f.name),
                     false,
                 )?);
-                continue;
+                return Ok(());
             }
         };
         let mut a = vec![
@@ -314,150 +532,174 @@ pub fn run(opts: &RunOptions) -> Result<()> {
             s("--port"),
             s(f.port),
             s("--out"),
-            raw.join(format!("sink-{}.csv", f.name))
-                .display()
-                .to_string(),
+            self.raw_file(format!("sink-{}.csv", f.name)),
         ];
-        exe_args_common(&mut a);
-        helpers.push(spawn_in(
-            &topo.ns(f.to),
+        self.timing(&mut a);
+        procs.helpers.push(spawn_in(
+            &self.topo.ns(f.to),
             &a,
             &format!("sink {}", f.name),
             false,
         )?);
+        Ok(())
     }
-    std::thread::sleep(Duration::from_millis(100));
-    for f in &sc.flows {
-        let dst = format!("{}:{}", sc.hosts[f.to].addr, f.port);
-        let exec_at = |start: Duration| {
+
+    /// The flow's sending end (and a WebRTC flow's viewer or publisher page).
+    fn source(&self, f: &Flow, procs: &mut Procs) -> Result<()> {
+        match f.kind {
+            FlowKind::Cg if f.webrtc == WebRtcMode::ChromiumPublisher => {
+                self.chromium_publisher(f, procs)
+            }
+            FlowKind::Cg => self.cg_send(f, procs),
+            FlowKind::Tcp | FlowKind::Udp => self.generator(f, procs),
+        }
+    }
+
+    /// cg-recv in the receiving host at `start`, in WebRTC `mode`, on the flow's port.
+    fn cg_recv_at(&self, f: &Flow, start: Duration, mode: Vec<String>) -> Result<Helper> {
+        let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
+        let mut r = self.exec_at(start);
+        r.push(recv.display().to_string());
+        r.extend(mode);
+        r.extend([
+            s("--listen"),
+            format!("{}:{}", self.sc.hosts[f.to].addr, f.port),
+            s("--cc"),
+            f.controller.clone(),
+            s("--stats-file"),
+            self.raw_file(format!("cg-recv-{}.jsonl", f.name)),
+            s("--quiet"),
+        ]);
+        r.extend(f.recv_args.iter().cloned());
+        spawn_in(
+            &self.topo.ns(f.to),
+            &r,
+            &format!("cg-recv {}", f.name),
+            false,
+        )
+    }
+
+    /// Headless Chromium in host `host`'s namespace at `start` on `url`, with `extra`
+    /// arguments.
+    fn chromium_at(
+        &self,
+        f: &Flow,
+        host: usize,
+        start: Duration,
+        extra: &[String],
+        url: String,
+    ) -> Result<Helper> {
+        let browser = crate::traffic::cg::chromium().map_err(Error::NotAvailable)?;
+        let profile = self.raw.join(format!("chromium-{}", f.name));
+        let mut v = self.exec_at(start);
+        v.push(browser.display().to_string());
+        v.extend(crate::traffic::cg::chromium_args(&profile));
+        v.extend(extra.iter().cloned());
+        v.push(url);
+        spawn_in(
+            &self.topo.ns(host),
+            &v,
+            &format!("chromium {}", f.name),
+            false,
+        )
+    }
+
+    /// cg-recv serves WHIP on the receiving host; Chromium publishes to it.
+    fn chromium_publisher(&self, f: &Flow, procs: &mut Procs) -> Result<()> {
+        let to = format!("{}:{}", self.sc.hosts[f.to].addr, f.port);
+        let reports = self.raw_file(format!("publisher-{}.jsonl", f.name));
+        procs.cg_receivers.push(self.cg_recv_at(
+            f,
+            f.start,
             vec![
-                s("__exec-at"),
-                s("--t0-ns"),
-                s(t0_ns),
-                s("--start"),
-                s(start.as_secs_f64()),
-                s("--"),
-            ]
-        };
-        // cg-recv in the receiving host at `start`, in WebRTC `mode`, on the flow's port.
-        let cg_recv_at = |start: Duration, mode: Vec<String>| -> Result<Helper> {
-            let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-            let mut r = exec_at(start);
-            r.push(recv.display().to_string());
-            r.extend(mode);
-            r.extend([
-                s("--listen"),
-                format!("{}:{}", sc.hosts[f.to].addr, f.port),
-                s("--cc"),
-                f.controller.clone(),
-                s("--stats-file"),
-                raw.join(format!("cg-recv-{}.jsonl", f.name))
-                    .display()
-                    .to_string(),
-                s("--quiet"),
-            ]);
-            r.extend(f.recv_args.iter().cloned());
-            spawn_in(&topo.ns(f.to), &r, &format!("cg-recv {}", f.name), false)
-        };
-        // Headless Chromium in namespace `ns` at `start` on `url`, with `extra` arguments.
-        let chromium_at = |ns: usize, start: Duration, extra: &[String], url: String| {
-            let browser = crate::traffic::cg::chromium().map_err(Error::NotAvailable)?;
-            let profile = raw.join(format!("chromium-{}", f.name));
-            let mut v = exec_at(start);
-            v.push(browser.display().to_string());
-            v.extend(crate::traffic::cg::chromium_args(&profile));
-            v.extend(extra.iter().cloned());
-            v.push(url);
-            spawn_in(&topo.ns(ns), &v, &format!("chromium {}", f.name), false)
-        };
-        if f.kind == FlowKind::Cg && f.webrtc == WebRtcMode::ChromiumPublisher {
-            // cg-recv serves WHIP on the receiving host; Chromium publishes to it.
-            let to = format!("{}:{}", sc.hosts[f.to].addr, f.port);
-            let reports = raw.join(format!("publisher-{}.jsonl", f.name));
-            cg_receivers.push(cg_recv_at(
-                f.start,
-                vec![
-                    s("--webrtc"),
-                    s("whip"),
-                    s("--http"),
-                    to.clone(),
-                    s("--publisher-reports"),
-                    reports.display().to_string(),
-                ],
-            )?);
-            // getUserMedia needs a secure context: plain http:// to another host is one only
-            // by this flag (a user would serve the page over https, or from localhost).
-            let mut extra = vec![
-                s("--use-fake-device-for-media-stream"),
-                s("--use-fake-ui-for-media-stream"),
-                format!("--unsafely-treat-insecure-origin-as-secure=http://{to}"),
-            ];
-            extra.extend(f.send_args.iter().cloned());
-            cg_receivers.push(chromium_at(
-                f.from,
-                f.start + WHEP_VIEWER_DELAY,
-                &extra,
-                format!("http://{to}/?report=1"),
-            )?);
-            continue;
-        }
-        if f.kind == FlowKind::Cg {
-            let (send, _) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-            let mut a = exec_at(f.start);
-            a.push(send.display().to_string());
-            let from_addr = sc.hosts[f.from].addr;
-            let http = format!("{from_addr}:{}", f.port);
-            match f.webrtc {
-                WebRtcMode::Off => a.extend([s("--to"), dst]),
-                viewer => {
-                    a.extend([s("--webrtc"), s("whep"), s("--http"), http.clone()]);
-                    a.extend([s("--bind"), s(from_addr)]);
-                    if viewer == WebRtcMode::Chromium {
-                        a.push(s("--viewer-reports"));
-                        a.push(
-                            raw.join(format!("viewer-{}.jsonl", f.name))
-                                .display()
-                                .to_string(),
-                        );
-                    }
+                s("--webrtc"),
+                s("whip"),
+                s("--http"),
+                to.clone(),
+                s("--publisher-reports"),
+                reports,
+            ],
+        )?);
+        // getUserMedia needs a secure context: plain http:// to another host is one only
+        // by this flag (a user would serve the page over https, or from localhost).
+        let mut extra = vec![
+            s("--use-fake-device-for-media-stream"),
+            s("--use-fake-ui-for-media-stream"),
+            format!("--unsafely-treat-insecure-origin-as-secure=http://{to}"),
+        ];
+        extra.extend(f.send_args.iter().cloned());
+        procs.cg_receivers.push(self.chromium_at(
+            f,
+            f.from,
+            f.start + WHEP_VIEWER_DELAY,
+            &extra,
+            format!("http://{to}/?report=1"),
+        )?);
+        Ok(())
+    }
+
+    /// cg-send to the flow's receiver, or serving WHEP to its viewer (cg-recv or Chromium,
+    /// started once the WHEP server is up).
+    fn cg_send(&self, f: &Flow, procs: &mut Procs) -> Result<()> {
+        let (send, _) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
+        let mut a = self.exec_at(f.start);
+        a.push(send.display().to_string());
+        let from_addr = self.sc.hosts[f.from].addr;
+        let http = format!("{from_addr}:{}", f.port);
+        match f.webrtc {
+            WebRtcMode::Off => a.extend([
+                s("--to"),
+                format!("{}:{}", self.sc.hosts[f.to].addr, f.port),
+            ]),
+            viewer => {
+                a.extend([s("--webrtc"), s("whep"), s("--http"), http.clone()]);
+                a.extend([s("--bind"), s(from_addr)]);
+                if viewer == WebRtcMode::Chromium {
+                    a.push(s("--viewer-reports"));
+                    a.push(self.raw_file(format!("viewer-{}.jsonl", f.name)));
                 }
             }
-            a.extend([
-                s("--cc"),
-                f.controller.clone(),
-                s("--ecn"),
-                s(crate::traffic::cg::ecn_arg(f.ecn)),
-                s("--duration"),
-                format!("{}ms", (f.stop - f.start).as_millis()),
-                s("--stats-file"),
-                raw.join(format!("cg-send-{}.jsonl", f.name))
-                    .display()
-                    .to_string(),
-                s("--quiet"),
-            ]);
-            // The viewer offers once the WHEP server is up (cg-send binds it at start).
-            let view_at = f.start + WHEP_VIEWER_DELAY;
-            let url = format!("http://{http}/whep");
-            match f.webrtc {
-                WebRtcMode::Off | WebRtcMode::ChromiumPublisher => {}
-                WebRtcMode::Cg => {
-                    let mode = vec![s("--webrtc"), s("whep-client"), url];
-                    cg_receivers.push(cg_recv_at(view_at, mode)?);
-                }
-                WebRtcMode::Chromium => {
-                    let page = format!("http://{http}/?report=1");
-                    cg_receivers.push(chromium_at(f.to, view_at, &f.recv_args, page)?);
-                }
-            }
-            a.extend(f.send_args.iter().cloned());
-            senders.push(spawn_in(
-                &topo.ns(f.from),
-                &a,
-                &format!("cg-send {}", f.name),
-                false,
-            )?);
-            continue;
         }
+        a.extend([
+            s("--cc"),
+            f.controller.clone(),
+            s("--ecn"),
+            s(crate::traffic::cg::ecn_arg(f.ecn)),
+            s("--duration"),
+            format!("{}ms", (f.stop - f.start).as_millis()),
+            s("--stats-file"),
+            self.raw_file(format!("cg-send-{}.jsonl", f.name)),
+            s("--quiet"),
+        ]);
+        // The viewer offers once the WHEP server is up (cg-send binds it at start).
+        let view_at = f.start + WHEP_VIEWER_DELAY;
+        let url = format!("http://{http}/whep");
+        match f.webrtc {
+            WebRtcMode::Off | WebRtcMode::ChromiumPublisher => {}
+            WebRtcMode::Cg => {
+                let mode = vec![s("--webrtc"), s("whep-client"), url];
+                procs.cg_receivers.push(self.cg_recv_at(f, view_at, mode)?);
+            }
+            WebRtcMode::Chromium => {
+                let page = format!("http://{http}/?report=1");
+                procs
+                    .cg_receivers
+                    .push(self.chromium_at(f, f.to, view_at, &f.recv_args, page)?);
+            }
+        }
+        a.extend(f.send_args.iter().cloned());
+        procs.senders.push(spawn_in(
+            &self.topo.ns(f.from),
+            &a,
+            &format!("cg-send {}", f.name),
+            false,
+        )?);
+        Ok(())
+    }
+
+    /// netlab's own TCP or UDP traffic generator.
+    fn generator(&self, f: &Flow, procs: &mut Procs) -> Result<()> {
+        let dst = format!("{}:{}", self.sc.hosts[f.to].addr, f.port);
         let mut a = match f.kind {
             FlowKind::Tcp => vec![
                 s("__tcp-send"),
@@ -466,9 +708,7 @@ pub fn run(opts: &RunOptions) -> Result<()> {
                 s("--cc"),
                 s(f.cc.name()),
                 s("--out"),
-                raw.join(format!("send-{}.csv", f.name))
-                    .display()
-                    .to_string(),
+                self.raw_file(format!("send-{}.csv", f.name)),
             ],
             _ => vec![
                 s("__udp-send"),
@@ -501,119 +741,15 @@ pub fn run(opts: &RunOptions) -> Result<()> {
                 s(off.as_secs_f64()),
             ]);
         }
-        exe_args_common(&mut a);
-        senders.push(spawn_in(
-            &topo.ns(f.from),
+        self.timing(&mut a);
+        procs.senders.push(spawn_in(
+            &self.topo.ns(f.from),
             &a,
             &format!("sender {}", f.name),
             false,
         )?);
+        Ok(())
     }
-    if progress_on(opts) {
-        eprintln!(
-            "netlab: running `{}` for {:.0} s ({} flows, backend {})",
-            sc.name,
-            sc.duration.as_secs_f64(),
-            sc.flows.len(),
-            if backend == Backend::Emulated {
-                "emulated"
-            } else {
-                "kernel"
-            }
-        );
-    }
-    // Wait for the run to end.
-    let end_ns = t0_ns + sc.duration.as_nanos() as u64;
-    let mut last_progress = mono_ns();
-    while mono_ns() < end_ns + 300_000_000 {
-        std::thread::sleep(Duration::from_millis(100));
-        let procs = senders
-            .iter_mut()
-            .chain(&mut cg_receivers)
-            .chain(&mut helpers);
-        if let Some(why) = failed_early(procs, t0_ns) {
-            // The PID namespace takes the other processes down with the runner.
-            return Err(Error::Process(why));
-        }
-        if forwarder.is_none() && progress_on(opts) && mono_ns() - last_progress > 1_000_000_000 {
-            last_progress = mono_ns();
-            eprintln!(
-                "  [{:5.0}/{:.0} s]",
-                (mono_ns() as f64 - t0_ns as f64) / 1e9,
-                sc.duration.as_secs_f64()
-            );
-        }
-    }
-    // Senders stop by themselves at their stop time; give them a moment, then insist.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    for h in &mut senders {
-        while h.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if h.child.try_wait().ok().flatten().is_none() {
-            eprintln!("netlab: {} did not stop in time; killing it", h.name);
-            h.child.kill().ok();
-        }
-        h.child.wait().ok();
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    for h in &mut helpers {
-        h.stdin.take();
-    }
-    for h in &mut cg_receivers {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(h.child.id() as libc::pid_t, libc::SIGTERM) };
-    }
-    let deadline = Instant::now() + Duration::from_secs(3);
-    for h in &mut cg_receivers {
-        while h.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        h.child.kill().ok();
-        h.child.wait().ok();
-    }
-    for h in &mut helpers {
-        h.child.wait().ok();
-    }
-    let tun_drops = if forwarder.is_some() {
-        topo.tun_drops()
-    } else {
-        [0, 0]
-    };
-    if let Some(mut f) = forwarder {
-        f.stdin.take();
-        let st = f.child.wait().map_err(|e| Error::io("wait forwarder", e))?;
-        if !st.success() {
-            return Err(Error::Process(format!("forwarder failed: {st}")));
-        }
-    }
-    let mut rcvbuf = 0;
-    for (i, h) in sc.hosts.iter().enumerate() {
-        let _ = h;
-        rcvbuf += udp_rcvbuf_errors(&topo.ns(i));
-    }
-    let info = RunInfo {
-        t0_ns,
-        backend: if backend == Backend::Emulated {
-            "emulated"
-        } else {
-            "kernel"
-        }
-        .into(),
-        backend_note,
-        kernel_qdiscs: kernel_qdiscs.into_iter().collect(),
-        rtt_expected_ms: expected,
-        rtt_measured_ms: measured,
-        rtt_min_ms: pr.min_ms().unwrap_or(f64::NAN),
-        tun_drops,
-        udp_rcvbuf_errors: rcvbuf,
-        prefix,
-        setup_s,
-    };
-    let text = serde_json::to_string_pretty(&info).expect("RunInfo serialises");
-    std::fs::write(raw.join("run.json"), text).map_err(|e| Error::io("write run.json", e))?;
-    std::io::stderr().flush().ok();
-    Ok(())
 }
 
 /// A traffic process (sender, sink, `cg-send`, `cg-recv`, echo) that exited with an error

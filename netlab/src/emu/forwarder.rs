@@ -180,6 +180,42 @@ impl Copies {
     }
 }
 
+/// What the forwarder tells the runner on stdout: [`READY`](Self::READY) once its TUNs are
+/// up, then once a second this line for the forward link (the runner shows it as progress).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ForwarderStatus {
+    /// Seconds since t0.
+    pub t_s: f64,
+    /// Bytes delivered by the forward link.
+    pub delivered_bytes: u64,
+    /// Packets its queue dropped.
+    pub drops: u64,
+    /// Packets queued now.
+    pub backlog_packets: u64,
+    /// Packets it CE-marked.
+    pub ce_marks: u64,
+}
+
+impl ForwarderStatus {
+    /// The first line: the forwarder runs.
+    pub const READY: &'static str = "ready";
+    const PREFIX: &'static str = "status ";
+
+    /// The line printed.
+    pub fn line(&self) -> String {
+        format!(
+            "{}{}",
+            Self::PREFIX,
+            serde_json::to_string(self).expect("a status serialises")
+        )
+    }
+
+    /// A status line read back; `None` for any other line.
+    pub fn parse(line: &str) -> Option<ForwarderStatus> {
+        serde_json::from_str(line.strip_prefix(Self::PREFIX)?).ok()
+    }
+}
+
 /// Runs until stdin reaches end of file (the runner closes it to stop us).
 pub fn run(cfg: ForwarderConfig) -> Result<()> {
     let started = Instant::now();
@@ -219,7 +255,7 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
     let mut buf = vec![0u8; 65536];
     let mut last_status = Instant::now();
     // Tell the runner the TUNs exist.
-    println!("ready");
+    println!("{}", ForwarderStatus::READY);
     std::io::stdout().flush().ok();
     let stdin_fd = std::io::stdin().as_raw_fd();
     let mut stdin_open = true;
@@ -308,14 +344,14 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
         }
         if now.duration_since(last_status) >= Duration::from_secs(1) && !probing {
             last_status = now;
-            println!(
-                "status {} {} {} {} {}",
-                now.saturating_duration_since(t0).as_secs_f64(),
-                stats.bytes_out[0],
-                stats.link_drops[0],
-                sides[0].link.backlog(),
-                stats.ce_marks[0]
-            );
+            let status = ForwarderStatus {
+                t_s: now.saturating_duration_since(t0).as_secs_f64(),
+                delivered_bytes: stats.bytes_out[0],
+                drops: stats.link_drops[0],
+                backlog_packets: sides[0].link.backlog() as u64,
+                ce_marks: stats.ce_marks[0],
+            };
+            println!("{}", status.line());
             std::io::stdout().flush().ok();
         }
         // Sleep: until the next link deadline, but no sooner than last_wake + coalesce;
@@ -470,6 +506,20 @@ fn record_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_line_reads_back_and_other_lines_are_not_statuses() {
+        let st = ForwarderStatus {
+            t_s: 12.5,
+            delivered_bytes: 3_000_000,
+            drops: 4,
+            backlog_packets: 17,
+            ce_marks: 9,
+        };
+        assert_eq!(ForwarderStatus::parse(&st.line()), Some(st));
+        assert_eq!(ForwarderStatus::parse(ForwarderStatus::READY), None);
+        assert_eq!(ForwarderStatus::parse("status 1 2 3 4 5"), None);
+    }
 
     #[test]
     fn the_second_delivery_of_a_duplicated_packet_is_logged_as_a_copy() {

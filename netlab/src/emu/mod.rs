@@ -3,3 +3,5 @@ pub mod forwarder;
 pub mod linkcfg;
 pub mod record;
 pub mod tun;
+
+pub use forwarder::ForwarderStatus;
