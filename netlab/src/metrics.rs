@@ -392,7 +392,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                 if in_window(t) {
                     tsum += r.target_bps / 1e6;
                     tn += 1;
-                    if let Some(n) = r.n_dd {
+                    if let Some(n) = r.n_dd() {
                         first_ndd.get_or_insert(n);
                         last_ndd = Some(n);
                     }
@@ -596,17 +596,32 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
     })
 }
 
-/// One line of cg-send's `--stats-file` (newline-delimited JSON), the fields netlab uses.
-#[derive(Debug, Clone, PartialEq)]
+/// One line of cg-send's `--stats-file` (newline-delimited JSON, cg-sender's `Stats`), the
+/// fields netlab uses, deserialised by name (the others are ignored).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct CgSendStat {
     /// CLOCK_MONOTONIC of the sample.
     pub mono_ns: u64,
     /// Controller target, bit/s.
+    #[serde(default = "f64_nan")]
     pub target_bps: f64,
     /// RTT, ms.
+    #[serde(default)]
     pub rtt_ms: Option<f64>,
+    /// The controller's own figures (GCC: `n_dd`…; SCReAM: `alpha`…).
+    #[serde(default)]
+    pub extra: HashMap<String, f64>,
+}
+
+fn f64_nan() -> f64 {
+    f64::NAN
+}
+
+impl CgSendStat {
     /// GCC's cumulative delay-based decrease count.
-    pub n_dd: Option<u64>,
+    pub fn n_dd(&self) -> Option<u64> {
+        self.extra.get("n_dd").map(|&n| n as u64)
+    }
 }
 
 /// Reads cg-send statistics; lines that do not parse are skipped.
@@ -615,15 +630,7 @@ pub fn cg_send_stats(path: &Path) -> Vec<CgSendStat> {
         return Vec::new();
     };
     text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| {
-            Some(CgSendStat {
-                mono_ns: v["mono_ns"].as_u64()?,
-                target_bps: v["target_bps"].as_f64().unwrap_or(f64::NAN),
-                rtt_ms: v["rtt_ms"].as_f64(),
-                n_dd: v["extra"]["n_dd"].as_f64().map(|x| x as u64),
-            })
-        })
+        .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
 }
 
@@ -648,9 +655,9 @@ mod tests {
         .unwrap();
         let v = cg_send_stats(&p);
         assert_eq!(v.len(), 2);
-        assert_eq!(v[0].n_dd, Some(2));
+        assert_eq!(v[0].n_dd(), Some(2));
         assert_eq!(v[1].rtt_ms, Some(51.5));
-        assert_eq!(v[1].n_dd, None);
+        assert_eq!(v[1].n_dd(), None);
         std::fs::remove_dir_all(&dir).ok();
     }
 
