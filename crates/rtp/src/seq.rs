@@ -23,8 +23,7 @@ impl SeqUnwrapper {
             // Start one cycle up so that early reordered packets do not go negative.
             return (1 << 16) + seq as u64;
         };
-        let diff = seq.wrapping_sub(h as u16) as i16 as i64;
-        (h as i64 + diff).max(0) as u64
+        nearest(h, seq).unwrap_or(0)
     }
 
     /// The highest unwrapped value seen.
@@ -33,9 +32,25 @@ impl SeqUnwrapper {
     }
 }
 
+/// The 64-bit number whose low 16 bits are `seq` nearest to `reference` (within 2¹⁵ either
+/// side); `None` if that is below zero. How a peer's 16-bit report of our packets (NACK,
+/// transport-wide CC) is read against the highest number we sent.
+pub fn nearest(reference: u64, seq: u16) -> Option<u64> {
+    let diff = i64::from(seq.wrapping_sub(reference as u16) as i16);
+    u64::try_from(reference as i64 + diff).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_reads_a_16_bit_number_on_either_side_of_the_reference() {
+        assert_eq!(nearest(70_000, 70_000u64 as u16), Some(70_000));
+        assert_eq!(nearest(65_540, 65_535), Some(65_535), "just before a wrap");
+        assert_eq!(nearest(65_530, 3), Some(65_539), "just after it");
+        assert_eq!(nearest(5, 65_534), None, "below zero");
+    }
 
     #[test]
     fn wraps_forward_and_handles_reordering() {

@@ -61,7 +61,7 @@ pub use config::{FeedbackLossResponse, PayloadTypes, SenderConfig};
 
 use crate::history::{History, Stored};
 use crate::pacer::{Pacer, PacketClass, Queued, Release};
-use crate::rtcp::{self};
+use crate::rtcp;
 use crate::rtp_packet::is_rtcp;
 use crate::time::{NtpClock, WrapUnwrapper};
 use crate::{EncodedFrame, Error, Transmit, TransmitKind, codec};
@@ -524,11 +524,6 @@ impl SenderSession {
             self.events.push_back(SenderEvent::TargetBitrate(rate));
         }
         self.events.pop_front()
-    }
-
-    /// The rate last given to the encoder ([`SenderEvent::TargetBitrate`]).
-    pub fn encoder_target(&self) -> Bitrate {
-        self.encoder_target.announced()
     }
 
     /// The bit rate the encoder should produce now: the controller's target, halved for each

@@ -72,15 +72,11 @@ impl SenderSession {
             .unwrap_or(Duration::from_millis(20))
             .max(Duration::from_millis(5));
         for &s in seqs {
-            let diff = s.wrapping_sub(highest as u16) as i16 as i64;
-            let Ok(seq) = u64::try_from(highest as i64 + diff) else {
+            let Some(seq) = crate::seq::nearest(highest, s).filter(|&seq| seq <= highest) else {
+                // Not sent yet (or before the first number).
                 self.stats.feedback_ignored += 1;
                 continue;
             };
-            if seq > highest {
-                self.stats.feedback_ignored += 1;
-                continue;
-            }
             if seq < self.useful_from {
                 self.stats.retransmissions_superseded += 1;
                 continue;

@@ -111,10 +111,7 @@ impl SentLog {
         };
         let mut ignored = 0;
         for &(seq16, arrival) in decoded {
-            let diff = i64::from(seq16.wrapping_sub(highest as u16) as i16);
-            let tx = u64::try_from(highest as i64 + diff)
-                .ok()
-                .filter(|&tx| tx <= highest && self.contains(tx));
+            let tx = crate::seq::nearest(highest, seq16).filter(|&tx| self.contains(tx));
             let Some(tx) = tx else {
                 ignored += 1;
                 continue;
