@@ -507,16 +507,7 @@ impl Launch<'_> {
             FlowKind::Cg if f.webrtc != WebRtcMode::Off => return Ok(()),
             FlowKind::Cg => {
                 let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-                let mut a = vec![
-                    s("--listen"),
-                    format!("0.0.0.0:{}", f.port),
-                    s("--cc"),
-                    f.controller.clone(),
-                    s("--stats-file"),
-                    self.raw_file(format!("cg-recv-{}.jsonl", f.name)),
-                    s("--quiet"),
-                ];
-                a.extend(f.recv_args.iter().cloned());
+                let a = self.cg_recv_args(f, format!("0.0.0.0:{}", f.port));
                 procs.cg_receivers.push(spawn_prog_in(
                     &self.topo.ns(f.to),
                     &recv,
@@ -555,22 +546,29 @@ impl Launch<'_> {
         }
     }
 
+    /// cg-recv's arguments for flow `f`, listening on `listen`: its controller, its
+    /// statistics file and the flow's own receiver arguments.
+    fn cg_recv_args(&self, f: &Flow, listen: String) -> Vec<String> {
+        let mut a = vec![
+            s("--listen"),
+            listen,
+            s("--cc"),
+            f.controller.clone(),
+            s("--stats-file"),
+            self.raw_file(format!("cg-recv-{}.jsonl", f.name)),
+            s("--quiet"),
+        ];
+        a.extend(f.recv_args.iter().cloned());
+        a
+    }
+
     /// cg-recv in the receiving host at `start`, in WebRTC `mode`, on the flow's port.
     fn cg_recv_at(&self, f: &Flow, start: Duration, mode: Vec<String>) -> Result<Helper> {
         let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
         let mut r = self.exec_at(start);
         r.push(recv.display().to_string());
         r.extend(mode);
-        r.extend([
-            s("--listen"),
-            format!("{}:{}", self.sc.hosts[f.to].addr, f.port),
-            s("--cc"),
-            f.controller.clone(),
-            s("--stats-file"),
-            self.raw_file(format!("cg-recv-{}.jsonl", f.name)),
-            s("--quiet"),
-        ]);
-        r.extend(f.recv_args.iter().cloned());
+        r.extend(self.cg_recv_args(f, format!("{}:{}", self.sc.hosts[f.to].addr, f.port)));
         spawn_in(
             &self.topo.ns(f.to),
             &r,

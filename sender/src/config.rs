@@ -218,12 +218,9 @@ impl SenderConfig {
 
     /// The congestion controller's configuration.
     pub fn controller_config(&self) -> Box<dyn cg_cc::ControllerConfig> {
-        match self
-            .controller
-            .gcc_config(self.start_bitrate, self.min_bitrate, self.max_bitrate)
-        {
-            Some(gcc) => Box::new(gcc),
-            None => Box::new(ScreamConfig {
+        match self.controller {
+            // SCReAM is tuned to the stream: its ECN and frame period.
+            ControllerKind::Scream => Box::new(ScreamConfig {
                 start_bitrate: self.start_bitrate,
                 min_bitrate: self.min_bitrate,
                 max_bitrate: self.max_bitrate,
@@ -231,6 +228,7 @@ impl SenderConfig {
                 frame_period: Duration::from_secs(1) / self.frame_rate.max(1),
                 ..ScreamConfig::default()
             }),
+            k => k.config(self.start_bitrate, self.min_bitrate, self.max_bitrate),
         }
     }
 }

@@ -128,10 +128,11 @@ pub struct SyntheticEncoder {
 impl SyntheticEncoder {
     /// An encoder producing its first frame (a key frame) at `now`, at `initial` rate.
     pub fn new(cfg: EncoderConfig, initial: Bitrate, now: Instant) -> Self {
+        let rate = initial.min(cfg.max_rate).max(cfg.min_rate);
         SyntheticEncoder {
             rng: Rng::new(cfg.seed),
-            rate: initial.min(cfg.max_rate).max(cfg.min_rate),
-            wanted: initial.min(cfg.max_rate).max(cfg.min_rate),
+            rate,
+            wanted: rate,
             last_rate_change: None,
             next_frame: now,
             next_key: Some(now),

@@ -1,7 +1,6 @@
 //! For the workspace's end-to-end tests: the cg programs a test runs, built from the code
 //! under test.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -16,13 +15,13 @@ use std::sync::Mutex;
 /// # Panics
 /// If cargo cannot run or the build fails: the test cannot go on without the programs.
 pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf {
-    static BUILT: Mutex<Option<HashSet<Vec<String>>>> = Mutex::new(None);
+    static BUILT: Mutex<Vec<Vec<String>>> = Mutex::new(Vec::new());
     let dir = next_to
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let key: Vec<String> = packages.iter().map(|p| (*p).to_owned()).collect();
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if built.get_or_insert_with(HashSet::new).contains(&key) {
+    if built.contains(&key) {
         return dir;
     }
     let mut cmd = Command::new(cargo);
@@ -39,6 +38,6 @@ pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf 
         "building {packages:?} next to {} failed: {ok:?}",
         next_to.display()
     );
-    built.get_or_insert_with(HashSet::new).insert(key);
+    built.push(key);
     dir
 }
