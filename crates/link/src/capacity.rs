@@ -98,6 +98,84 @@ impl CapacityConfig {
             CapacityConfig::Unlimited => Bitrate::MAX,
         }
     }
+
+    /// The rate in force `t` after the link's start: a schedule's step (zero in an outage;
+    /// after the last step the last rate, or the schedule again if it repeats), a trace's
+    /// mean rate, [`Bitrate::MAX`] for an unlimited link. What a run's plots draw as the
+    /// capacity line.
+    pub fn rate_at(&self, t: Duration) -> Bitrate {
+        match self {
+            CapacityConfig::Schedule { steps, repeat } => {
+                let t = schedule_offset(steps, *repeat, t);
+                let mut start = Duration::ZERO;
+                for s in steps {
+                    start += s.duration;
+                    if t < start {
+                        return s.rate;
+                    }
+                }
+                steps.last().map_or(Bitrate::ZERO, |s| s.rate)
+            }
+            other => other.mean_rate(),
+        }
+    }
+
+    /// The bits the link can carry over `[a, b)` of its time (the denominator of a run's
+    /// utilisation): the integral of the rate, an outage counting zero, or a trace's
+    /// opportunities in `[a, b)` × 1500 bytes, so a gap in a trace counts zero too. Infinite
+    /// for an unlimited link.
+    pub fn bits_between(&self, a: Duration, b: Duration) -> f64 {
+        if b <= a {
+            return 0.0;
+        }
+        match self {
+            CapacityConfig::Unlimited => f64::INFINITY,
+            _ => self.bits_before(b) - self.bits_before(a),
+        }
+    }
+
+    /// The bits the link can carry over `[0, t)`.
+    fn bits_before(&self, t: Duration) -> f64 {
+        match self {
+            CapacityConfig::Constant { rate } => rate.as_bps_f64() * t.as_secs_f64(),
+            CapacityConfig::Schedule { steps, repeat } => {
+                let period: Duration = steps.iter().map(|s| s.duration).sum();
+                let cycle_bits: f64 = steps
+                    .iter()
+                    .map(|s| s.rate.as_bps_f64() * s.duration.as_secs_f64())
+                    .sum();
+                let (cycles, mut left) = if *repeat && !period.is_zero() {
+                    let n = (t.as_nanos() / period.as_nanos()) as f64;
+                    (n, schedule_offset(steps, true, t))
+                } else {
+                    (0.0, t)
+                };
+                let mut bits = cycles * cycle_bits;
+                for (i, s) in steps.iter().enumerate() {
+                    // Without repeat the last rate holds for ever.
+                    let last = i + 1 == steps.len() && !*repeat;
+                    let d = if last { left } else { left.min(s.duration) };
+                    bits += s.rate.as_bps_f64() * d.as_secs_f64();
+                    left -= d;
+                }
+                bits
+            }
+            CapacityConfig::Trace { trace } => {
+                trace.opportunities_before(t) as f64 * MAHIMAHI_OPPORTUNITY.as_bits() as f64
+            }
+            CapacityConfig::Unlimited => f64::INFINITY,
+        }
+    }
+}
+
+/// `t` within a repeating schedule's period (unchanged if it does not repeat).
+fn schedule_offset(steps: &[RateStep], repeat: bool, t: Duration) -> Duration {
+    let period: Duration = steps.iter().map(|s| s.duration).sum();
+    if !repeat || period.is_zero() {
+        return t;
+    }
+    let ns = t.as_nanos() % period.as_nanos();
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
 }
 
 /// One step of a [`CapacityConfig::Schedule`].
@@ -200,6 +278,29 @@ impl MahimahiTrace {
     /// The period after which the trace repeats (its last timestamp).
     pub fn period(&self) -> Duration {
         Duration::from_millis(*self.millis.last().expect("a trace is never empty"))
+    }
+
+    /// How many opportunities come before `t` (from the trace's start): opportunity
+    /// `k·P + m` for every cycle `k ≥ 0` and timestamp `m`, as the link serves them.
+    pub fn opportunities_before(&self, t: Duration) -> u128 {
+        let last = *self.millis.last().expect("a trace is never empty");
+        let t = t.as_nanos();
+        if t == 0 {
+            return 0;
+        }
+        let period = u128::from(last) * 1_000_000;
+        let (q, s) = (t / period, t % period);
+        let before = self
+            .millis
+            .partition_point(|&m| u128::from(m) * 1_000_000 < s) as u128;
+        // With t on a period boundary (s = 0) the timestamps equal to the period fall on t
+        // itself.
+        let at_boundary = if s == 0 {
+            self.millis.iter().filter(|&&m| m == last).count() as u128
+        } else {
+            0
+        };
+        q * self.millis.len() as u128 + before - at_boundary
     }
 
     /// Opportunities × 1500 B / period.
@@ -707,6 +808,57 @@ mod tests {
             Err(Error::ZeroRate { .. })
         ));
         assert!(Capacity::new(&steps(&[(10, 0), (20, 1)], false)).is_ok());
+    }
+
+    #[test]
+    fn capacity_over_time_counts_outages_and_trace_gaps_as_zero() {
+        let s = Duration::from_secs;
+        let c = CapacityConfig::Schedule {
+            steps: vec![
+                RateStep {
+                    duration: s(20),
+                    rate: Bitrate::mbps(1),
+                },
+                RateStep {
+                    duration: s(10),
+                    rate: Bitrate::kbps(2500),
+                },
+            ],
+            repeat: false,
+        };
+        assert_eq!(c.rate_at(s(19)), Bitrate::mbps(1));
+        assert_eq!(c.rate_at(s(20)), Bitrate::kbps(2500));
+        assert_eq!(
+            c.rate_at(s(100)),
+            Bitrate::kbps(2500),
+            "the last rate holds"
+        );
+        // 1 Mb/s × 10 s + 2.5 Mb/s × 10 s, and past the end the last rate holds.
+        assert!((c.bits_between(s(10), s(30)) - 35e6).abs() < 1e3);
+        assert!((c.bits_between(s(30), s(40)) - 25e6).abs() < 1e3);
+        // A repeating schedule with an outage: 2 Mb/s 4 s, down 2 s, every 6 s.
+        let c = steps(&[(4000, 2), (2000, 0)], true);
+        assert_eq!(c.rate_at(s(5)), Bitrate::ZERO);
+        assert_eq!(c.rate_at(s(7)), Bitrate::mbps(2));
+        assert!((c.bits_between(s(0), s(12)) - 16e6).abs() < 1e3);
+        assert!((c.bits_between(s(3), s(8)) - 6e6).abs() < 1e3);
+        // Opportunities at 1, 1 and 5 ms, looping every 5 ms.
+        let c = CapacityConfig::Trace {
+            trace: MahimahiTrace::new(vec![1, 1, 5]).unwrap(),
+        };
+        let ms = Duration::from_millis;
+        let opp = |a, b| c.bits_between(ms(a), ms(b)) / 12_000.0;
+        assert_eq!(opp(0, 5), 2.0, "the 5 ms one is at 5 ms itself");
+        assert_eq!(opp(0, 6), 3.0);
+        assert_eq!(opp(2, 5), 0.0, "a gap");
+        assert_eq!(opp(0, 11), 6.0, "1, 1, 5, 6, 6, 10");
+        assert_eq!(opp(5, 10), 3.0, "5, 6, 6");
+        assert_eq!(opp(7, 7), 0.0);
+        assert_eq!(c.rate_at(s(3)), c.mean_rate());
+        assert_eq!(
+            CapacityConfig::Unlimited.bits_between(s(0), s(1)),
+            f64::INFINITY
+        );
     }
 
     #[test]

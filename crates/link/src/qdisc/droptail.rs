@@ -1,6 +1,8 @@
 //! DropTail: a FIFO with a limit in packets (`pfifo`), bytes (`bfifo`) or time (DT/300).
 
 use std::collections::VecDeque;
+use std::fmt;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use cg_types::{Bitrate, DataSize};
@@ -12,8 +14,12 @@ use crate::event::{DropReason, EventSink};
 use crate::packet::Packet;
 
 /// The size limit of a FIFO.
+///
+/// Deserialises from a packet count (`300`), a string in packets (`"300p"`), bytes
+/// (`"450KB"`, `"1500B"`) or time (`"300ms"`, the papers' DT/300), or the tagged table it
+/// serialises to (`{ packets = 300 }`, `{ time = "300ms" }`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", remote = "Self")]
 pub enum QueueLimit {
     /// At most this many packets (Linux `pfifo limit N`): a packet arriving at a full queue
     /// is dropped.
@@ -28,6 +34,93 @@ pub enum QueueLimit {
     /// until the backlog fits). With a trace it is sized at the trace's mean rate.
     #[serde(with = "humantime_serde")]
     Time(Duration),
+}
+
+impl QueueLimit {
+    /// The limit in bytes at `rate`, packets counted as 1500 bytes each.
+    pub fn bytes_at(self, rate: Bitrate) -> DataSize {
+        match self {
+            QueueLimit::Packets(p) => DataSize::bytes(u64::from(p) * 1500),
+            QueueLimit::Bytes(b) => b,
+            QueueLimit::Time(t) => rate * t,
+        }
+    }
+}
+
+impl FromStr for QueueLimit {
+    type Err = String;
+
+    /// `"300"`, `"300p"`, `"300pkts"`, `"300packets"`: packets; `"300ms"`, `"1.5s"`: time;
+    /// anything else a byte size (`"450KB"`). Zero and negative limits are errors.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        if t.starts_with('-') {
+            return Err(format!("limit `{s}` is negative"));
+        }
+        let packets = t
+            .strip_suffix("packets")
+            .or_else(|| t.strip_suffix("pkts"))
+            .or_else(|| t.strip_suffix('p'))
+            .or_else(|| t.chars().all(|c| c.is_ascii_digit()).then_some(t));
+        let limit = if let Some(n) = packets {
+            QueueLimit::Packets(
+                n.trim()
+                    .parse()
+                    .map_err(|_| format!("limit `{s}`: `{n}` is not a packet count"))?,
+            )
+        } else if t.ends_with('s') && !t.ends_with("bytes") {
+            QueueLimit::Time(
+                humantime::parse_duration(t)
+                    .map_err(|e| format!("limit `{s}` is not a time like \"300ms\": {e}"))?,
+            )
+        } else {
+            QueueLimit::Bytes(
+                t.parse()
+                    .map_err(|e| format!("limit `{s}` is not packets, bytes or time: {e}"))?,
+            )
+        };
+        let zero = match limit {
+            QueueLimit::Packets(p) => p == 0,
+            QueueLimit::Bytes(b) => b == DataSize::ZERO,
+            QueueLimit::Time(d) => d.is_zero(),
+        };
+        if zero {
+            return Err(format!("limit `{s}` must be above zero"));
+        }
+        Ok(limit)
+    }
+}
+
+impl Serialize for QueueLimit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        QueueLimit::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for QueueLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, MapAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = QueueLimit;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a limit such as 300 (packets), \"300ms\" or \"450KB\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<QueueLimit, E> {
+                v.parse().map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<QueueLimit, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<QueueLimit, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<QueueLimit, A::Error> {
+                QueueLimit::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// DropTail parameters.
@@ -187,6 +280,36 @@ mod tests {
     use super::*;
     use crate::qdisc::testing::{Source, drops, run};
     use cg_types::{Bitrate, Ecn};
+
+    #[test]
+    fn limits_parse_in_packets_bytes_and_time_or_as_tagged_tables() {
+        let p = |s: &str| s.parse::<QueueLimit>();
+        assert_eq!(p("300"), Ok(QueueLimit::Packets(300)));
+        assert_eq!(p("250p"), Ok(QueueLimit::Packets(250)));
+        assert_eq!(p("250 packets"), Ok(QueueLimit::Packets(250)));
+        assert_eq!(p("300ms"), Ok(QueueLimit::Time(Duration::from_millis(300))));
+        assert_eq!(p("45KB"), Ok(QueueLimit::Bytes(DataSize::bytes(45_000))));
+        assert!(p("0").unwrap_err().contains("above zero"));
+        assert!(p("-3").unwrap_err().contains("negative"));
+        assert!(p("many").is_err());
+        assert_eq!(
+            QueueLimit::Time(Duration::from_millis(300)).bytes_at(Bitrate::mbps(1)),
+            DataSize::bytes(37_500)
+        );
+        #[derive(Deserialize, Serialize)]
+        struct T {
+            a: QueueLimit,
+            b: QueueLimit,
+            c: QueueLimit,
+        }
+        let t: T = toml::from_str("a = 63\nb = \"300ms\"\nc = { bytes = \"1500B\" }").unwrap();
+        assert_eq!(t.a, QueueLimit::Packets(63));
+        assert_eq!(t.b, QueueLimit::Time(Duration::from_millis(300)));
+        assert_eq!(t.c, QueueLimit::Bytes(DataSize::bytes(1500)));
+        // What it serialises to reads back.
+        let back: T = toml::from_str(&toml::to_string(&t).unwrap()).unwrap();
+        assert_eq!((back.a, back.b, back.c), (t.a, t.b, t.c));
+    }
 
     #[test]
     fn packet_limit_drops_the_arrival_at_a_full_queue() {

@@ -191,6 +191,21 @@ impl QdiscConfig {
         })
     }
 
+    /// The `kind` it is written with (`"droptail"`, `"codel"`, `"fq_codel"`…): the name of
+    /// the Linux qdisc for the kernel-backed ones.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            QdiscConfig::DropTail(_) => "droptail",
+            QdiscConfig::Codel(_) => "codel",
+            QdiscConfig::Pie(_) => "pie",
+            QdiscConfig::Sfq(_) => "sfq",
+            QdiscConfig::FqCodel(_) => "fq_codel",
+            QdiscConfig::Dualpi2(_) => "dualpi2",
+            QdiscConfig::Htb(_) => "htb",
+            QdiscConfig::Preset { .. } => "preset",
+        }
+    }
+
     /// This config with a [`QdiscConfig::Preset`] replaced by what it names for `link` (the
     /// kernel-`tc` backend needs concrete parameters). Other configs are returned as they are.
     pub fn resolve(&self, link: LinkInfo) -> Result<QdiscConfig, Error> {
