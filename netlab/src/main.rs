@@ -306,10 +306,9 @@ fn real_main(args: Args) -> Result<(), Error> {
                 .map_err(|e| Error::io(format!("read {}", scenario.display()), e))?;
             let sc = Scenario::parse(&text, &scenario.display().to_string(), "scenario", &base)?;
             emu::forwarder::run(emu::forwarder::ForwarderConfig {
-                forward: emu::linkcfg::link_config(&sc.forward, &sc.flows, sc.seed, "forward")?,
+                forward: emu::linkcfg::link_config(&sc.forward, sc.seed, "forward")?,
                 reverse: emu::linkcfg::link_config(
                     &sc.reverse,
-                    &sc.flows,
                     sc.seed.wrapping_add(1),
                     "reverse",
                 )?,

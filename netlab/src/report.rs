@@ -53,8 +53,8 @@ pub fn preflight(sc: &Scenario) -> Result<()> {
             .map_err(|e| Error::NotAvailable(format!("flow `{}`: {e}", f.name)))?;
     }
     if sc.backend == Backend::Emulated || sc.fallback == Fallback::Emulated {
-        crate::emu::linkcfg::link_config(&sc.forward, &sc.flows, sc.seed, "forward")?;
-        crate::emu::linkcfg::link_config(&sc.reverse, &sc.flows, sc.seed, "reverse")?;
+        crate::emu::linkcfg::link_config(&sc.forward, sc.seed, "forward")?;
+        crate::emu::linkcfg::link_config(&sc.reverse, sc.seed, "reverse")?;
     } else {
         // What `tc` cannot express whatever the kernel has (jitter, reordering, duplication,
         // schedules, traces) is refused now; missing qdiscs are found by probing at run time.
@@ -364,7 +364,7 @@ mod tests {
         };
         let sc = Scenario::parse(&text("error"), "t.toml", "t", Path::new(".")).unwrap();
         let e = preflight(&sc).unwrap_err().to_string();
-        assert!(e.contains("forward link, field `reorder`"), "{e}");
+        assert!(e.contains("t.toml:6:11: field `forward.reorder`"), "{e}");
         // With the emulator as fallback the emulator will run it.
         let sc = Scenario::parse(&text("emulated"), "t.toml", "t", Path::new(".")).unwrap();
         preflight(&sc).unwrap();

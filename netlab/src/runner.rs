@@ -805,7 +805,7 @@ pub fn expected_rtt_ms(sc: &Scenario, backend: Backend) -> f64 {
 /// impairment is planned (and refused if `tc` cannot express it), never skipped.
 pub fn kernel_shapes_reverse(sc: &Scenario) -> bool {
     sc.flows.iter().any(|f| f.direction == Direction::Reverse)
-        || !matches!(sc.reverse.capacity, crate::scenario::Capacity::Constant(r) if r >= cg_types::Bitrate::mbps(1000))
+        || !matches!(sc.reverse.capacity, cg_link::CapacityConfig::Constant { rate } if rate >= cg_types::Bitrate::mbps(1000))
         || sc.reverse.delay != cg_link::DelayConfig::default()
         || sc.reverse.loss != cg_link::LossConfig::None
 }
@@ -832,9 +832,25 @@ fn kernel_setup(
     } else {
         Vec::new()
     };
-    crate::kernel::apply(&topo.router(), &fwd)?;
-    crate::kernel::apply(&topo.router(), &rev)?;
-    Ok(())
+    let ns = topo.router();
+    let planned = [
+        (topo.router_if(receivers[0]), fwd),
+        (topo.router_if(senders[0]), rev),
+    ];
+    let applied = planned.iter().try_for_each(|(dev, cmds)| {
+        if cmds.is_empty() {
+            return Ok(());
+        }
+        crate::kernel::apply(&ns, cmds)?;
+        crate::kernel::verify(cmds, &crate::kernel::show(&ns, dev)?).map(drop)
+    });
+    if applied.is_err() {
+        // Whatever was applied goes, so a fallback to the emulator runs on plain veths.
+        for (dev, _) in &planned {
+            crate::sys::run("tc", &["-n", &ns, "qdisc", "del", "dev", dev, "root"]).ok();
+        }
+    }
+    applied
 }
 
 fn udp_rcvbuf_errors(ns: &str) -> u64 {

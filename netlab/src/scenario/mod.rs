@@ -14,11 +14,12 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cg_link::{DelayConfig, LossConfig};
+use cg_link::qdisc::{HtbMatch, HtbRule, LinkInfo, QdiscConfig};
+use cg_link::{CapacityConfig, DelayConfig, LossConfig, MahimahiTrace, Protocol, RateStep};
 use cg_types::Bitrate;
 use toml::Spanned;
 
-pub use schema::{Backend, EcnSetting, Fallback, FlowKind, Qdisc, RawHtbClass, TcpCc, WebRtcMode};
+pub use schema::{Backend, EcnSetting, Fallback, FlowKind, TcpCc, WebRtcMode};
 use schema::{LossKind, RawCapacityStep, RawFlow, RawLink, RawLoss, RawScenario};
 
 /// A scenario problem, located in its file.
@@ -39,7 +40,13 @@ pub struct ScenarioError {
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line == 0 {
-            write!(f, "{}: {}", self.file, self.message)
+            if !self.file.is_empty() {
+                write!(f, "{}: ", self.file)?;
+            }
+            if !self.field.is_empty() {
+                write!(f, "field `{}`: ", self.field)?;
+            }
+            write!(f, "{}", self.message)
         } else {
             write!(
                 f,
@@ -52,98 +59,68 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-/// Capacity over time.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Capacity {
-    /// Constant.
-    Constant(Bitrate),
-    /// Steps `(from, rate)`, sorted, the first at 0 and positive; a zero rate is an outage
-    /// until the next step.
-    Schedule(Vec<(Duration, Bitrate)>),
-    /// Mahimahi trace: delivery opportunities (ms offsets, 1500 bytes each), looping.
-    Trace(Vec<u64>),
-}
-
-impl Capacity {
-    /// The rate at `t` since the start (a trace gives its average rate).
-    pub fn rate_at(&self, t: Duration) -> Bitrate {
-        match self {
-            Capacity::Constant(r) => *r,
-            Capacity::Schedule(steps) => steps
-                .iter()
-                .rev()
-                .find(|(at, _)| *at <= t)
-                .or(steps.first())
-                .map_or(Bitrate::ZERO, |(_, r)| *r),
-            Capacity::Trace(ops) => {
-                let period_ms = ops.last().copied().unwrap_or(1).max(1);
-                Bitrate::from_bps_f64(ops.len() as f64 * 1500.0 * 8.0 * 1000.0 / period_ms as f64)
-            }
-        }
-    }
-
-    /// Capacity × time over `[a, b)` in bits (for utilisation): the integral of the rate, an
-    /// outage counting zero, or a trace's opportunities in `[a, b)` × 1500 bytes (so a gap in
-    /// a trace counts zero too).
-    pub fn bits_between(&self, a: Duration, b: Duration) -> f64 {
-        if b <= a {
-            return 0.0;
-        }
-        match self {
-            Capacity::Constant(r) => r.as_bps_f64() * (b - a).as_secs_f64(),
-            Capacity::Schedule(steps) => steps
-                .iter()
-                .enumerate()
-                .map(|(i, (at, r))| {
-                    let end = steps.get(i + 1).map_or(Duration::MAX, |s| s.0);
-                    let (lo, hi) = ((*at).max(a), end.min(b));
-                    if hi > lo {
-                        r.as_bps_f64() * (hi - lo).as_secs_f64()
-                    } else {
-                        0.0
-                    }
-                })
-                .sum(),
-            Capacity::Trace(ops) => {
-                (opportunities_before(ops, b) - opportunities_before(ops, a)) as f64 * 1500.0 * 8.0
-            }
-        }
-    }
-}
-
-/// How many opportunities of a looping trace (ms offsets `ops`, period its last) come before
-/// `t`: opportunity `k·P + m` for every cycle `k ≥ 0` and offset `m`, as cg-link serves them.
-fn opportunities_before(ops: &[u64], t: Duration) -> u128 {
-    let Some(&last) = ops.last().filter(|l| **l > 0) else {
-        return 0;
-    };
-    let t = t.as_nanos();
-    if t == 0 {
-        return 0;
-    }
-    let period = u128::from(last) * 1_000_000;
-    let (q, s) = (t / period, t % period);
-    let before_s = ops.partition_point(|&m| u128::from(m) * 1_000_000 < s) as u128;
-    // With t on a period boundary (s = 0) the offsets equal to the period fall on t itself.
-    let at_boundary = if s == 0 {
-        ops.iter().filter(|&&m| m == last).count() as u128
-    } else {
-        0
-    };
-    q * ops.len() as u128 + before_s - at_boundary
-}
-
-/// One direction of the bottleneck, checked.
+/// One direction of the bottleneck, checked: cg-link's own configs, so the emulated backend
+/// runs exactly what was loaded and the kernel backend maps the same values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkSpec {
-    /// Capacity over time (with its outages).
-    pub capacity: Capacity,
-    /// Propagation delay, jitter, reordering and duplication, as cg-link takes them.
+    /// Capacity over time (with its outages), as cg-link takes it.
+    pub capacity: CapacityConfig,
+    /// Propagation delay, jitter, reordering and duplication, as cg-link takes it.
     pub delay: DelayConfig,
     /// Random loss before the queue, as cg-link takes it.
     pub loss: LossConfig,
-    /// Queue discipline.
-    pub qdisc: Qdisc,
+    /// Queue discipline, as cg-link takes it; HTB classes' `flows` are already rules.
+    pub qdisc: QdiscConfig,
+    /// Where its fields were written.
+    pub origin: Origin,
+}
+
+impl LinkSpec {
+    /// A plain wire of `rate` with `delay` and Linux's default queue (pfifo 1000 packets),
+    /// written nowhere: the default reverse path.
+    pub fn wire(rate: Bitrate, delay: Duration) -> Self {
+        LinkSpec {
+            capacity: CapacityConfig::constant(rate),
+            delay: DelayConfig::fixed(delay),
+            loss: LossConfig::None,
+            qdisc: QdiscConfig::default(),
+            origin: Origin::default(),
+        }
+    }
+}
+
+/// Where a link's fields were written, so that a problem found after loading (the kernel
+/// backend refusing a parameter `tc` cannot take) names file, line and field like a load
+/// error does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    file: String,
+    /// `forward.qdisc.target` → (line, column).
+    at: std::collections::BTreeMap<String, (usize, usize)>,
+}
+
+impl Origin {
+    /// The error `message` about `field` (`forward.qdisc.limit`), placed where the field was
+    /// written, or where its nearest written parent (`forward.qdisc`, `forward`) was.
+    pub fn error(&self, field: &str, message: impl Into<String>) -> ScenarioError {
+        let mut key = field;
+        let (line, column) = loop {
+            if let Some(at) = self.at.get(key) {
+                break *at;
+            }
+            match key.rfind(['.', '[']) {
+                Some(i) => key = &key[..i],
+                None => break (0, 0),
+            }
+        };
+        ScenarioError {
+            file: self.file.clone(),
+            line,
+            column,
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
 }
 
 /// The longest `delay`, `jitter` or `reorder_delay` a scenario may give: longer is a typo
@@ -427,14 +404,10 @@ fn build(
     )?;
     let reverse = match &raw.reverse {
         Some(r) => link(cx, r.get_ref(), r.span(), "reverse", base)?,
-        None => LinkSpec {
-            capacity: Capacity::Constant(Bitrate::mbps(1000)),
-            delay: DelayConfig::fixed(forward.delay.base),
-            loss: LossConfig::None,
-            qdisc: Qdisc::Droptail {
-                limit: units::Limit::Packets(1000),
-            },
-        },
+        None => (
+            LinkSpec::wire(Bitrate::mbps(1000), forward.0.delay.base),
+            Vec::new(),
+        ),
     };
     // Flows.
     let mut flows = Vec::new();
@@ -444,15 +417,8 @@ fn build(
     if flows.len() > 2000 {
         return Err(cx.err(0..0, "flows", "more than 2000 flow instances"));
     }
-    if let Qdisc::Htb { classes, default } = &forward.qdisc {
-        let span = raw
-            .forward
-            .get_ref()
-            .qdisc
-            .as_ref()
-            .map_or(0..0, Spanned::span);
-        check_htb(cx, span, classes, default, &flows)?;
-    }
+    let forward = with_flow_rules(forward, "forward", &flows)?;
+    let reverse = with_flow_rules(reverse, "reverse", &flows)?;
     let bin = raw.metrics.bin.get_ref().0;
     if bin < Duration::from_millis(10) {
         return Err(cx.err(
@@ -513,7 +479,7 @@ fn link(
     span: Range<usize>,
     name: &str,
     base: &Path,
-) -> Result<LinkSpec, ScenarioError> {
+) -> Result<(LinkSpec, ClassFlows), ScenarioError> {
     let given = [
         l.capacity.is_some(),
         l.schedule.is_some(),
@@ -530,7 +496,7 @@ fn link(
         ));
     }
     let capacity = if let Some(c) = &l.capacity {
-        Capacity::Constant(c.get_ref().0)
+        CapacityConfig::constant(c.get_ref().0)
     } else if let Some(s) = &l.schedule {
         schedule(cx, s.get_ref(), s.span(), &format!("{name}.schedule"))?
     } else {
@@ -573,22 +539,188 @@ fn link(
         if ops.is_empty() || ops.last() == Some(&0) {
             return Err(cx.err(t.span(), &field, "trace is empty"));
         }
-        Capacity::Trace(ops)
+        CapacityConfig::Trace {
+            trace: MahimahiTrace::new(ops).map_err(|e| cx.err(t.span(), &field, e.to_string()))?,
+        }
     };
     let delay = delay(cx, l, name)?;
     let loss = loss(cx, l.loss.as_ref(), &format!("{name}.loss"))?;
-    let qdisc = match &l.qdisc {
-        Some(q) => q.get_ref().clone(),
-        None => Qdisc::Droptail {
-            limit: units::Limit::Packets(1000),
-        },
+    let mut origin = Origin {
+        file: cx.file.to_owned(),
+        at: Default::default(),
     };
-    Ok(LinkSpec {
-        capacity,
-        delay,
-        loss,
-        qdisc,
-    })
+    let mut place = |field: &str, span: Option<Range<usize>>| {
+        if let Some(span) = span {
+            origin
+                .at
+                .insert(format!("{name}.{field}"), line_col(cx.text, span.start));
+        }
+    };
+    origin_fields(l, &mut place);
+    let (qdisc, class_flows) = match &l.qdisc {
+        Some(q) => qdisc(cx, q, name, capacity.mean_rate(), &mut origin)?,
+        None => (QdiscConfig::default(), Vec::new()),
+    };
+    origin
+        .at
+        .insert(name.to_owned(), line_col(cx.text, span.start));
+    Ok((
+        LinkSpec {
+            capacity,
+            delay,
+            loss,
+            qdisc,
+            origin,
+        },
+        class_flows,
+    ))
+}
+
+/// Calls `place` with each field of `l` that is written and its span.
+fn origin_fields(l: &RawLink, place: &mut impl FnMut(&str, Option<Range<usize>>)) {
+    place("capacity", l.capacity.as_ref().map(Spanned::span));
+    place("schedule", l.schedule.as_ref().map(Spanned::span));
+    place("trace", l.trace.as_ref().map(Spanned::span));
+    place("delay", l.delay.as_ref().map(Spanned::span));
+    place("jitter", l.jitter.as_ref().map(Spanned::span));
+    place("reorder", l.reorder.as_ref().map(Spanned::span));
+    place("reorder_delay", l.reorder_delay.as_ref().map(Spanned::span));
+    place("duplicate", l.duplicate.as_ref().map(Spanned::span));
+    place("loss", l.loss.as_ref().map(Spanned::span));
+    place("qdisc", l.qdisc.as_ref().map(Spanned::span));
+}
+
+/// HTB classes' scenario flows (`flows = ["cg"]`), by class name: netlab's one addition to
+/// cg-link's qdisc config, turned into rules once the flows are known.
+type ClassFlows = Vec<(String, Vec<String>)>;
+
+/// The link's queue: cg-link's [`QdiscConfig`] as written (`{ kind = "codel", target =
+/// "13ms" }`, every omitted field at its Linux default), checked against the link's mean
+/// `rate`. An HTB class may also name scenario flows (`flows = ["cg"]`); they are taken out
+/// here and become rules in [`with_flow_rules`]. Every key's place goes into `origin`, and a
+/// mistake is reported at the key it concerns.
+fn qdisc(
+    cx: &Ctx<'_>,
+    q: &Spanned<toml::Table>,
+    name: &str,
+    rate: Bitrate,
+    origin: &mut Origin,
+) -> Result<(QdiscConfig, ClassFlows), ScenarioError> {
+    let field = format!("{name}.qdisc");
+    let key_at = |key: &str| key_offset(cx.text, q.span().start, key).unwrap_or(q.span().start);
+    for key in q.get_ref().keys() {
+        origin
+            .at
+            .insert(format!("{field}.{key}"), line_col(cx.text, key_at(key)));
+    }
+    let mut table = q.get_ref().clone();
+    let mut class_flows = Vec::new();
+    if table.get("kind").and_then(toml::Value::as_str) == Some("htb")
+        && let Some(toml::Value::Array(classes)) = table.get_mut("classes")
+    {
+        for class in classes.iter_mut().filter_map(toml::Value::as_table_mut) {
+            let Some(flows) = class.remove("flows") else {
+                continue;
+            };
+            let flows: Vec<String> = flows.try_into().map_err(|_| {
+                let at = key_at("flows");
+                cx.err(
+                    at..at,
+                    &format!("{field}.classes.flows"),
+                    "a list of flow names, such as [\"cg\"]",
+                )
+            })?;
+            let class_name = class.get("name").and_then(toml::Value::as_str);
+            class_flows.push((class_name.unwrap_or_default().to_owned(), flows));
+        }
+    }
+    let config: QdiscConfig =
+        toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                // The qdisc is a tagged enum, so serde's error carries no key: the culprit is the
+                // key that fails on its own (every other field has a default).
+                let alone = |key: &str| {
+                    let mut t: toml::Table = table
+                        .iter()
+                        .filter(|(k, _)| *k == "kind")
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    t.insert(key.to_owned(), table[key].clone());
+                    toml::Value::Table(t).try_into::<QdiscConfig>().is_err()
+                };
+                let culprit = table.keys().filter(|k| *k != "kind").find(|k| alone(k));
+                let (field, at) = match culprit {
+                    Some(k) => (format!("{field}.{k}"), key_at(k)),
+                    None => (field.clone(), q.span().start),
+                };
+                cx.err(at..at, &field, e.message().trim().to_owned())
+            })?;
+    config
+        .validate(LinkInfo::new(rate))
+        .map_err(|e| cx.err(q.span(), &field, e.to_string()))?;
+    Ok((config, class_flows))
+}
+
+/// Where `key = …` is first written at or after `from`.
+fn key_offset(text: &str, from: usize, key: &str) -> Option<usize> {
+    let mut at = from.min(text.len());
+    while let Some(i) = text[at..].find(key) {
+        let start = at + i;
+        let end = start + key.len();
+        let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+        let before_ok = !text[..start].chars().next_back().is_some_and(ident);
+        let after = text[end..].trim_start_matches([' ', '\t']);
+        if before_ok && after.starts_with('=') {
+            return Some(start);
+        }
+        at = end;
+    }
+    None
+}
+
+/// `link` with its HTB classes' scenario flows compiled into rules, ahead of the rules
+/// written in the file: a flow matches on its protocol and destination port (each flow has
+/// its own port); a name matches the flow or every instance of it (`cg` → `cg-1`, `cg-2`).
+fn with_flow_rules(
+    (mut link, class_flows): (LinkSpec, ClassFlows),
+    name: &str,
+    flows: &[FlowSpec],
+) -> Result<LinkSpec, ScenarioError> {
+    let QdiscConfig::Htb(htb) = &mut link.qdisc else {
+        return Ok(link);
+    };
+    let mut rules = Vec::new();
+    for (class, names) in class_flows {
+        for f in names {
+            let matching: Vec<&FlowSpec> = flows
+                .iter()
+                .filter(|x| {
+                    x.name == f
+                        || x.name
+                            .strip_prefix(f.as_str())
+                            .is_some_and(|r| r.starts_with('-'))
+                })
+                .collect();
+            if matching.is_empty() {
+                return Err(link.origin.error(
+                    &format!("{name}.qdisc.classes"),
+                    format!("class `{class}` names flow `{f}`, which does not exist"),
+                ));
+            }
+            rules.extend(matching.into_iter().map(|x| HtbRule {
+                class: class.clone(),
+                matches: HtbMatch {
+                    dst_port: Some(x.port),
+                    protocol: Some(Protocol(if x.kind == FlowKind::Tcp { 6 } else { 17 })),
+                    ..HtbMatch::default()
+                },
+            }));
+        }
+    }
+    rules.append(&mut htb.rules);
+    htb.rules = rules;
+    Ok(link)
 }
 
 /// `delay`, `jitter`, `reorder`, `reorder_delay`, `duplicate`.
@@ -793,7 +925,7 @@ fn schedule(
     steps: &[Spanned<RawCapacityStep>],
     span: Range<usize>,
     field: &str,
-) -> Result<Capacity, ScenarioError> {
+) -> Result<CapacityConfig, ScenarioError> {
     if steps.is_empty() {
         return Err(cx.err(span, field, "schedule is empty"));
     }
@@ -876,7 +1008,21 @@ fn schedule(
     if let Some((_, until)) = down {
         out.push((until, up_rate));
     }
-    Ok(Capacity::Schedule(out))
+    // cg-link's steps hold for a duration; the last holds for ever.
+    let steps = out
+        .iter()
+        .enumerate()
+        .map(|(i, (at, rate))| RateStep {
+            duration: out
+                .get(i + 1)
+                .map_or(Duration::from_secs(1), |(next, _)| *next - *at),
+            rate: *rate,
+        })
+        .collect();
+    Ok(CapacityConfig::Schedule {
+        steps,
+        repeat: false,
+    })
 }
 
 fn flow_instances(
@@ -1034,44 +1180,6 @@ fn flow_instances(
     Ok(())
 }
 
-fn check_htb(
-    cx: &Ctx<'_>,
-    span: Range<usize>,
-    classes: &[RawHtbClass],
-    default: &str,
-    flows: &[FlowSpec],
-) -> Result<(), ScenarioError> {
-    if classes.is_empty() {
-        return Err(cx.err(
-            span,
-            "forward.qdisc.classes",
-            "HTB needs at least one class",
-        ));
-    }
-    if !classes.iter().any(|c| c.name == default) {
-        return Err(cx.err(
-            span,
-            "forward.qdisc.default",
-            format!("default class `{default}` is not one of the classes"),
-        ));
-    }
-    for c in classes {
-        for f in &c.flows {
-            let prefix_match = flows
-                .iter()
-                .any(|x| &x.name == f || x.name.starts_with(&format!("{f}-")));
-            if !prefix_match {
-                return Err(cx.err(
-                    span,
-                    "forward.qdisc.classes.flows",
-                    format!("class `{}` names flow `{f}`, which does not exist", c.name),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1111,6 +1219,64 @@ rate = "2Mbit"
         assert_eq!(e.line, 6, "{e}");
         assert!(e.field.contains("qdisc") || e.field == "kind", "{e}");
         assert!(e.message.contains("fifo9"), "{e}");
+    }
+
+    #[test]
+    fn a_qdisc_mistake_names_the_key_it_is_in() {
+        let bad = |qdisc: &str| {
+            parse(&OK.replace("qdisc = { kind = \"droptail\", limit = \"300ms\" }", qdisc))
+                .unwrap_err()
+        };
+        let e = bad("qdisc = { kind = \"codel\", target = \"soon\" }");
+        assert_eq!(
+            (e.line, e.column, e.field.as_str()),
+            (6, 27, "forward.qdisc.target"),
+            "{e}"
+        );
+        let e = bad("[forward.qdisc]\nkind = \"codel\"\ninterval = \"100ms\"\nlimit = \"300ms\"");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (9, "forward.qdisc.limit"),
+            "{e}"
+        );
+        let e = bad("qdisc = { kind = \"pie\", targett = \"20ms\" }");
+        assert!(e.message.contains("unknown field `targett`"), "{e}");
+        assert_eq!(e.line, 6, "{e}");
+        // cg-link's own checks run at load, at the qdisc.
+        let e = bad("qdisc = { kind = \"codel\", interval = \"0s\" }");
+        assert_eq!((e.line, e.field.as_str()), (6, "forward.qdisc"), "{e}");
+    }
+
+    #[test]
+    fn htb_classes_name_flows_that_become_rules_before_the_written_ones() {
+        let htb = r#"[forward.qdisc]
+kind = "htb"
+default_class = "be"
+rules = [ { class = "be", dscp = 46 } ]
+[[forward.qdisc.classes]]
+name = "cg"
+rate = "1Mbit"
+flows = ["u"]
+[[forward.qdisc.classes]]
+name = "be"
+rate = "1Mbit"
+"#;
+        let text = OK.replace("qdisc = { kind = \"droptail\", limit = \"300ms\" }\n", "") + htb;
+        let s = parse(&text).unwrap();
+        let QdiscConfig::Htb(h) = &s.forward.qdisc else {
+            panic!("{:?}", s.forward.qdisc)
+        };
+        assert_eq!(h.rules.len(), 2);
+        assert_eq!(h.rules[0].class, "cg");
+        assert_eq!(h.rules[0].matches.dst_port, Some(s.flows[0].port));
+        assert_eq!(h.rules[0].matches.protocol, Some(Protocol(17)));
+        assert_eq!(h.rules[1].class, "be");
+        let e = parse(&text.replace("flows = [\"u\"]", "flows = [\"v\"]")).unwrap_err();
+        assert!(e.message.contains("flow `v`, which does not exist"), "{e}");
+        assert!(e.field.starts_with("forward.qdisc.classes"), "{e}");
+        let e =
+            parse(&text.replace("default_class = \"be\"", "default_class = \"x\"")).unwrap_err();
+        assert_eq!(e.field, "forward.qdisc", "{e}");
     }
 
     #[test]
@@ -1171,7 +1337,9 @@ rate = "2Mbit"
         std::fs::write(dir.join("empty.trace"), "\n").unwrap();
         let text = OK.replace("capacity = \"1Mbit\"", "trace = \"12mbit.trace\"");
         let s = Scenario::parse(&text, "t.toml", "t", &dir).unwrap();
-        assert!(matches!(s.forward.capacity, Capacity::Trace(ref v) if v.len() == 1000));
+        assert!(
+            matches!(s.forward.capacity, CapacityConfig::Trace { ref trace } if trace.millis().len() == 1000)
+        );
         assert_eq!(
             s.forward.capacity.rate_at(Duration::ZERO),
             Bitrate::mbps(12)
@@ -1442,17 +1610,24 @@ rate = "2Mbit"
         ]))
         .unwrap();
         let sec = Duration::from_secs_f64;
+        let step = |secs: f64, mbps: u64| RateStep {
+            duration: sec(secs),
+            rate: Bitrate::mbps(mbps),
+        };
         assert_eq!(
             s.forward.capacity,
-            Capacity::Schedule(vec![
-                (sec(0.0), Bitrate::mbps(2)),
-                (sec(4.0), Bitrate::ZERO),
-                (sec(6.0), Bitrate::mbps(2)),
-                (sec(8.0), Bitrate::mbps(1)),
-                (sec(9.0), Bitrate::ZERO),
-                (sec(9.5), Bitrate::ZERO),
-                (sec(10.5), Bitrate::mbps(1)),
-            ])
+            CapacityConfig::Schedule {
+                steps: vec![
+                    step(4.0, 2),
+                    step(2.0, 0),
+                    step(2.0, 2),
+                    step(1.0, 1),
+                    step(0.5, 0),
+                    step(1.0, 0),
+                    step(1.0, 1),
+                ],
+                repeat: false,
+            }
         );
         assert_eq!(s.forward.capacity.rate_at(sec(5.0)), Bitrate::ZERO);
         // 2 Mb/s × 6 s + 1 Mb/s × 1 s, nothing in the outages.
@@ -1465,7 +1640,7 @@ rate = "2Mbit"
             "{ at = \"6s\", rate = \"1Mbit\" }",
         ]))
         .unwrap();
-        let Capacity::Schedule(steps) = &s.forward.capacity else {
+        let CapacityConfig::Schedule { steps, .. } = &s.forward.capacity else {
             panic!()
         };
         assert_eq!(steps.len(), 3);
@@ -1524,31 +1699,5 @@ rate = "2Mbit"
         ]))
         .unwrap_err();
         assert!(e.message.contains("unknown field `up`"), "{e}");
-    }
-
-    #[test]
-    fn trace_capacity_counts_opportunities_so_a_gap_counts_zero() {
-        // Opportunities at 1, 1 and 5 ms, looping every 5 ms.
-        let c = Capacity::Trace(vec![1, 1, 5]);
-        let ms = Duration::from_millis;
-        let opp = |a, b| c.bits_between(ms(a), ms(b)) / 12_000.0;
-        assert_eq!(opp(0, 5), 2.0, "the 5 ms one is at 5 ms itself");
-        assert_eq!(opp(0, 6), 3.0);
-        assert_eq!(opp(2, 5), 0.0, "a gap");
-        assert_eq!(opp(0, 11), 6.0, "1, 1, 5, 6, 6, 10");
-        assert_eq!(opp(5, 10), 3.0, "5, 6, 6");
-        assert_eq!(opp(7, 7), 0.0);
-    }
-
-    #[test]
-    fn schedule_rate_lookup() {
-        let c = Capacity::Schedule(vec![
-            (Duration::ZERO, Bitrate::mbps(1)),
-            (Duration::from_secs(20), Bitrate::kbps(2500)),
-        ]);
-        assert_eq!(c.rate_at(Duration::from_secs(19)), Bitrate::mbps(1));
-        assert_eq!(c.rate_at(Duration::from_secs(20)), Bitrate::kbps(2500));
-        let bits = c.bits_between(Duration::from_secs(10), Duration::from_secs(30));
-        assert!((bits - 35e6).abs() < 1e3, "{bits}");
     }
 }

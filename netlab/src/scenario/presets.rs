@@ -41,7 +41,8 @@ pub fn load(name: &str) -> Option<Result<Scenario, ScenarioError>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{FlowKind, Qdisc};
+    use crate::scenario::FlowKind;
+    use cg_link::qdisc::QdiscConfig;
 
     #[test]
     fn every_preset_parses_and_checks() {
@@ -61,11 +62,9 @@ mod tests {
             99
         );
         let s = load("ccr16-4.1-codel-1mbit").unwrap().unwrap();
-        assert!(
-            matches!(s.forward.qdisc, Qdisc::Codel { target: Some(t), .. } if t.0.as_millis() == 13)
-        );
+        assert!(matches!(&s.forward.qdisc, QdiscConfig::Codel(c) if c.target.as_millis() == 13));
         let s = load("tma24-4-htb-cubic").unwrap().unwrap();
-        assert!(matches!(s.forward.qdisc, Qdisc::Htb { .. }));
+        assert!(matches!(s.forward.qdisc, QdiscConfig::Htb(_)));
         assert_eq!(s.forward.delay.base.as_millis() * 2, 30);
     }
 }

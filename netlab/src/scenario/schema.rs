@@ -7,7 +7,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::units::{Dur, Limit, Rate};
+use super::units::{Dur, Rate};
 
 /// Top level of a scenario TOML file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -135,8 +135,9 @@ pub struct RawLink {
     /// Random loss before the queue: a probability (Bernoulli) or a model table (default
     /// none).
     pub loss: Option<Spanned<RawLoss>>,
-    /// The queue discipline (default DropTail 1000 packets).
-    pub qdisc: Option<Spanned<Qdisc>>,
+    /// The queue discipline: cg-link's `QdiscConfig` (`{ kind = "codel", target = "13ms" }`;
+    /// default DropTail 1000 packets), whose HTB classes may also name scenario `flows`.
+    pub qdisc: Option<Spanned<toml::Table>>,
 }
 
 /// One step of a link's capacity schedule: a new rate, or an outage.
@@ -231,110 +232,6 @@ pub struct RawStep {
     pub at: Dur,
     /// Capacity from then on.
     pub rate: Rate,
-}
-
-/// Queue disciplines; unset parameters take Linux's defaults (shared/notes/aqm.md).
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Qdisc {
-    /// Tail drop with a limit in packets, bytes or time (`"300ms"` = DT/300).
-    Droptail {
-        /// Queue limit.
-        limit: Limit,
-    },
-    /// CoDel (RFC 8289).
-    Codel {
-        /// Target sojourn (5 ms).
-        target: Option<Dur>,
-        /// Interval (100 ms).
-        interval: Option<Dur>,
-        /// Limit (1000 packets).
-        limit: Option<Limit>,
-        /// Mark ECT packets instead of dropping (false).
-        ecn: Option<bool>,
-    },
-    /// PIE (RFC 8033).
-    Pie {
-        /// Target delay (15 ms).
-        target: Option<Dur>,
-        /// Update interval (15 ms).
-        tupdate: Option<Dur>,
-        /// Limit (1000 packets).
-        limit: Option<Limit>,
-        /// Mark instead of drop while p ≤ 10 % (false).
-        ecn: Option<bool>,
-    },
-    /// Stochastic fairness queueing (Linux sfq).
-    Sfq {
-        /// Limit (127 packets).
-        limit: Option<Limit>,
-    },
-    /// FQ-CoDel (RFC 8290).
-    FqCodel {
-        /// Target (5 ms).
-        target: Option<Dur>,
-        /// Interval (100 ms).
-        interval: Option<Dur>,
-        /// Limit (10240 packets).
-        limit: Option<Limit>,
-        /// ECN (true).
-        ecn: Option<bool>,
-    },
-    /// DualPI2 (RFC 9332).
-    Dualpi2 {
-        /// Classic-queue target (15 ms).
-        target: Option<Dur>,
-        /// Limit (10000 packets).
-        limit: Option<Limit>,
-        /// L-queue step threshold (1 ms).
-        step: Option<Dur>,
-        /// Coupling factor k (2).
-        coupling: Option<f64>,
-    },
-    /// HTB with classes, each with its own child qdisc (TMA24 §IV-C).
-    Htb {
-        /// Classes, highest priority first.
-        classes: Vec<RawHtbClass>,
-        /// Class name for packets no rule matches.
-        default: String,
-    },
-}
-
-impl Qdisc {
-    /// The qdisc's TOML `kind`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Qdisc::Droptail { .. } => "droptail",
-            Qdisc::Codel { .. } => "codel",
-            Qdisc::Pie { .. } => "pie",
-            Qdisc::Sfq { .. } => "sfq",
-            Qdisc::FqCodel { .. } => "fq_codel",
-            Qdisc::Dualpi2 { .. } => "dualpi2",
-            Qdisc::Htb { .. } => "htb",
-        }
-    }
-}
-
-/// One HTB class.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RawHtbClass {
-    /// Name used by `default` and in reports.
-    pub name: String,
-    /// Guaranteed rate.
-    pub rate: Rate,
-    /// Maximum rate (default: the link capacity).
-    pub ceil: Option<Rate>,
-    /// Priority, lower first (0).
-    #[serde(default)]
-    pub prio: u8,
-    /// Match packets to this flow names (scenario flows) — compiled to their 5-tuples.
-    #[serde(default)]
-    pub flows: Vec<String>,
-    /// Match by DSCP value.
-    pub dscp: Option<u8>,
-    /// The class's leaf qdisc (default DropTail 1000 packets).
-    pub qdisc: Option<Box<Qdisc>>,
 }
 
 /// Traffic kinds.
