@@ -399,6 +399,23 @@ pub struct GccConfig {
     /// two runs (7.0, 8.2 s). Send-side mode was not measured in netlab; in the cc simulation
     /// (camera §6.1, seeds 1–12) neither value is better.
     pub further_probe_duration: Option<Duration>,
+    /// Send-side mode, with `capacity_probing`: also probe the capacity (as when the
+    /// link-capacity estimate is forgotten) after this long climbing additively without an
+    /// over-use, and again each time as long passes (a cg addition, see
+    /// [`crate::gcc::probe_controller`]). `None` turns it off. Default 5 s.
+    ///
+    /// Without it, a flow whose receive rate never passes the estimate's mean + 3σ by
+    /// chance climbs at one packet per response time (32 kbit/s per second) for as long as
+    /// the link has room: `gcc_scenarios`' 20 → 10 → 20 Mbit/s with the smooth source (the
+    /// RFC 8593 model, like game content) took 3.3–46.9 s over seeds 1–8 to deliver 18
+    /// Mbit/s after the return (five seeds over 10 s), and sat at 0.78–0.84 of the 10
+    /// Mbit/s phase; with it 1.5–6.5 s and 0.78–0.88. The camera-like source, whose large
+    /// frames push the receive rate past the estimate, recovered in 1.2–2.7 s either way
+    /// (1.3–5.0 s with it). Other send-side scenarios, seeds 1–8, without → with: MMSys16
+    /// §6.2 three flows Jain 0.935–0.998 → 0.956–0.999; §6.1 steps U 0.823–0.858 →
+    /// 0.831–0.860; single flow at 1 Mbit/s U after 30 s 0.903–0.922 → 0.889–0.925 (q95
+    /// ≤ 46 → ≤ 47 ms); camera §6.1 U 0.908–0.949 → 0.917–0.944, q95 ≤ 70 → ≤ 71 ms.
+    pub stall_probe_after: Option<Duration>,
 }
 
 impl Default for GccConfig {
@@ -456,6 +473,7 @@ impl Default for GccConfig {
             probing: true,
             capacity_probing: true,
             further_probe_duration: None,
+            stall_probe_after: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -503,6 +521,9 @@ impl GccConfig {
         )?;
         if let Some(k) = self.kalman_residual_clamp {
             ConfigError::positive("kalman_residual_clamp", k)?;
+        }
+        if let Some(d) = self.stall_probe_after {
+            ConfigError::check(!d.is_zero(), "stall_probe_after", d, "above 0")?;
         }
         if let Some(k) = self.pacing_link_capacity_factor {
             ConfigError::positive("pacing_link_capacity_factor", k)?;

@@ -47,6 +47,7 @@ use crate::gcc::probe_controller::{AlrState, ProbeController, RESULT_WAIT};
 use crate::gcc::probe_detector::MAX_PADDING_GAP;
 use crate::gcc::probe_estimator::ClusterStats;
 use crate::gcc::rate_control::LinkCapacity;
+use crate::gcc::rate_control::RateState;
 use crate::gcc::standing::StandingQueue;
 use crate::gcc::time::micros_since;
 
@@ -134,6 +135,10 @@ pub struct GccController {
     events: VecDeque<ControllerEvent>,
     upward_resets: u64,
     last_signal: Signal,
+    /// [`GccConfig::stall_probe_after`].
+    stall_probe_after: Option<Duration>,
+    /// The last over-use signal or stall probe: when the additive climb was last checked.
+    last_climb_check: Option<Instant>,
     probe_results: u64,
     /// REMB mode: `α` of eq. (3), to take the receiver's `R` at a decrease from the REMB.
     alpha: f64,
@@ -254,6 +259,10 @@ impl GccController {
             events: VecDeque::new(),
             upward_resets: 0,
             last_signal: Signal::Normal,
+            stall_probe_after: c
+                .stall_probe_after
+                .filter(|_| c.mode == GccMode::SendSideTwcc),
+            last_climb_check: None,
             probe_results: 0,
             alpha: c.alpha,
             remb_capacity: LinkCapacity::default(),
@@ -443,13 +452,29 @@ impl GccController {
             in_alr: self.alr.alr_start().is_some(),
             ended: self.alr.alr_ended(),
         };
-        let (resets, signal) = match self.delay.as_ref() {
-            Some(d) => (d.upward_resets(), d.stats().signal),
-            None => (0, Signal::Normal),
+        let (resets, signal, additive) = match self.delay.as_ref() {
+            Some(d) => {
+                let s = d.stats();
+                let additive = s.state == RateState::Increase && s.link_capacity.is_some();
+                (d.upward_resets(), s.signal, additive)
+            }
+            None => (0, Signal::Normal, false),
         };
+        if signal == Signal::Overuse || !additive {
+            self.last_climb_check = Some(now);
+        }
+        let stalled = self.stall_probe_after.is_some_and(|after| {
+            !alr.in_alr
+                && self
+                    .last_climb_check
+                    .is_some_and(|t| now.saturating_duration_since(t) >= after)
+        });
         if let Some(p) = self.probe.as_mut() {
             p.on_estimate(target, now);
             if resets > self.upward_resets {
+                p.on_capacity_reset(now);
+            } else if stalled {
+                self.last_climb_check = Some(now);
                 p.on_capacity_reset(now);
             }
             if self.last_signal == Signal::Overuse && signal == Signal::Normal {
