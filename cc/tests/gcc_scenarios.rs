@@ -16,12 +16,13 @@ use cg_link::sim::Sim;
 use cg_types::Bitrate;
 use common::{MMSYS16_6_1, gcc_pair, links, mmsys16_6_1, t90};
 
-/// The encoder seed (`GCC_SEED` overrides it to check robustness by hand).
-fn seed() -> u64 {
-    std::env::var("GCC_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
+/// The encoder seeds every scenario runs and is judged on (each assertion on every seed):
+/// [`common::SEEDS`], or the one `GCC_SEED` names (to look at one run by hand).
+fn seeds() -> Vec<u64> {
+    match std::env::var("GCC_SEED") {
+        Ok(v) => vec![v.parse().expect("GCC_SEED=n")],
+        Err(_) => common::SEEDS.to_vec(),
+    }
 }
 
 fn pair(mode: GccMode, seed: u64, now: Instant) -> (SimSender, SimReceiver) {
@@ -60,10 +61,16 @@ fn summarise(
 }
 
 fn single_flow(mode: GccMode) {
+    for seed in seeds() {
+        single_flow_seed(mode, seed);
+    }
+}
+
+fn single_flow_seed(mode: GccMode, seed: u64) {
     let start = Instant::now();
     let (f, r) = links(CapacityConfig::constant(Bitrate::mbps(1)), Bitrate::mbps(1));
     let mut s = Sim::new(f, r, start);
-    let (tx, rx) = pair(mode, seed(), start);
+    let (tx, rx) = pair(mode, seed, start);
     s.add_pair(tx, rx);
     let warm = start + Duration::from_secs(30);
     let end = start + Duration::from_secs(90);
@@ -71,7 +78,7 @@ fn single_flow(mode: GccMode) {
     let all = summarise(&s, Bitrate::mbps(1), start, end);
     let steady = summarise(&s, Bitrate::mbps(1), warm, end);
     eprintln!(
-        "{mode:?}: whole run U={:.3} q50={:?} q95={:?} loss={:.4}; after 30 s U={:.3} q50={:?} q95={:?} loss={:.4}",
+        "{mode:?} seed {seed}: whole run U={:.3} q50={:?} q95={:?} loss={:.4}; after 30 s U={:.3} q50={:?} q95={:?} loss={:.4}",
         all.utilisation,
         all.q50,
         all.q95,
@@ -83,15 +90,15 @@ fn single_flow(mode: GccMode) {
     );
     assert!(
         steady.utilisation >= 0.85,
-        "utilisation {:.3}",
+        "seed {seed}: utilisation {:.3}",
         steady.utilisation
     );
     assert!(
         steady.q95 <= Duration::from_millis(100),
-        "q95 {:?}",
+        "seed {seed}: q95 {:?}",
         steady.q95
     );
-    assert_eq!(all.loss, 0.0, "no loss over the whole run");
+    assert_eq!(all.loss, 0.0, "seed {seed}: no loss over the whole run");
 }
 
 #[test]
@@ -117,13 +124,19 @@ fn mean_target(tx: &SimSender, from: Instant, to: Instant) -> Bitrate {
 
 /// MMSys16 §6.1: capacity 1 → 2.5 → 0.5 → 1 Mbit/s, 50 s each.
 fn capacity_steps(mode: GccMode) {
+    for seed in seeds() {
+        capacity_steps_seed(mode, seed);
+    }
+}
+
+fn capacity_steps_seed(mode: GccMode, seed: u64) {
     let start = Instant::now();
     let caps = MMSYS16_6_1.map(Bitrate::kbps);
     let (schedule, mean) = mmsys16_6_1();
     // DT/300 at the schedule's mean rate, as the link converts time limits.
     let (f, r) = links(schedule, mean);
     let mut s = Sim::new(f, r, start);
-    let (tx, rx) = pair(mode, seed(), start);
+    let (tx, rx) = pair(mode, seed, start);
     s.add_pair(tx, rx);
     let end = start + Duration::from_secs(200);
     s.run_until(end);
@@ -145,16 +158,16 @@ fn capacity_steps(mode: GccMode) {
         ));
         assert!(
             thr.as_bps_f64() >= 0.7 * reachable.as_bps_f64(),
-            "{mode:?} phase {i}: throughput {thr} vs {reachable}\n{report:#?}"
+            "{mode:?} seed {seed} phase {i}: throughput {thr} vs {reachable}\n{report:#?}"
         );
         assert!(
             target.as_bps_f64() <= 1.2 * reachable.as_bps_f64(),
-            "{mode:?} phase {i}: target {target} vs {reachable}\n{report:#?}"
+            "{mode:?} seed {seed} phase {i}: target {target} vs {reachable}\n{report:#?}"
         );
     }
     let all = summarise(&s, mean, start, end);
     eprintln!(
-        "{mode:?} steps: {report:#?}\nwhole run U={:.3} q50={:?} q95={:?} loss={:.4}",
+        "{mode:?} seed {seed} steps: {report:#?}\nwhole run U={:.3} q50={:?} q95={:?} loss={:.4}",
         all.utilisation, all.q50, all.q95, all.loss
     );
 }
@@ -171,6 +184,12 @@ fn capacity_steps_send_side() {
 
 /// MMSys16 §6.2: three flows on 3 Mbit/s, started 30 s apart.
 fn three_flows(mode: GccMode) {
+    for seed in seeds() {
+        three_flows_seed(mode, seed);
+    }
+}
+
+fn three_flows_seed(mode: GccMode, seed: u64) {
     let start = Instant::now();
     let cap = Bitrate::mbps(3);
     let (f, r) = links(CapacityConfig::constant(cap), cap);
@@ -178,7 +197,7 @@ fn three_flows(mode: GccMode) {
     for i in 0..3u64 {
         let at = start + Duration::from_secs(30 * i);
         s.run_until(at);
-        let (tx, rx) = pair(mode, seed() + i, at);
+        let (tx, rx) = pair(mode, seed + i, at);
         s.add_pair(tx, rx);
     }
     let end = start + Duration::from_secs(200);
@@ -191,11 +210,15 @@ fn three_flows(mode: GccMode) {
     let jain = metrics::jain_index(&rates).unwrap_or(0.0);
     let all = summarise(&s, cap, start + Duration::from_secs(60), end);
     eprintln!(
-        "{mode:?} three flows: rates {rates:?} Jain {jain:.3}; with all three U={:.3} q50={:?} q95={:?} loss={:.4}",
+        "{mode:?} seed {seed} three flows: rates {rates:?} Jain {jain:.3}; with all three U={:.3} q50={:?} q95={:?} loss={:.4}",
         all.utilisation, all.q50, all.q95, all.loss
     );
-    assert!(jain >= 0.9, "Jain {jain:.3}, rates {rates:?}");
-    assert!(all.utilisation >= 0.7, "U {:.3}", all.utilisation);
+    assert!(jain >= 0.9, "seed {seed}: Jain {jain:.3}, rates {rates:?}");
+    assert!(
+        all.utilisation >= 0.7,
+        "seed {seed}: U {:.3}",
+        all.utilisation
+    );
 }
 
 #[test]
@@ -208,17 +231,23 @@ fn three_flows_fairness_send_side() {
     three_flows(GccMode::SendSideTwcc);
 }
 
-/// Issue #19: send-side GCC recovers a returned capacity at high rates within seconds:
+/// Issue #19: GCC recovers a returned capacity at high rates within seconds:
 /// 20 → 10 → 20 Mbit/s (40 s, 40 s, 60 s), the delivered rate at 90 % of 20 Mbit/s within
 /// 10 s of the return, for every one of seeds 1–8, with the smooth source (the RFC 8593
 /// model, like game content: no large frames that would push the receive rate past the
 /// link-capacity estimate by chance) and the camera-like one. Without the stall probe
-/// ([`GccConfig::stall_probe_after`]) the smooth source took 3.3–46.9 s (five seeds over
-/// 10 s), the camera 1.2–2.7 s.
+/// ([`GccConfig::stall_probe_after`]), send-side: the smooth source 3.3–46.9 s (five seeds
+/// over 10 s), the camera 1.2–2.7 s; REMB: 2.1–53.9 s (five over 10 s) and 3.5–7.4 s. With
+/// it, send-side 1.5–6.5 s and 1.3–5.0 s; REMB 4.0–19.8 s (three over 10 s: that test is
+/// ignored) and 2.2–4.6 s.
 fn capacity_return(encoder: EncoderConfig) {
+    capacity_return_in(GccMode::SendSideTwcc, encoder)
+}
+
+fn capacity_return_in(mode: GccMode, encoder: EncoderConfig) {
     let mut report = Vec::new();
     let mut worst = 0.0f64;
-    for seed in 1..=8u64 {
+    for seed in seeds() {
         let start = Instant::now();
         let step = |secs, mbps| RateStep {
             duration: Duration::from_secs(secs),
@@ -231,7 +260,7 @@ fn capacity_return(encoder: EncoderConfig) {
         let (f, r) = links(schedule, Bitrate::mbps(20));
         let mut s = Sim::new(f, r, start);
         let cfg = GccConfig {
-            mode: GccMode::SendSideTwcc,
+            mode,
             max_bitrate: Bitrate::mbps(30),
             ..GccConfig::default()
         };
@@ -272,4 +301,15 @@ fn capacity_return_at_20_mbps_send_side_smooth_source() {
 #[test]
 fn capacity_return_at_20_mbps_send_side_camera() {
     capacity_return(EncoderConfig::camera());
+}
+
+#[test]
+#[ignore = "issue #19 goal not met in REMB mode with the smooth source: 4.0–19.8 s over seeds 1–8 (three over 10 s)"]
+fn capacity_return_at_20_mbps_remb_smooth_source() {
+    capacity_return_in(GccMode::ReceiverSideRemb, EncoderConfig::default());
+}
+
+#[test]
+fn capacity_return_at_20_mbps_remb_camera() {
+    capacity_return_in(GccMode::ReceiverSideRemb, EncoderConfig::camera());
 }

@@ -83,10 +83,10 @@
 //!   35–45 s to fill a 1 → 2.5 Mbit/s step). Measured with `gcc_scenarios`, seeds 1–4:
 //!   single flow at 1 Mbit/s U 0.87–0.92 after 30 s (0.87 before), q95 45–63 ms; three
 //!   flows Jain 0.938–0.971 (REMB) and 0.966–0.992 (send-side).
-//! - Send-side mode probes the capacity after 5 s of additive climb without an over-use
+//! - The sender probes the capacity after 5 s of additive climb without an over-use
 //!   ([`GccConfig::stall_probe_after`]): the additive step (32 kbit/s per second) alone took
-//!   up to 47 s to refill a 10 → 20 Mbit/s return with a smooth source; with it ≤ 6.5 s
-//!   over seeds 1–8 (`gcc_scenarios`).
+//!   up to 47 s (send-side) and 54 s (REMB) to refill a 10 → 20 Mbit/s return with a smooth
+//!   source; with it ≤ 6.5 s and ≤ 19.8 s over seeds 1–8 (`gcc_scenarios`).
 //! - `Ti` of eq. (4) is the group's last send time ([`GroupSendTime`]); the paper's first
 //!   send time adds the frame's pacing time to `dm`.
 //! - The Kalman noise estimate of eq. (16) is updated only while the detector says normal

@@ -37,11 +37,13 @@
 //!   runs of four, issue #14: `Ar` back to 85 % within 0.3 s of such probes, t90 above 8 s
 //!   in two of them); at 1.5× and the link full it is a third of that.
 //!
-//! - cg's second addition ([`crate::gcc::GccConfig::stall_probe_after`], send-side mode):
-//!   the same capacity probe after 5 s of additive increase without an over-use. The
+//! - cg's second addition ([`crate::gcc::GccConfig::stall_probe_after`]): the same
+//!   capacity probe after 5 s of additive increase without an over-use (in REMB mode:
+//!   without a falling REMB). The
 //!   reset above needs the receive rate to pass the estimate's mean + 3σ, which a smooth
 //!   source (game content) does only by climbing there at one packet per response time:
-//!   after a 10 → 20 Mbit/s return that took up to 47 s, with the probe at most 6.5 s.
+//!   after a 10 → 20 Mbit/s return that took up to 47 s (send-side), with the probe at most
+//!   6.5 s.
 //!
 //! Periodic ALR probing (every 5 s at 2×) is off for camera video in libwebrtc and not
 //! done here.

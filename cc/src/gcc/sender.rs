@@ -259,9 +259,7 @@ impl GccController {
             events: VecDeque::new(),
             upward_resets: 0,
             last_signal: Signal::Normal,
-            stall_probe_after: c
-                .stall_probe_after
-                .filter(|_| c.mode == GccMode::SendSideTwcc),
+            stall_probe_after: c.stall_probe_after,
             last_climb_check: None,
             probe_results: 0,
             alpha: c.alpha,
@@ -422,7 +420,13 @@ impl GccController {
         if !fell && previous.is_some_and(|(_, was_falling)| was_falling) {
             p.on_recovered(alr, now);
         }
+        if fell || self.remb_capacity.estimate().is_none() {
+            self.last_climb_check = Some(now);
+        }
         if above && !probed {
+            p.on_capacity_reset(now);
+        } else if stalled(self.stall_probe_after, self.last_climb_check, alr, now) {
+            self.last_climb_check = Some(now);
             p.on_capacity_reset(now);
         }
     }
@@ -452,23 +456,20 @@ impl GccController {
             in_alr: self.alr.alr_start().is_some(),
             ended: self.alr.alr_ended(),
         };
-        let (resets, signal, additive) = match self.delay.as_ref() {
+        let (resets, signal) = match self.delay.as_ref() {
             Some(d) => {
                 let s = d.stats();
+                // Send-side: the climb is the delay-based controller's (REMB mode watches
+                // the REMBs in `on_remb`).
                 let additive = s.state == RateState::Increase && s.link_capacity.is_some();
-                (d.upward_resets(), s.signal, additive)
+                if s.signal == Signal::Overuse || !additive {
+                    self.last_climb_check = Some(now);
+                }
+                (d.upward_resets(), s.signal)
             }
-            None => (0, Signal::Normal, false),
+            None => (0, Signal::Normal),
         };
-        if signal == Signal::Overuse || !additive {
-            self.last_climb_check = Some(now);
-        }
-        let stalled = self.stall_probe_after.is_some_and(|after| {
-            !alr.in_alr
-                && self
-                    .last_climb_check
-                    .is_some_and(|t| now.saturating_duration_since(t) >= after)
-        });
+        let stalled = stalled(self.stall_probe_after, self.last_climb_check, alr, now);
         if let Some(p) = self.probe.as_mut() {
             p.on_estimate(target, now);
             if resets > self.upward_resets {
@@ -715,6 +716,14 @@ impl GccController {
         self.finish_clusters(now);
         self.after_update(now);
     }
+}
+
+/// [`GccConfig::stall_probe_after`]: whether the additive climb checked last at `since`
+/// has gone on for `after` (outside ALR, where the encoder does not use the rate anyway).
+fn stalled(after: Option<Duration>, since: Option<Instant>, alr: AlrState, now: Instant) -> bool {
+    after.is_some_and(|after| {
+        !alr.in_alr && since.is_some_and(|t| now.saturating_duration_since(t) >= after)
+    })
 }
 
 impl Controller for GccController {
