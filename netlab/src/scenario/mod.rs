@@ -607,7 +607,7 @@ fn qdisc(
     origin: &mut Origin,
 ) -> Result<(QdiscConfig, ClassFlows), ScenarioError> {
     let field = format!("{name}.qdisc");
-    let key_at = |key: &str| key_offset(cx.text, q.span().start, key).unwrap_or(q.span().start);
+    let key_at = |key: &str| key_offset(cx.text, q.span(), key).unwrap_or(q.span().start);
     for key in q.get_ref().keys() {
         origin
             .at
@@ -638,18 +638,26 @@ fn qdisc(
         toml::Value::Table(table.clone())
             .try_into()
             .map_err(|e: toml::de::Error| {
-                // The qdisc is a tagged enum, so serde's error carries no key: the culprit is the
-                // key that fails on its own (every other field has a default).
-                let alone = |key: &str| {
-                    let mut t: toml::Table = table
+                // The qdisc is a tagged enum, so serde's error carries no key: the culprit is
+                // `kind` if it fails alone, else the key that fails beside it alone (every
+                // other field has a default).
+                let fails = |keys: &[&str]| {
+                    let t: toml::Table = keys
                         .iter()
-                        .filter(|(k, _)| *k == "kind")
+                        .filter_map(|k| table.get_key_value(*k))
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect();
-                    t.insert(key.to_owned(), table[key].clone());
                     toml::Value::Table(t).try_into::<QdiscConfig>().is_err()
                 };
-                let culprit = table.keys().filter(|k| *k != "kind").find(|k| alone(k));
+                let culprit = if fails(&["kind"]) {
+                    Some("kind")
+                } else {
+                    table
+                        .keys()
+                        .map(String::as_str)
+                        .filter(|k| *k != "kind")
+                        .find(|k| fails(&["kind", k]))
+                };
                 let (field, at) = match culprit {
                     Some(k) => (format!("{field}.{k}"), key_at(k)),
                     None => (field.clone(), q.span().start),
@@ -662,9 +670,18 @@ fn qdisc(
     Ok((config, class_flows))
 }
 
-/// Where `key = …` is first written at or after `from`.
-fn key_offset(text: &str, from: usize, key: &str) -> Option<usize> {
-    let mut at = from.min(text.len());
+/// Where `key = …` is first written in the table at `span`: an inline table's braces, or a
+/// `[table]` section's body up to the next header.
+fn key_offset(text: &str, span: Range<usize>, key: &str) -> Option<usize> {
+    let start = span.start.min(text.len());
+    let end = if text[start..].starts_with('{') {
+        span.end.min(text.len())
+    } else {
+        let body = span.end.clamp(start, text.len());
+        text[body..].find("\n[").map_or(text.len(), |i| body + i)
+    };
+    let text = &text[..end];
+    let mut at = start;
     while let Some(i) = text[at..].find(key) {
         let start = at + i;
         let end = start + key.len();
@@ -1217,7 +1234,7 @@ rate = "2Mbit"
         let e = parse(&OK.replace("\"droptail\"", "\"fifo9\"")).unwrap_err();
         assert_eq!(e.file, "t.toml");
         assert_eq!(e.line, 6, "{e}");
-        assert!(e.field.contains("qdisc") || e.field == "kind", "{e}");
+        assert_eq!(e.field, "forward.qdisc.kind", "{e}");
         assert!(e.message.contains("fifo9"), "{e}");
     }
 
@@ -1242,6 +1259,8 @@ rate = "2Mbit"
         let e = bad("qdisc = { kind = \"pie\", targett = \"20ms\" }");
         assert!(e.message.contains("unknown field `targett`"), "{e}");
         assert_eq!(e.line, 6, "{e}");
+        let e = bad("qdisc = { target = \"5ms\" }");
+        assert_eq!((e.line, e.field.as_str()), (6, "forward.qdisc.kind"), "{e}");
         // cg-link's own checks run at load, at the qdisc.
         let e = bad("qdisc = { kind = \"codel\", interval = \"0s\" }");
         assert_eq!((e.line, e.field.as_str()), (6, "forward.qdisc"), "{e}");
