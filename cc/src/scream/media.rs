@@ -41,9 +41,12 @@
 //!   second at 30 fps) and a 3–5× frame added ~0.05 or more (camera-like source at
 //!   2 Mbit/s, seed 1: mean `rate_adjust` 0.13 with the draft's rule, 0.007 without).
 //!
-//! The draft's `frame_size_dev` term (a slow average of how far frames exceed the nominal
-//! size, up to 0.2 added to the divisor) is not implemented: it lowers the target further
-//! for exactly the camera-like sources that already under-use the link (issue #19).
+//! The draft's `frame_size_dev` (§4.4): per frame, `deviation = max(0, (frame_size −
+//! nominal) / nominal)` with `nominal = target × frame_period / 8`, averaged with gain
+//! `FRAME_SIZE_DEV_ALPHA` (1/64) and capped at [`FRAME_SIZE_DEV_MAX`] (0.2), is added to
+//! the divisor: a source whose frames exceed the nominal size gets a lower target
+//! ([`ScreamConfig::frame_size_dev_alpha`](super::ScreamConfig::frame_size_dev_alpha), which
+//! says when it is on and what it measured).
 
 use std::time::{Duration, Instant};
 
@@ -66,6 +69,8 @@ pub struct TargetInputs {
     pub margin: f64,
     /// Integral term.
     pub rate_adjust: f64,
+    /// The draft's `frame_size_dev` (0 when off).
+    pub frame_size_dev: f64,
     /// Lower bound.
     pub min: Bitrate,
     /// Upper bound.
@@ -79,7 +84,7 @@ pub fn target_bitrate(i: &TargetInputs) -> Bitrate {
     let mut rate = 8.0 * i.cwnd / rtt;
     rate *= 1.0 - (ratio - 0.1).clamp(0.0, 0.2);
     rate *= i.mss / (i.mss + i.overhead).max(1.0);
-    rate /= (i.margin + i.rate_adjust).max(0.1);
+    rate /= (i.margin + i.rate_adjust + i.frame_size_dev).max(0.1);
     Bitrate::from_bps_f64(rate).clamp(i.min, i.max)
 }
 
@@ -105,7 +110,12 @@ pub struct QueueParams {
     pub large_frame_factor: Option<f64>,
     /// The current target, for the nominal frame size `target × frame_period`.
     pub target: Bitrate,
+    /// `FRAME_SIZE_DEV_ALPHA`, or `None`: no `frame_size_dev`.
+    pub frame_size_dev_alpha: Option<f64>,
 }
+
+/// The draft's cap on `frame_size_dev`.
+pub const FRAME_SIZE_DEV_MAX: f64 = 0.2;
 
 /// The media-queue integral controller and the discard rule.
 #[derive(Debug, Clone, Default)]
@@ -132,6 +142,11 @@ pub struct MediaQueueControl {
     /// A large frame arrived and the queue has not been empty since: what waits is explained
     /// by that frame's size.
     pub large_backlog: bool,
+    /// The draft's `frame_size_dev`, in `[0, FRAME_SIZE_DEV_MAX]`.
+    pub frame_size_dev: f64,
+    /// `frame_size_dev` before the frame arriving now (a frame reported in pieces at one
+    /// instant is one sample).
+    frame_size_dev_before: f64,
 }
 
 impl MediaQueueControl {
@@ -149,12 +164,23 @@ impl MediaQueueControl {
         if arrival {
             let frame = match self.arrival {
                 Some((t, b)) if t == now => b + growth,
-                _ => growth,
+                _ => {
+                    self.frame_size_dev_before = self.frame_size_dev;
+                    growth
+                }
             };
             self.arrival = Some((now, frame));
+            let nominal = p.target.as_bps_f64() / 8.0 * period;
             if let Some(k) = p.large_frame_factor {
-                let nominal = p.target.as_bps_f64() / 8.0 * period;
                 large = frame as f64 > k * nominal;
+            }
+            if let Some(alpha) = p.frame_size_dev_alpha
+                && nominal > 0.0
+            {
+                let deviation = ((frame as f64 - nominal) / nominal).max(0.0);
+                self.frame_size_dev = ((1.0 - alpha) * self.frame_size_dev_before
+                    + alpha * deviation)
+                    .min(FRAME_SIZE_DEV_MAX);
             }
         }
         if arrival && (self.large_backlog || self.recovering) {
@@ -265,6 +291,7 @@ mod tests {
             overhead: 0.0,
             margin: 1.0,
             rate_adjust: 0.0,
+            frame_size_dev: 0.0,
             min: Bitrate::kbps(150),
             max: Bitrate::mbps(100),
         }
@@ -304,7 +331,49 @@ mod tests {
             recovery_max_delay: recovery,
             large_frame_factor: None,
             target: Bitrate::mbps(1),
+            frame_size_dev_alpha: None,
         }
+    }
+
+    #[test]
+    fn frame_size_dev_averages_the_excess_over_the_nominal_frame_once_per_frame() {
+        // 1 Mbit/s at 20 ms: nominal 2500 bytes.
+        let p = QueueParams {
+            frame_size_dev_alpha: Some(1.0 / 64.0),
+            ..params(None)
+        };
+        let mut c = MediaQueueControl::default();
+        let t0 = Instant::now();
+        let q = |bytes| MediaQueue {
+            size: DataSize::bytes(bytes),
+            delay: Duration::ZERO,
+        };
+        // A 2× frame in two pieces at one instant is one sample of deviation 1.
+        c.on_queue(q(2500), t0, &p);
+        c.on_queue(q(5000), t0, &p);
+        assert!(
+            (c.frame_size_dev - 1.0 / 64.0).abs() < 1e-12,
+            "{}",
+            c.frame_size_dev
+        );
+        // A frame at or below the nominal size adds nothing and decays the average.
+        c.on_queue(q(0), t0 + Duration::from_millis(10), &p);
+        c.on_queue(q(2000), t0 + Duration::from_millis(20), &p);
+        assert!((c.frame_size_dev - 63.0 / 64.0 / 64.0).abs() < 1e-12);
+        // Capped at 0.2 however large the frames.
+        for i in 0..1000u64 {
+            let t = t0 + Duration::from_millis(40 + 20 * i);
+            c.on_queue(q(0), t, &p);
+            c.on_queue(q(250_000), t + Duration::from_millis(1), &p);
+        }
+        assert_eq!(c.frame_size_dev, FRAME_SIZE_DEV_MAX);
+        // Off: stays 0, and the target's divisor has it.
+        let mut off = MediaQueueControl::default();
+        off.on_queue(q(250_000), t0, &params(None));
+        assert_eq!(off.frame_size_dev, 0.0);
+        let mut i = inputs();
+        i.frame_size_dev = 0.2;
+        assert_eq!(target_bitrate(&i), Bitrate::from_bps_f64(10e6 / 1.2));
     }
 
     fn report_sized(c: &mut MediaQueueControl, bytes: u64, delay_ms: u64, now: Instant) -> bool {
