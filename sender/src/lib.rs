@@ -84,7 +84,9 @@
 //!   `Encoder::request_key_frame`, at most one per [`SenderConfig::key_frame_min_interval`]
 //!   (500 ms; later requests are held and served together): on a congested path every key
 //!   frame is several delta frames' worth of bytes, and answering each request made the queue
-//!   overflow again (measured in netlab: a key-frame spiral down to the minimum rate).
+//!   overflow again (measured in netlab: a key-frame spiral down to the minimum rate). A WHEP
+//!   viewer that connects gets a key frame at once, outside that interval: one forced before
+//!   it connected never reaches it (viewers connecting together share one).
 //! - The pacer's queue bound is 1 s for GCC ([`SenderConfig::pacer_max_queue_delay`]): with
 //!   cg-rtp's 250 ms a key frame at a few hundred kbit/s was dropped in part, the receiver saw
 //!   the sequence gaps as loss and GCC's loss controller cut the rate to its floor.

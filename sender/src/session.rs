@@ -249,6 +249,18 @@ impl Steering {
         self.serve_key_frame(encoder);
     }
 
+    /// Viewers connected: each needs a key frame sent after it connected, so this one is
+    /// forced now, not held back by `key_frame_min_interval` (which keeps one lossy viewer's
+    /// PLIs from forcing key frame after key frame; a key frame forced before a viewer
+    /// connected never reaches it, and the viewer would wait up to that interval, 15 frames
+    /// at 30 fps, for a picture). Viewers that connect in one pass share one key frame.
+    pub(crate) fn key_frame_for_new_viewers(&mut self, encoder: &Encoder) {
+        self.key_frame_requests += 1;
+        self.key_frame_pending = true;
+        self.last_forced_key_frame = None;
+        self.serve_key_frame(encoder);
+    }
+
     /// Forces a key frame if one is wanted and the last forced one is old enough (else the
     /// statistics tick serves it later).
     pub(crate) fn serve_key_frame(&mut self, encoder: &Encoder) {

@@ -316,14 +316,13 @@ async fn drain_events(
     connect_timeout: Duration,
 ) {
     let mut gone = vec![];
+    let mut joined = false;
     for (id, v) in viewers.iter_mut() {
         while let Some(e) = v.handle.try_next_event() {
             match e {
                 WebRtcEvent::State(PeerState::Connected) => {
                     tracing::info!(%id, "viewer connected");
-                    if v.state == PeerState::Connecting {
-                        steering.want_key_frame(encoder);
-                    }
+                    joined |= v.state == PeerState::Connecting;
                     v.state = PeerState::Connected;
                 }
                 WebRtcEvent::State(s @ (PeerState::Failed | PeerState::Closed)) => {
@@ -344,6 +343,9 @@ async fn drain_events(
             tracing::info!(%id, "viewer never connected; dropped");
             gone.push(id.clone());
         }
+    }
+    if joined {
+        steering.key_frame_for_new_viewers(encoder);
     }
     for id in gone {
         if let Some(v) = viewers.remove(&id) {
