@@ -100,6 +100,11 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// `field` was written at byte `offset` of the scenario text.
+    fn note(&mut self, cx: &Ctx<'_>, field: String, offset: usize) {
+        self.at.insert(field, line_col(cx.text, offset));
+    }
+
     /// The error `message` about `field` (`forward.qdisc.limit`), placed where the field was
     /// written, or where its nearest written parent (`forward.qdisc`, `forward`) was.
     pub fn error(&self, field: &str, message: impl Into<String>) -> ScenarioError {
@@ -549,21 +554,14 @@ fn link(
         file: cx.file.to_owned(),
         at: Default::default(),
     };
-    let mut place = |field: &str, span: Option<Range<usize>>| {
-        if let Some(span) = span {
-            origin
-                .at
-                .insert(format!("{name}.{field}"), line_col(cx.text, span.start));
-        }
-    };
-    origin_fields(l, &mut place);
+    origin.note(cx, name.to_owned(), span.start);
+    for (field, at) in written_fields(l) {
+        origin.note(cx, format!("{name}.{field}"), at);
+    }
     let (qdisc, class_flows) = match &l.qdisc {
         Some(q) => qdisc(cx, q, name, capacity.mean_rate(), &mut origin)?,
         None => (QdiscConfig::default(), Vec::new()),
     };
-    origin
-        .at
-        .insert(name.to_owned(), line_col(cx.text, span.start));
     Ok((
         LinkSpec {
             capacity,
@@ -576,18 +574,23 @@ fn link(
     ))
 }
 
-/// Calls `place` with each field of `l` that is written and its span.
-fn origin_fields(l: &RawLink, place: &mut impl FnMut(&str, Option<Range<usize>>)) {
-    place("capacity", l.capacity.as_ref().map(Spanned::span));
-    place("schedule", l.schedule.as_ref().map(Spanned::span));
-    place("trace", l.trace.as_ref().map(Spanned::span));
-    place("delay", l.delay.as_ref().map(Spanned::span));
-    place("jitter", l.jitter.as_ref().map(Spanned::span));
-    place("reorder", l.reorder.as_ref().map(Spanned::span));
-    place("reorder_delay", l.reorder_delay.as_ref().map(Spanned::span));
-    place("duplicate", l.duplicate.as_ref().map(Spanned::span));
-    place("loss", l.loss.as_ref().map(Spanned::span));
-    place("qdisc", l.qdisc.as_ref().map(Spanned::span));
+/// The fields of `l` that are written, with where.
+fn written_fields(l: &RawLink) -> Vec<(&'static str, usize)> {
+    [
+        ("capacity", l.capacity.as_ref().map(Spanned::span)),
+        ("schedule", l.schedule.as_ref().map(Spanned::span)),
+        ("trace", l.trace.as_ref().map(Spanned::span)),
+        ("delay", l.delay.as_ref().map(Spanned::span)),
+        ("jitter", l.jitter.as_ref().map(Spanned::span)),
+        ("reorder", l.reorder.as_ref().map(Spanned::span)),
+        ("reorder_delay", l.reorder_delay.as_ref().map(Spanned::span)),
+        ("duplicate", l.duplicate.as_ref().map(Spanned::span)),
+        ("loss", l.loss.as_ref().map(Spanned::span)),
+        ("qdisc", l.qdisc.as_ref().map(Spanned::span)),
+    ]
+    .into_iter()
+    .filter_map(|(field, span)| Some((field, span?.start)))
+    .collect()
 }
 
 /// HTB classes' scenario flows (`flows = ["cg"]`), by class name: netlab's one addition to
@@ -609,9 +612,7 @@ fn qdisc(
     let field = format!("{name}.qdisc");
     let key_at = |key: &str| key_offset(cx.text, q.span(), key).unwrap_or(q.span().start);
     for key in q.get_ref().keys() {
-        origin
-            .at
-            .insert(format!("{field}.{key}"), line_col(cx.text, key_at(key)));
+        origin.note(cx, format!("{field}.{key}"), key_at(key));
     }
     let mut table = q.get_ref().clone();
     let mut class_flows = Vec::new();
