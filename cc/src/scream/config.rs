@@ -30,7 +30,7 @@ use cg_types::{Bitrate, DataSize, Ecn};
 
 use crate::{ConfigError, Controller, ControllerConfig, FeedbackKind};
 
-use super::Scream;
+use super::{CompetingFlows, Scream};
 
 /// When a detected loss is allowed to reduce the window (reference implementation).
 ///
@@ -105,6 +105,12 @@ pub struct ScreamConfig {
     /// Lowest scaling of increase/back-off from delay jitter (MIN_QUEUE_DELAY_DEV_SCALE).
     /// Default 0.1.
     pub min_qdelay_dev_scale: f64,
+    /// Competing-flow compensation: the queue-delay target adapts between `qdelay_target`
+    /// and [`CompetingFlows::qdelay_target_hi`] (draft §4.2.1.4.1, RFC 8298 §4.1.2.2;
+    /// `competing.rs`). Default (draft) `Some`: the draft warns that without it a flow
+    /// sharing a drop-tail queue with a loss-based flow gets "basically zero throughput";
+    /// reference `None` (its test tool leaves it off).
+    pub competing_flows: Option<CompetingFlows>,
     /// Initial smoothed RTT. Default 50 ms (reference `sRtt(0.05f)`).
     pub initial_rtt: Duration,
     /// EWMA gain of the smoothed RTT. Default 1/8 (RFC 6298 α).
@@ -294,6 +300,7 @@ impl ScreamConfig {
             start_bitrate: Bitrate::mbps(1),
             ecn: Ecn::Ect1,
             qdelay_target: Duration::from_millis(60),
+            competing_flows: None,
             base_delay_slots: 50,
             base_delay_slot: Duration::from_secs(10),
             qdelay_avg_gain: 1.0 / 4.0,
@@ -365,6 +372,7 @@ impl ScreamConfig {
             initial_mss: DataSize::bytes(1000),
             relaxed_pacing: Some(RelaxedPacing::default()),
             rate_margin: 1.2,
+            competing_flows: Some(CompetingFlows::default()),
             ..Self::reference()
         }
     }
@@ -486,6 +494,26 @@ impl ScreamConfig {
         if let Some(g) = &self.loss_gate {
             ConfigError::within("loss_gate.min_loss_rate", g.min_loss_rate, 0.0, 1.0)?;
             ConfigError::positive("loss_gate.qdelay_fraction", g.qdelay_fraction)?;
+        }
+        if let Some(c) = &self.competing_flows {
+            ConfigError::check(
+                (self.qdelay_target..=Duration::from_secs(5)).contains(&c.qdelay_target_hi),
+                "competing_flows.qdelay_target_hi",
+                c.qdelay_target_hi,
+                "within [qdelay_target, 5 s]",
+            )?;
+            ConfigError::check(
+                (Duration::from_millis(1)..=Duration::from_secs(1)).contains(&c.sample_interval),
+                "competing_flows.sample_interval",
+                c.sample_interval,
+                "within [1 ms, 1 s]",
+            )?;
+            ConfigError::within(
+                "competing_flows.loss_event_rate",
+                c.loss_event_rate,
+                0.0,
+                1.0,
+            )?;
         }
         if let Some(r) = &self.relaxed_pacing {
             ConfigError::within("relaxed_pacing.limit_low", r.limit_low, 0.0, 0.99)?;

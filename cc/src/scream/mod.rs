@@ -18,6 +18,7 @@
 //! | `inflection.rs` | inflection point and `sclI` |
 //! | `increase.rs` | additive + multiplicative increase, post-congestion ramp (no slow start) |
 //! | `send.rs` | send gate (window × headroom) and pacing rate |
+//! | `competing.rs` | competing-flow compensation: the adaptive queue-delay target |
 //! | `media.rs` | encoder target, RTP-queue integral controller, queue discard |
 //!
 //! Driving it (sans-IO, [`Controller`]): report every packet sent (its ECN code point decides
@@ -70,12 +71,18 @@
 //!   and switchable): on the camera-like source it costs 6–15 points of utilisation (seeds
 //!   1–8), for fairer drop-tail sharing and a shorter L queue at 50 Mbit/s.
 //!
-//! Not implemented (optional in the draft, off by default in the reference): competing-flow
-//! compensation (qdelay-target adaptation, draft §4.2.1.4.1), clock-drift compensation and the
-//! base-delay reset (draft §4.5), multi-stream scheduling.
+//! **Competing-flow compensation** ([`ScreamConfig::competing_flows`], `competing.rs`): the
+//! draft's adaptive queue-delay target, on in the draft set, off in the reference set. On
+//! the scenarios without a competing flow it changes little (cc simulation, camera §6.1
+//! seeds 1–8: U 0.804–0.834 with it, 0.799–0.829 without; q95 41.6–43.5 against
+//! 40.1–42.0 ms; `scream_scenarios` alike).
+//!
+//! Not implemented (optional in the draft): clock-drift compensation and the base-delay
+//! reset (draft §4.5), multi-stream scheduling.
 
 mod backoff;
 mod bottleneck;
+mod competing;
 pub mod config;
 mod delay;
 mod flight;
@@ -91,6 +98,7 @@ use std::time::{Duration, Instant};
 
 use cg_types::{Bitrate, DataSize, Ecn, RemoteTime};
 
+pub use competing::CompetingFlows;
 pub use config::{LossGate, RelaxedPacing, ScreamConfig};
 
 use crate::base_delay::BaseDelay;
@@ -99,6 +107,7 @@ use crate::{
     SentPacket,
 };
 use backoff::{Congestion, L4sBackoffInputs};
+use competing::QdelayTarget;
 use delay::DelayState;
 use flight::Flight;
 use increase::IncreaseInputs;
@@ -122,6 +131,9 @@ pub struct Scream {
     flight: Flight,
     base: BaseDelay,
     delay: DelayState,
+    /// The queue-delay target, adapted to competing flows when
+    /// [`ScreamConfig::competing_flows`] is on (`competing.rs`).
+    qdelay_target: QdelayTarget,
     alpha: L4sAlpha,
     loss_rate: LossRate,
     inflection: Inflection,
@@ -198,6 +210,7 @@ impl Scream {
             flight: Flight::new(cfg.max_tracked_packets),
             base: BaseDelay::new(cfg.base_delay_slots, cfg.base_delay_slot),
             delay: DelayState::new(cfg.initial_rtt),
+            qdelay_target: QdelayTarget::new(cfg.qdelay_target),
             alpha: L4sAlpha::new(cfg.initial_l4s_alpha),
             loss_rate: LossRate::default(),
             inflection: Inflection::default(),
@@ -333,7 +346,7 @@ impl Scream {
             if self.loss_rate.counts(
                 self.cfg.loss_gate.as_ref(),
                 self.delay.qdelay_avg,
-                self.cfg.qdelay_target,
+                self.qdelay_target.target(),
             ) {
                 self.pending_loss = true;
             }
@@ -374,6 +387,10 @@ impl Scream {
         self.l4s_congested = self
             .last_l4s_ce
             .is_some_and(|t| now.saturating_duration_since(t) <= cfg.l4s_pacing_hold);
+        if let Some(c) = &cfg.competing_flows {
+            self.qdelay_target
+                .update(self.delay.qdelay, self.delay.srtt, now, c);
+        }
         let raw_dev_scale = self.delay.dev_scale(th);
         let dev_scale = raw_dev_scale.max(cfg.min_qdelay_dev_scale);
         let srtt = self.delay.srtt;
@@ -394,10 +411,10 @@ impl Scream {
                 Some(Congestion::ClassicCe)
             } else if self.pending_l4s_ce {
                 Some(Congestion::L4sCe)
-            } else if self.delay.qdelay_avg > cfg.qdelay_target / 2 {
+            } else if self.delay.qdelay_avg > self.qdelay_target.target() / 2 {
                 Some(Congestion::VirtualCe(backoff::virtual_alpha(
                     self.delay.qdelay_avg,
-                    cfg.qdelay_target,
+                    self.qdelay_target.target(),
                 )))
             } else {
                 None
@@ -412,7 +429,7 @@ impl Scream {
         let scl_i = self.inflection.scale(self.cwnd);
         let l4s_active = self.alpha.alpha > 1e-4;
         let damping = if cfg.delay_increase_damping && !l4s_active {
-            increase::delay_damping(self.delay.qdelay_avg, cfg.qdelay_target)
+            increase::delay_damping(self.delay.qdelay_avg, self.qdelay_target.target())
         } else {
             1.0
         };
@@ -507,7 +524,7 @@ impl Scream {
                     interval: cfg.reaction_interval,
                     cwnd_ratio: self.cwnd_ratio(),
                     qdelay: self.delay.qdelay,
-                    qdelay_target: cfg.qdelay_target,
+                    qdelay_target: self.qdelay_target.target(),
                     scl_i,
                     dev_scale,
                     rate_limited,
@@ -524,6 +541,9 @@ impl Scream {
             1.0
         };
         self.last_backoff = 1.0 - factor;
+        if matches!(ev, Congestion::Loss | Congestion::ClassicCe) {
+            self.qdelay_target.on_loss_event();
+        }
         match ev {
             Congestion::Loss => self.backoffs.loss += 1,
             Congestion::ClassicCe | Congestion::L4sCe => self.backoffs.ce += 1,
@@ -825,6 +845,11 @@ impl Controller for Scream {
                 ("marked_fraction", self.alpha.last_fraction),
                 ("qdelay_avg_ms", self.delay.qdelay_avg.as_secs_f64() * 1e3),
                 ("qdelay_dev_norm", self.delay.qdelay_dev_norm),
+                (
+                    "qdelay_target_ms",
+                    self.qdelay_target.target().as_secs_f64() * 1e3,
+                ),
+                ("loss_event_rate", self.qdelay_target.loss_event_rate()),
                 ("cwnd_i", self.inflection.cwnd_i),
                 ("window_headroom", self.headroom),
                 ("rate_adjust", self.media.rate_adjust),
