@@ -67,6 +67,8 @@
 //!   0.828 / 0.821, frames discarded 74 / 31 / 22 / 46 against 46 / 31 / 22 / 35, two
 //!   drop-tail flows Jain 0.964 against 0.979: no gain that pays for the extra discards.
 //!
+//! - **The L4S back-off is quartered while the encoder lags** (the reference's rule, kept in
+//!   the draft set: [`ScreamConfig::backoff_rate_limited_scale`], measured there).
 //! - **No `frame_size_dev`** by default ([`ScreamConfig::frame_size_dev_alpha`], implemented
 //!   and switchable): on the camera-like source it costs 6–15 points of utilisation (seeds
 //!   1–8), for fairer drop-tail sharing and a shorter L queue at 50 Mbit/s.
@@ -511,7 +513,11 @@ impl Scream {
                 if long_idle {
                     // Draft: after >100 RTTs without congestion the window may have grown far
                     // beyond what the (source-limited) flow used; restart from the flight.
-                    let used = self.max_bif.max(self.max_bif_prev) as f64;
+                    let used = if cfg.idle_restore_current_rtt {
+                        self.max_bif.max(self.max_bif_prev)
+                    } else {
+                        self.max_bif_prev
+                    } as f64;
                     if used > 0.0 {
                         self.cwnd = self.cwnd.min(used);
                     }

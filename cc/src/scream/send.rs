@@ -1,9 +1,12 @@
 //! Sender transmission control (SCReAM v2 draft §4.3): the send gate and the pacing rate.
 //!
-//! - Gate (draft §4.3.1, reference `isOkToTransmit`): a packet may leave while
-//!   `bytes_in_flight + size ≤ cwnd × headroom + MSS`; the transport's pacer asks
-//!   [`Controller::send_allowance`](crate::Controller::send_allowance), which answers
-//!   `cwnd × headroom + MSS − bytes_in_flight`. The headroom moves between 1.5 (jittery queue)
+//! - Gate (draft §4.3.1, reference `isOkToTransmit`): the draft's `send_wnd = ref_wnd ×
+//!   ref_wnd_overhead − bytes_in_flight` lets a data unit leave while it is above zero (RFC
+//!   8298 §4.1.2.3: transmission "only if the number of bytes in flight is less than" the
+//!   window), so the last one may overshoot by up to its size. The transport's pacer asks
+//!   [`Controller::send_allowance`](crate::Controller::send_allowance) and sends a packet
+//!   only if it *fits*, so the allowance is `cwnd × headroom + MSS − bytes_in_flight`: for
+//!   full-size packets the same rule, not an addition to it. The headroom moves between 1.5 (jittery queue)
 //!   and 3.0 (steady queue) with the delay-deviation scale, so a large frame leaves quickly on
 //!   an uncongested path but the flight stays near the window when the queue is moving.
 //! - Pacing (draft §4.3.2): `max(50 kbit/s, 1.5 × adaptive × target)`, not `cwnd / RTT`.
