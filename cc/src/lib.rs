@@ -21,7 +21,8 @@
 //! as webrtc-rs 0.21's `BandwidthEstimator`.
 //!
 //! [`sim`]: simulated-time test support over `cg_link::sim` — RFC 8593 encoder model,
-//! sender/receiver endpoints for any controller, metrics.
+//! sender/receiver endpoints for any controller, a competing TCP bulk flow (Reno or CUBIC,
+//! [`sim::tcp`]), metrics.
 //!
 //! [`scream`]: SCReAM v2 with L4S — window-based, RFC 8888 feedback, send gate through
 //! [`Controller::send_allowance`], RTP-queue discard through [`ControllerEvent::DiscardQueue`];

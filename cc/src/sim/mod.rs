@@ -1,5 +1,5 @@
 //! Simulated-time test support for controllers: a synthetic encoder, sender and receiver
-//! endpoints for [`cg_link::sim::Sim`], and metrics.
+//! endpoints for [`cg_link::sim::Sim`], a competing TCP bulk flow, and metrics.
 //!
 //! Everything here is deterministic (seeded [`cg_types::Rng`], simulated `Instant`s) and
 //! sans-IO, so a 200 s scenario runs in well under a second of CPU in release builds.
@@ -33,6 +33,16 @@
 //!   given (GCC's REMB mode); and sends RR-like loss reports every second. Arrival times
 //!   are [`cg_types::RemoteTime`]s offset by 1000 s from the sender's clock, so controllers
 //!   cannot rely on a shared clock.
+//! - [`tcp`]: a loss-based TCP bulk flow to compete with the controllers — [`TcpSender`]
+//!   (greedy, window-limited, unpaced; slow start, then Reno AIMD or CUBIC per RFC 9438;
+//!   losses found by the DupThresh-3 rule and not retransmitted; one reduction per window;
+//!   RFC 6298 retransmission timeout; classic ECN with [`TcpConfig::ecn`] `= Ect0`) and
+//!   [`TcpReceiver`] (one ACK per segment, echoing CE and the send time), built by
+//!   [`tcp_pair`] from a [`TcpConfig`]. [`TcpSender::samples`] keeps the window and the
+//!   smoothed RTT every 100 ms, [`TcpSender::reductions`] every window reduction.
+//! - [`AnySender`] / [`AnyReceiver`]: a media or a TCP endpoint, so that media flows and
+//!   TCP flows share one `Sim<AnySender, AnyReceiver>` (`sim.add_pair(tx.into(), rx.into())`;
+//!   `sim.sender(i).tcp()` gives a TCP sender's counters back).
 //! - [`metrics`]: throughput, utilisation, queuing-delay percentiles (bottleneck sojourn
 //!   times), loss ratio, Jain's index, rate series — all from the link's per-packet events.
 //!
@@ -63,18 +73,24 @@
 //! assert!(metrics::throughput(ev.iter(), None, start, s.now()) > Bitrate::kbps(100));
 //! ```
 
+mod any;
 pub mod encoder;
 pub mod metrics;
 mod packet;
 mod receiver;
 mod sender;
+pub mod tcp;
 
 use std::time::Instant;
 
+pub use any::{AnyReceiver, AnySender};
 pub use encoder::{EncoderConfig, Frame, SyntheticEncoder};
-pub use packet::{FeedbackMessage, MediaPacket, SimPacket};
+pub use packet::{FeedbackMessage, MediaPacket, SimPacket, TcpAck, TcpSegment};
 pub use receiver::{ReceiverConfig, SimReceiver};
 pub use sender::{SenderConfig, SenderSample, SimSender};
+pub use tcp::{
+    CongestionCause, CwndReduction, TcpCc, TcpConfig, TcpReceiver, TcpSample, TcpSender, tcp_pair,
+};
 
 use crate::controller::{Controller, ReceiveSideEstimator};
 

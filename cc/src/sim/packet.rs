@@ -13,6 +13,10 @@ pub enum SimPacket {
     Media(MediaPacket),
     /// Receiver → sender feedback.
     Feedback(FeedbackMessage),
+    /// Sender → receiver data of a simulated TCP bulk flow ([`crate::sim::TcpSender`]).
+    TcpSegment(TcpSegment),
+    /// Receiver → sender acknowledgement of one TCP segment ([`crate::sim::TcpReceiver`]).
+    TcpAck(TcpAck),
 }
 
 /// One RTP-like media packet.
@@ -33,6 +37,28 @@ pub struct MediaPacket {
     /// receiver feeds it to a receive-side estimator as [`crate::PacketKind::Padding`], as
     /// cg-rtp's receiver does.
     pub padding: bool,
+}
+
+/// One full-sized segment of a simulated TCP flow. Its size on the wire is the
+/// [`Transmit`](cg_link::sim::Transmit)'s (`TcpConfig::mss`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSegment {
+    /// Segment number: 0, 1, 2, … in send order (never reused: a lost segment is not
+    /// retransmitted, see [`crate::sim::tcp`]).
+    pub seq: u64,
+    /// Send time on the sender's clock (what the TCP timestamp option's TSval carries).
+    pub sent: Instant,
+}
+
+/// The acknowledgement of one TCP segment (a SACK of exactly that segment, in effect).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpAck {
+    /// The segment acknowledged.
+    pub seq: u64,
+    /// The segment arrived CE-marked: the ACK carries ECE (RFC 3168 §6.1.3).
+    pub ce: bool,
+    /// The segment's [`TcpSegment::sent`], echoed (TSecr, RFC 7323 §4.3) for an RTT sample.
+    pub sent: Instant,
 }
 
 /// One feedback datagram: any combination of per-packet results, REMB, RR.
