@@ -130,7 +130,7 @@ fn trace(s: &Sim<SimSender, SimReceiver>, start: Instant, window: &str) {
             continue;
         }
         eprintln!(
-            "{t:6.1} rtt {:5.1} tgt {:5.0} enc {:5.0} pace {:5.0} cwnd {:6} q {:5.1} qavg {:5.1} rtpq {:5.0} ms {:6} B ra {:.3} large {} disc {} ev {}",
+            "{t:6.1} rtt {:5.1} tgt {:5.0} enc {:5.0} pace {:5.0} cwnd {:6} q {:5.1} qavg {:5.1} rtpq {:5.0} ms {:6} B ra {:.3} large {} disc {} ev {} T {} V {} D {} ler {:.4}",
             smp.stats.rtt.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
             smp.stats.target.as_kbps_f64(),
             smp.encoder_rate.as_kbps_f64(),
@@ -146,6 +146,10 @@ fn trace(s: &Sim<SimSender, SimReceiver>, start: Instant, window: &str) {
             extra(&smp.stats, "large_backlog"),
             extra(&smp.stats, "discards"),
             extra(&smp.stats, "last_event"),
+            extra(&smp.stats, "qdelay_target_ms"),
+            extra(&smp.stats, "competing_verdict"),
+            extra(&smp.stats, "competing_drain"),
+            extra(&smp.stats, "loss_event_rate"),
         );
     }
 }
