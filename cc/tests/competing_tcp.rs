@@ -15,6 +15,9 @@
 //!   paper: "the goodput obtained by the video flow is always kept around the fair share,
 //!   even in the case of DT/300", with CoDel and PIE too.
 //!
+//! The TMA24 setup also runs at 10 Mbit/s and 30 fps, matched by netlab's
+//! `scenarios/matched/scream-cubic-*-10mbit.toml` (real cg-send, kernel CUBIC).
+//!
 //! Each scenario runs the encoder seeds of [`common::SEEDS`] (`SEED=n` runs one), prints a
 //! line per seed and asserts on every seed.
 
@@ -125,16 +128,16 @@ const TMA24_CAP: Bitrate = Bitrate::mbps(50);
 const TMA24_ONE_WAY: Duration = Duration::from_millis(15);
 const TMA24_FPS: f64 = 60.0;
 
-fn scream_flow(seed: u64, now: Instant) -> (AnySender, AnyReceiver) {
+fn scream_flow(seed: u64, fps: f64, now: Instant) -> (AnySender, AnyReceiver) {
     let cfg = ScreamConfig {
         ecn: Ecn::Ect1,
         max_bitrate: Bitrate::mbps(100),
-        frame_period: Duration::from_secs_f64(1.0 / TMA24_FPS),
+        frame_period: Duration::from_secs_f64(1.0 / fps),
         ..ScreamConfig::default()
     };
     let sender = SenderConfig {
         encoder: EncoderConfig {
-            fps: TMA24_FPS,
+            fps,
             max_rate: Bitrate::mbps(100),
             seed,
             ..EncoderConfig::default()
@@ -153,16 +156,20 @@ fn scream_flow(seed: u64, now: Instant) -> (AnySender, AnyReceiver) {
 }
 
 fn tma24(qdisc: QdiscConfig, seed: u64) -> Outcome {
+    tma24_at(TMA24_CAP, TMA24_FPS, qdisc, seed)
+}
+
+fn tma24_at(cap: Bitrate, fps: f64, qdisc: QdiscConfig, seed: u64) -> Outcome {
     let start = Instant::now();
     Setup {
-        cap: TMA24_CAP,
+        cap,
         qdisc,
         one_way: TMA24_ONE_WAY,
         tcp_start: Duration::from_secs(10),
         from: Duration::from_secs(40),
         to: Duration::from_secs(100),
     }
-    .run(scream_flow(seed, start), start)
+    .run(scream_flow(seed, fps, start), start)
 }
 
 /// `check(outcome)` for every seed; fails once with every seed that missed.
@@ -187,6 +194,45 @@ fn scream_keeps_a_quarter_of_a_droptail_link_against_cubic() {
     );
 }
 
+/// The same cases at 10 Mbit/s and 30 fps, as netlab runs them with the real cg-send and
+/// kernel CUBIC (the encoders here cannot fill 50 Mbit/s in real time; the note of issue #19
+/// holds the two side by side: drop-tail 0.407–0.543 here, 0.418 there; CoDel 0.260–0.312,
+/// 0.372; DualPI2 0.150–0.159, 0.181).
+fn tma24_10mbps(qdisc: QdiscConfig, seed: u64) -> Outcome {
+    tma24_at(Bitrate::mbps(10), 30.0, qdisc, seed)
+}
+
+#[test]
+fn scream_keeps_a_quarter_of_a_10mbps_droptail_link_against_cubic() {
+    judge(
+        "SCReAM vs CUBIC DT/300 10 Mbit/s",
+        |seed| tma24_10mbps(droptail(), seed),
+        |o| (o.media_share < 0.25).then(|| format!("media share {:.3}", o.media_share)),
+    );
+}
+
+#[test]
+fn scream_keeps_a_quarter_of_a_10mbps_codel_link_against_cubic() {
+    judge(
+        "SCReAM vs CUBIC CoDel 10 Mbit/s",
+        |seed| tma24_10mbps(codel(), seed),
+        |o| (o.media_share < 0.25).then(|| format!("media share {:.3}", o.media_share)),
+    );
+}
+
+/// TMA24 §IV-C's CG flow kept 48 % of the link against CUBIC through DualPI2 (at 50 Mbit/s);
+/// here, at 10 Mbit/s, SCReAM's L4S reaction leaves CUBIC most of it (netlab with the real
+/// cg-send and kernel CUBIC agrees: 0.181).
+#[test]
+#[ignore = "issue #19 finding: SCReAM keeps 0.150–0.159 of a 10 Mbit/s DualPI2 link against CUBIC (goal 0.25)"]
+fn scream_in_the_l_queue_keeps_a_quarter_of_a_10mbps_link_against_cubic() {
+    judge(
+        "SCReAM vs CUBIC DualPI2 10 Mbit/s",
+        |seed| tma24_10mbps(dualpi2(), seed),
+        |o| (o.media_share < 0.25).then(|| format!("media share {:.3}", o.media_share)),
+    );
+}
+
 #[test]
 fn scream_keeps_a_quarter_of_a_codel_link_against_cubic() {
     judge(
@@ -198,13 +244,9 @@ fn scream_keeps_a_quarter_of_a_codel_link_against_cubic() {
 
 #[test]
 fn scream_in_the_l_queue_keeps_its_share_and_a_short_queue_against_cubic() {
-    let dualpi2 = QdiscConfig::Dualpi2(DualPi2Config {
-        limit: 1000,
-        ..DualPi2Config::default()
-    });
     judge(
         "SCReAM vs CUBIC DualPI2 50 Mbit/s",
-        |seed| tma24(dualpi2.clone(), seed),
+        |seed| tma24(dualpi2(), seed),
         |o| {
             // TMA24 §IV-C: 24.25 of 50 Mbit/s at 0.53 ms mean queuing delay.
             if o.media_share < 0.25 {
@@ -261,6 +303,13 @@ fn droptail() -> QdiscConfig {
 
 fn codel() -> QdiscConfig {
     QdiscConfig::Codel(CodelConfig::default())
+}
+
+fn dualpi2() -> QdiscConfig {
+    QdiscConfig::Dualpi2(DualPi2Config {
+        limit: 1000,
+        ..DualPi2Config::default()
+    })
 }
 
 fn pie() -> QdiscConfig {

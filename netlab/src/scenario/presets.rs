@@ -45,6 +45,30 @@ mod tests {
     use cg_link::qdisc::QdiscConfig;
 
     #[test]
+    fn the_matched_scenarios_parse_and_check() {
+        for (file, text) in [
+            (
+                "scream-cubic-droptail-10mbit",
+                include_str!("../../scenarios/matched/scream-cubic-droptail-10mbit.toml"),
+            ),
+            (
+                "scream-cubic-codel-10mbit",
+                include_str!("../../scenarios/matched/scream-cubic-codel-10mbit.toml"),
+            ),
+            (
+                "scream-cubic-dualpi2-10mbit",
+                include_str!("../../scenarios/matched/scream-cubic-dualpi2-10mbit.toml"),
+            ),
+        ] {
+            let path = format!("scenarios/matched/{file}.toml");
+            let s = Scenario::parse(text, &path, file, Path::new("."))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(s.name, file);
+            assert_eq!(s.flows.len(), 2, "{file}");
+        }
+    }
+
+    #[test]
     fn every_preset_parses_and_checks() {
         assert!(PRESETS.len() >= 20);
         for name in names() {
