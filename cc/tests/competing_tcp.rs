@@ -197,7 +197,7 @@ fn scream_keeps_a_quarter_of_a_droptail_link_against_cubic() {
 /// The same cases at 10 Mbit/s and 30 fps, as netlab runs them with the real cg-send and
 /// kernel CUBIC (the encoders here cannot fill 50 Mbit/s in real time; the note of issue #19
 /// holds the two side by side: drop-tail 0.407–0.543 here, 0.418 there; CoDel 0.260–0.312,
-/// 0.372; DualPI2 0.150–0.159, 0.181).
+/// 0.372; DualPI2 0.145–0.158, 0.181).
 fn tma24_10mbps(qdisc: QdiscConfig, seed: u64) -> Outcome {
     tma24_at(Bitrate::mbps(10), 30.0, qdisc, seed)
 }
@@ -224,7 +224,7 @@ fn scream_keeps_a_quarter_of_a_10mbps_codel_link_against_cubic() {
 /// here, at 10 Mbit/s, SCReAM's L4S reaction leaves CUBIC most of it (netlab with the real
 /// cg-send and kernel CUBIC agrees: 0.181).
 #[test]
-#[ignore = "issue #19 finding: SCReAM keeps 0.150–0.159 of a 10 Mbit/s DualPI2 link against CUBIC (goal 0.25)"]
+#[ignore = "issue #19 finding: SCReAM keeps 0.145–0.158 of a 10 Mbit/s DualPI2 link against CUBIC (goal 0.25)"]
 fn scream_in_the_l_queue_keeps_a_quarter_of_a_10mbps_link_against_cubic() {
     judge(
         "SCReAM vs CUBIC DualPI2 10 Mbit/s",
