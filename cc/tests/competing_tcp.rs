@@ -26,7 +26,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use cg_cc::ControllerConfig;
-use cg_cc::gcc::{GccConfig, GccMode};
+use cg_cc::gcc::GccMode;
 use cg_cc::scream::ScreamConfig;
 use cg_cc::sim::{
     self, AnyReceiver, AnySender, EncoderConfig, ReceiverConfig, SenderConfig, TcpConfig, metrics,
@@ -266,15 +266,7 @@ const CCR16_CAP: Bitrate = Bitrate::mbps(2);
 
 fn ccr16(mode: GccMode, qdisc: QdiscConfig, seed: u64) -> Outcome {
     let start = Instant::now();
-    let cfg = GccConfig {
-        mode,
-        ..GccConfig::default()
-    };
-    let encoder = EncoderConfig {
-        seed,
-        ..EncoderConfig::default()
-    };
-    let (tx, rx) = common::gcc_pair(&cfg, encoder, start);
+    let (tx, rx) = common::gcc_mode_pair(mode, seed, start);
     Setup {
         cap: CCR16_CAP,
         qdisc,

@@ -14,7 +14,7 @@ use cg_link::CapacityConfig;
 use cg_link::RateStep;
 use cg_link::sim::Sim;
 use cg_types::Bitrate;
-use common::{MMSYS16_6_1, gcc_pair, links, mmsys16_6_1, t90};
+use common::{MMSYS16_6_1, gcc_mode_pair, gcc_pair, links, mmsys16_6_1, t90};
 
 /// The encoder seeds every scenario runs and is judged on (each assertion on every seed):
 /// [`common::SEEDS`], or the one `GCC_SEED` names (to look at one run by hand).
@@ -23,18 +23,6 @@ fn seeds() -> Vec<u64> {
         Ok(v) => vec![v.parse().expect("GCC_SEED=n")],
         Err(_) => common::SEEDS.to_vec(),
     }
-}
-
-fn pair(mode: GccMode, seed: u64, now: Instant) -> (SimSender, SimReceiver) {
-    let cfg = GccConfig {
-        mode,
-        ..GccConfig::default()
-    };
-    let encoder = EncoderConfig {
-        seed,
-        ..EncoderConfig::default()
-    };
-    gcc_pair(&cfg, encoder, now)
 }
 
 struct Summary {
@@ -70,7 +58,7 @@ fn single_flow_seed(mode: GccMode, seed: u64) {
     let start = Instant::now();
     let (f, r) = links(CapacityConfig::constant(Bitrate::mbps(1)), Bitrate::mbps(1));
     let mut s = Sim::new(f, r, start);
-    let (tx, rx) = pair(mode, seed, start);
+    let (tx, rx) = gcc_mode_pair(mode, seed, start);
     s.add_pair(tx, rx);
     let warm = start + Duration::from_secs(30);
     let end = start + Duration::from_secs(90);
@@ -136,7 +124,7 @@ fn capacity_steps_seed(mode: GccMode, seed: u64) {
     // DT/300 at the schedule's mean rate, as the link converts time limits.
     let (f, r) = links(schedule, mean);
     let mut s = Sim::new(f, r, start);
-    let (tx, rx) = pair(mode, seed, start);
+    let (tx, rx) = gcc_mode_pair(mode, seed, start);
     s.add_pair(tx, rx);
     let end = start + Duration::from_secs(200);
     s.run_until(end);
@@ -197,7 +185,7 @@ fn three_flows_seed(mode: GccMode, seed: u64) {
     for i in 0..3u64 {
         let at = start + Duration::from_secs(30 * i);
         s.run_until(at);
-        let (tx, rx) = pair(mode, seed + i, at);
+        let (tx, rx) = gcc_mode_pair(mode, seed + i, at);
         s.add_pair(tx, rx);
     }
     let end = start + Duration::from_secs(200);

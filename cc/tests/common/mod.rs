@@ -108,6 +108,20 @@ pub fn gcc_pair(cfg: &GccConfig, encoder: EncoderConfig, now: Instant) -> (SimSe
     )
 }
 
+/// [`gcc_pair`] with GCC's defaults in `mode` and the default (RFC 8593, 2 Mbit/s) source
+/// seeded `seed`.
+pub fn gcc_mode_pair(mode: GccMode, seed: u64, now: Instant) -> (SimSender, SimReceiver) {
+    let cfg = GccConfig {
+        mode,
+        ..GccConfig::default()
+    };
+    let encoder = EncoderConfig {
+        seed,
+        ..EncoderConfig::default()
+    };
+    gcc_pair(&cfg, encoder, now)
+}
+
 /// A controller's [`extra`](cg_cc::ControllerStats::extra) quantity, NaN if it reports none
 /// (for traces and sample scans).
 pub fn extra(stats: &cg_cc::ControllerStats, name: &str) -> f64 {
