@@ -208,7 +208,7 @@ impl QdelayTarget {
         let newest = self.history.len().min(AVERAGE);
         let average = self.history.iter().rev().take(newest).sum::<f64>() / newest as f64;
         let new_target = cfg.onset_scale * (average + variance.sqrt()) * lo;
-        let current = self.target.as_secs_f64();
+        let current = self.rule.as_secs_f64();
         let target = if self.loss_event_rate > cfg.loss_event_rate {
             1.5 * new_target
         } else if variance < STEADY_VARIANCE {
