@@ -39,6 +39,7 @@
 
 mod base_delay;
 mod controller;
+mod cubic;
 mod encoder_target;
 mod fixed;
 pub mod gcc;

@@ -316,17 +316,13 @@ impl QdelayTarget {
     }
 }
 
-/// CUBIC's constant C (RFC 9438 §5.1), segments per second³.
-const CUBIC_C: f64 = 0.4;
-
 /// The window CUBIC would have `t` after a reduction from `w_max` bytes by `beta`
-/// (RFC 9438 eq. 1–2, in units of `mss`): `W(t) = C (t − K)³ + W_max`, `K = ∛(W_max (1 − β) / C)`.
+/// (RFC 9438 eq. 1–2 via [`crate::cubic`], in units of `mss`).
 pub fn cubic_window(w_max: f64, mss: f64, beta: f64, t: Duration) -> f64 {
     let mss = mss.max(1.0);
-    let w_max_seg = (w_max / mss).max(0.0);
-    let k = (w_max_seg * (1.0 - beta).clamp(0.0, 1.0) / CUBIC_C).cbrt();
-    let w = CUBIC_C * (t.as_secs_f64() - k).powi(3) + w_max_seg;
-    (w * mss).max(0.0)
+    let w_max = (w_max / mss).max(0.0);
+    let k = crate::cubic::k(w_max, w_max * beta.clamp(0.0, 1.0));
+    (crate::cubic::window(w_max, k, t.as_secs_f64()) * mss).max(0.0)
 }
 
 #[cfg(test)]

@@ -3,8 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-/// `C` (RFC 9438 §5.1): 0.4 segments/s³.
-pub(crate) const C: f64 = 0.4;
 /// `β_cubic` (RFC 9438 §4.6): the window after a congestion event is 0.7 of the one before.
 pub(crate) const BETA: f64 = 0.7;
 /// `α_cubic = 3(1 − β)/(1 + β)` (RFC 9438 §4.3): Reno's average rate with CUBIC's β.
@@ -71,19 +69,15 @@ impl Cubic {
             None => {
                 // RFC 9438 §4.2 eq. 2: K = ∛((W_max − cwnd_epoch)/C); an epoch starting at or
                 // above W_max (the first one, or after a timeout, §4.8) has K = 0, W_max = cwnd.
-                let k = if self.w_max > cwnd {
-                    ((self.w_max - cwnd) / C).cbrt()
-                } else {
-                    self.w_max = cwnd;
-                    0.0
-                };
+                self.w_max = self.w_max.max(cwnd);
+                let k = crate::cubic::k(self.w_max, cwnd);
                 self.w_est = cwnd;
                 self.epoch = Some((now, k));
                 (now, k)
             }
         };
         let t = now.saturating_duration_since(start).as_secs_f64();
-        let w = |t: f64| C * (t - k).powi(3) + self.w_max;
+        let w = |t: f64| crate::cubic::window(self.w_max, k, t);
         // §4.3: α becomes 1 once W_est has regained the window before the reduction.
         let alpha = if self.w_est >= self.cwnd_prior {
             1.0

@@ -650,7 +650,7 @@ mod tests {
         for pair in losses.windows(2) {
             let (r, next) = (pair[0], pair[1]);
             let w_max = r.w_max.expect("CUBIC reports W_max");
-            let k = ((w_max - r.cwnd_after) / cubic::C).cbrt();
+            let k = crate::cubic::k(w_max, r.cwnd_after);
             let in_epoch = || {
                 tx.samples()
                     .iter()
