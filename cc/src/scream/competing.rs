@@ -501,16 +501,21 @@ mod tests {
     }
 
     #[test]
-    fn a_nonsense_delay_cannot_make_the_target_leave_its_bounds() {
+    fn a_nonsense_delay_leaves_no_trace_once_the_queue_is_normal_again() {
+        // Hour-long and zero delays, alternating: the history's variance is enormous. Once
+        // the queue is ordinary for longer than the history, the target is back at its
+        // minimum (a NaN or an overflow stuck in the state would keep it anywhere else).
+        let cfg = CompetingFlows::default();
         let mut q = QdelayTarget::new(60 * MS);
-        feed_with(&CompetingFlows::default(), &mut q, Instant::now(), 5, |i| {
+        let now = feed_with(&cfg, &mut q, Instant::now(), 5, |i| {
             if i % 2 == 0 {
                 Duration::from_secs(3600)
             } else {
                 Duration::ZERO
             }
         });
-        let t = q.target();
-        assert!((60 * MS..=800 * MS).contains(&t), "{t:?}");
+        feed_with(&cfg, &mut q, now, 15, |i| Duration::from_millis(5 + i % 10));
+        assert_eq!(q.target(), 60 * MS);
+        assert!(!q.competing(&cfg) && !q.draining());
     }
 }
