@@ -34,7 +34,7 @@ use cg_cc::sim::{
 use cg_link::sim::Sim;
 use cg_link::{CapacityConfig, EventKind};
 use cg_types::{Bitrate, Ecn};
-use common::{MMSYS16_6_1, extra, links, mmsys16_6_1, seeds, t90};
+use common::{MMSYS16_6_1, links, mmsys16_6_1, seeds, t90};
 
 const FPS: f64 = 30.0;
 
@@ -79,9 +79,7 @@ fn run(
     s.add_pair(tx, rx);
     let end = start + Duration::from_secs(secs);
     s.run_until(end);
-    if let Ok(w) = std::env::var("TRACE") {
-        trace(&s, start, &w);
-    }
+    common::trace_if_asked(&s, 0, start);
     Run { s, start, end }
 }
 
@@ -118,39 +116,6 @@ impl Run {
 
     fn dropped_frames(&self) -> u64 {
         self.s.sender(0).dropped_frames()
-    }
-}
-
-fn trace(s: &Sim<SimSender, SimReceiver>, start: Instant, window: &str) {
-    let (lo, hi) = window.split_once('-').expect("TRACE=from-to");
-    let (lo, hi): (f64, f64) = (lo.parse().expect("from"), hi.parse().expect("to"));
-    for smp in s.sender(0).samples() {
-        let t = (smp.time - start).as_secs_f64();
-        if t < lo || t > hi {
-            continue;
-        }
-        eprintln!(
-            "{t:6.1} rtt {:5.1} tgt {:5.0} enc {:5.0} pace {:5.0} cwnd {:6} q {:5.1} qavg {:5.1} rtpq {:5.0} ms {:6} B ra {:.3} large {} disc {} ev {} T {} V {} D {} ler {:.4}",
-            smp.stats.rtt.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
-            smp.stats.target.as_kbps_f64(),
-            smp.encoder_rate.as_kbps_f64(),
-            smp.stats.pacing.as_kbps_f64(),
-            smp.stats.cwnd.map_or(0, |c| c.as_bytes()),
-            smp.stats
-                .queue_delay
-                .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
-            extra(&smp.stats, "qdelay_avg_ms"),
-            extra(&smp.stats, "rtp_queue_delay_ms"),
-            smp.queue.as_bytes(),
-            extra(&smp.stats, "rate_adjust"),
-            extra(&smp.stats, "large_backlog"),
-            extra(&smp.stats, "discards"),
-            extra(&smp.stats, "last_event"),
-            extra(&smp.stats, "qdelay_target_ms"),
-            extra(&smp.stats, "competing_verdict"),
-            extra(&smp.stats, "competing_drain"),
-            extra(&smp.stats, "loss_event_rate"),
-        );
     }
 }
 

@@ -7,7 +7,8 @@
 //! rate to prove nothing collapses after the reference implementation's ~2-minute failure.
 //!
 //! Every scenario runs the encoder seeds of [`common::SEEDS`] (`SEED=n` runs one; two-flow
-//! scenarios give the second flow `seed + 100`), prints one line per seed, and asserts its
+//! scenarios give the second flow `seed + 100`; `TRACE=from-to` prints the L4S run's samples),
+//! prints one line per seed, and asserts its
 //! bounds on the worst seed. Bounds come from the goals (SCReAM's own 60 ms queue-delay
 //! target, issue #5's TMA24 criteria, issue #19's L4S goal), not from a run.
 
@@ -449,6 +450,7 @@ fn l4s_alone_at_50mbps(seed: u64) -> L4sRun {
     add_flow(&mut s, &cfg, Bitrate::mbps(100), 20 + seed, start);
     let end = start + Duration::from_secs(30);
     s.run_until(end);
+    common::trace_if_asked(&s, 0, start);
 
     let from = start + Duration::from_secs(10);
     let ev = s.forward().events();
@@ -536,6 +538,83 @@ fn two_l4s_flows_share_a_dualpi2_bottleneck_fairly() {
             seed,
             t.p99 <= 5.0,
             format!("L-queue p99 {:.2} ms", t.p99),
+        );
+    }
+    judge(failures);
+}
+
+/// The L4S pacing cap must not pin the flow to a capacity that has changed: one L4S flow
+/// through DualPI2 at 50 Mbit/s, 25 Mbit/s from 20 s, 50 Mbit/s again from 35 s (RTT 30 ms,
+/// 60 fps). Once the drop has been answered (from 1 s after it) the L queue stays low (p99
+/// ≤ 5 ms) and loss ≤ 0.1 % (issue #5's bound), the flow fills the 25 Mbit/s (U ≥ 0.85,
+/// issue #5's bound), and after the return it is back at 90 % of 50 Mbit/s within 5 s
+/// (TMA24's cellular trace changes capacity every few seconds).
+#[test]
+#[ignore = "issue #19: after the return the flow holds 0.55–0.69 of 50 Mbit/s 10–15 s on (t90 never within 15 s, seeds 41–48) — the pacing cap's bottleneck estimate is not raised again, so the pacer runs at the target with no headroom (without the cap, the draft's pacing: 0.54–0.63, its usual 56–60 %); U at 25 Mbit/s 0.75–0.83 (0.58–0.61 without the cap); L-queue and loss met"]
+fn l4s_follows_capacity_down_and_back_up_through_dualpi2() {
+    let mut failures = Vec::new();
+    for seed in common::seeds() {
+        let start = Instant::now();
+        let secs = Duration::from_secs;
+        let steps = [(20, 50), (15, 25), (15, 50)]
+            .into_iter()
+            .map(|(d, r)| RateStep {
+                duration: secs(d),
+                rate: Bitrate::mbps(r),
+            })
+            .collect();
+        let fwd = LinkConfig {
+            capacity: CapacityConfig::Schedule {
+                steps,
+                repeat: false,
+            },
+            qdisc: QdiscConfig::Dualpi2(DualPi2Config {
+                limit: 1000,
+                ..DualPi2Config::default()
+            }),
+            ..LinkConfig::default()
+        };
+        let (f, r) = links(fwd, Duration::from_millis(15));
+        let mut s = Sim::new(f, r, start);
+        let cfg = scream_cfg(Ecn::Ect1, Bitrate::mbps(100));
+        add_flow(&mut s, &cfg, Bitrate::mbps(100), 40 + seed, start);
+        let end = start + secs(50);
+        s.run_until(end);
+        common::trace_if_asked(&s, 0, start);
+        let ev = s.forward().events();
+        let (drop, back) = (start + secs(20), start + secs(35));
+        let answered = drop + secs(1);
+        let q = metrics::queuing_delays(ev.iter(), None, answered, back);
+        let p99 = ms(metrics::percentile(&q, 99.0));
+        let loss = metrics::loss_ratio(ev.iter(), None, answered, end);
+        let t90 = common::t90(s.forward(), back, Bitrate::mbps(50), secs(15));
+        let u_low = metrics::utilisation(ev.iter(), Bitrate::mbps(25), drop + secs(5), back);
+        let u_back = metrics::utilisation(ev.iter(), Bitrate::mbps(50), back + secs(10), end);
+        eprintln!(
+            "L4S 50 → 25 → 50 Mbit/s seed {}: L-queue p99 from 1 s after the drop {p99:.2} ms, loss \
+             {loss:.5}, U at 25 Mbit/s {u_low:.3}, t90 after the return {}, U of 50 Mbit/s \
+             10–15 s after it {u_back:.3}",
+            40 + seed,
+            t90.map_or("never".into(), |t| format!("{t:.1} s")),
+        );
+        bound(&mut failures, seed, p99 <= 5.0, format!("p99 {p99:.2} ms"));
+        bound(
+            &mut failures,
+            seed,
+            loss <= 0.001,
+            format!("loss {loss:.5}"),
+        );
+        bound(
+            &mut failures,
+            seed,
+            u_low >= 0.85,
+            format!("U at 25 Mbit/s {u_low:.3}"),
+        );
+        bound(
+            &mut failures,
+            seed,
+            t90.is_some_and(|t| t <= 5.0),
+            format!("t90 {t90:?}"),
         );
     }
     judge(failures);

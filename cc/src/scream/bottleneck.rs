@@ -16,10 +16,13 @@
 //!   maximum would keep only the overestimates.
 //!
 //! The estimate does not expire: while the cap holds the pacing rate below it, no train
-//! outruns the bottleneck and nothing new is learnt, but nothing needs to be. If the capacity
-//! rises, the target may still grow past the cap (the pacing rate never goes below the
-//! target) and the cap stops mattering; if it falls, trains paced at the old rate outrun the
-//! new bottleneck and their samples pull the estimate down within a few frames.
+//! outruns the bottleneck and nothing new is learnt. If the capacity falls, trains paced at
+//! the old rate outrun the new bottleneck and their samples pull the estimate down within a
+//! few frames. If it rises, nothing raises the estimate: the target may grow past the cap
+//! (the pacing rate never goes below the target), but the pacer then runs at the target with
+//! no headroom, the media queue grows and its integral holds the target down — the flow
+//! stays near 0.6 of the new capacity (issue #19, see
+//! [`ScreamConfig::l4s_pacing_hold`](super::ScreamConfig::l4s_pacing_hold)).
 
 use std::time::Duration;
 

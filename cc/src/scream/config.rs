@@ -267,8 +267,12 @@ pub struct ScreamConfig {
     /// 0.00–1.27 ms (both without [`l4s_mark_drain`](Self::l4s_mark_drain)). The cap itself keeps the L queue below DualPI2's 1 ms step, so marks
     /// stop; 5 s later the cap lifted, the pacer jumped to 1.5 × the target (112 Mbit/s on
     /// the 50 Mbit/s link, seed 28) and a 20 ms queue marked a burst whose back-offs halved
-    /// the window. A cap left on costs nothing when the capacity rises: the pacing rate never
-    /// goes below the target, so the target grows past the cap.
+    /// the window. A cap left on does cost when the capacity rises: the estimate is not raised
+    /// again (no train outruns a faster link), the pacer then runs at the target with no
+    /// headroom and the media-queue integral holds the target down — 50 → 25 → 50 Mbit/s,
+    /// 0.55–0.69 of the link 10–15 s after the return (seeds 41–48), no worse than without
+    /// the cap (0.54–0.63) but not the 0.90+ it holds before the dip (ignored test
+    /// `l4s_follows_capacity_down_and_back_up_through_dualpi2`, issue #19).
     pub l4s_pacing_hold: Option<Duration>,
     /// Bytes in flight are forgotten (the window reopens) when no feedback has arrived for
     /// this long — a guard against deadlock when feedback is lost (reference: 0.5 s).

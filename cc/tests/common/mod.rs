@@ -12,6 +12,7 @@ use cg_cc::sim::{
 };
 use cg_cc::{ControllerConfig, ReceiveSideEstimator};
 use cg_link::qdisc::DropTailConfig;
+use cg_link::sim::Sim;
 use cg_link::{CapacityConfig, Link, LinkConfig, QdiscConfig, RateStep};
 use cg_types::Bitrate;
 
@@ -126,4 +127,42 @@ pub fn gcc_mode_pair(mode: GccMode, seed: u64, now: Instant) -> (SimSender, SimR
 /// (for traces and sample scans).
 pub fn extra(stats: &cg_cc::ControllerStats, name: &str) -> f64 {
     stats.extra_value(name).unwrap_or(f64::NAN)
+}
+
+/// With `TRACE=from-to` (seconds since `start`), prints flow `flow`'s sender samples in that
+/// window (rate, window, queues, SCReAM's state) to look at one run by hand.
+pub fn trace_if_asked(s: &Sim<SimSender, SimReceiver>, flow: usize, start: Instant) {
+    let Ok(window) = std::env::var("TRACE") else {
+        return;
+    };
+    let (lo, hi) = window.split_once('-').expect("TRACE=from-to");
+    let (lo, hi): (f64, f64) = (lo.parse().expect("from"), hi.parse().expect("to"));
+    for smp in s.sender(flow).samples() {
+        let t = (smp.time - start).as_secs_f64();
+        if t < lo || t > hi {
+            continue;
+        }
+        eprintln!(
+            "{t:6.1} rtt {:5.1} tgt {:5.0} enc {:5.0} pace {:5.0} cwnd {:6} q {:5.1} qavg {:5.1} rtpq {:5.0} ms {:6} B ra {:.3} large {} disc {} ev {} T {} V {} D {} ler {:.4}",
+            smp.stats.rtt.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
+            smp.stats.target.as_kbps_f64(),
+            smp.encoder_rate.as_kbps_f64(),
+            smp.stats.pacing.as_kbps_f64(),
+            smp.stats.cwnd.map_or(0, |c| c.as_bytes()),
+            smp.stats
+                .queue_delay
+                .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
+            extra(&smp.stats, "qdelay_avg_ms"),
+            extra(&smp.stats, "rtp_queue_delay_ms"),
+            smp.queue.as_bytes(),
+            extra(&smp.stats, "rate_adjust"),
+            extra(&smp.stats, "large_backlog"),
+            extra(&smp.stats, "discards"),
+            extra(&smp.stats, "last_event"),
+            extra(&smp.stats, "qdelay_target_ms"),
+            extra(&smp.stats, "competing_verdict"),
+            extra(&smp.stats, "competing_drain"),
+            extra(&smp.stats, "loss_event_rate"),
+        );
+    }
 }
