@@ -168,7 +168,10 @@ impl DelayBasedController {
             standing: c
                 .standing_queue_decrease
                 .filter(|_| c.mode == GccMode::ReceiverSideRemb)
-                .map(|limit| StandingQueue::new(limit, c.standing_queue_window)),
+                .map(|limit| {
+                    StandingQueue::new(limit, c.standing_queue_window)
+                        .with_competing(c.standing_queue_competing, c.standing_queue_retry)
+                }),
             standing_decreases: 0,
             latest_us: i64::MIN,
             window_us: i64::try_from(c.receive_rate_window.as_micros()).unwrap_or(i64::MAX),

@@ -233,9 +233,10 @@ impl GccController {
             standing_queue: c.standing_queue_pacing,
             base_delay: BaseDelay::new(BASE_DELAY_SLOTS, BASE_DELAY_SLOT),
             queue_delay: None,
-            standing_decrease: c
-                .standing_queue_decrease
-                .map(|limit| StandingQueue::new(limit, c.standing_queue_window)),
+            standing_decrease: c.standing_queue_decrease.map(|limit| {
+                StandingQueue::new(limit, c.standing_queue_window)
+                    .with_competing(c.standing_queue_competing, c.standing_queue_retry)
+            }),
             pace_at_capacity: c.pacing_link_capacity_factor,
             standing_decreases: 0,
             probe: c.probing.then(|| {

@@ -59,6 +59,14 @@ mod tests {
                 "scream-cubic-dualpi2-10mbit",
                 include_str!("../../scenarios/matched/scream-cubic-dualpi2-10mbit.toml"),
             ),
+            (
+                "gcc-cubic-droptail-2mbit",
+                include_str!("../../scenarios/matched/gcc-cubic-droptail-2mbit.toml"),
+            ),
+            (
+                "gcc-remb-cubic-droptail-2mbit",
+                include_str!("../../scenarios/matched/gcc-remb-cubic-droptail-2mbit.toml"),
+            ),
         ] {
             let path = format!("scenarios/matched/{file}.toml");
             let s = Scenario::parse(text, &path, file, Path::new("."))
