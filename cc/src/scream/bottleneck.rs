@@ -19,11 +19,11 @@
 //! outruns the bottleneck and nothing new is learnt. If the capacity falls, trains paced at
 //! the old rate outrun the new bottleneck and their samples pull the estimate down within a
 //! few frames. If it rises, no train outruns it any more; the target may grow past the cap
-//! (the pacing rate never goes below the target), and once the acknowledged rate is above the
-//! estimate the controller raises it ([`BottleneckRate::raise_to`],
-//! [`ScreamConfig::l4s_estimate_raise`](super::ScreamConfig::l4s_estimate_raise)). That is
-//! slow still: the pacer then runs close to the target, the media queue grows and its
-//! integral holds the target down (issue #19).
+//! (the pacing rate never goes below the target), but the pacer then runs close to the
+//! target, the media queue grows and its integral holds the target down (issue #19).
+//! [`ScreamConfig::l4s_estimate_raise`](super::ScreamConfig::l4s_estimate_raise) (off by
+//! default) raises the estimate when the acknowledged rate exceeds it
+//! ([`BottleneckRate::raise_to`]).
 
 use std::time::Duration;
 

@@ -46,10 +46,10 @@
 //!   21–22); with the cap, held for good once marks arrive ([`ScreamConfig::l4s_pacing_hold`])
 //!   and 5 % under the bottleneck for an RTT after each mark ([`ScreamConfig::l4s_mark_drain`]),
 //!   89.8–94.4 % with an L-queue p99 ≤ 0.42 ms (TMA24 scenario, seeds 21–28; a 5 s hold and
-//!   no drain gave 82.7–89.2 % and p99 up to 10.4 ms). `None` restores the plain rule. An
-//!   acknowledged rate 3 % above the estimate raises it to 1.25 × that rate
-//!   ([`ScreamConfig::l4s_estimate_raise`]): after the capacity rises no train outruns the
-//!   bottleneck, and the estimate would hold the flow down (still slow to recover, issue #19).
+//!   no drain gave 82.7–89.2 % and p99 up to 10.4 ms). `None` restores the plain rule. After
+//!   the capacity rises no train outruns the bottleneck and the estimate holds the flow down
+//!   (issue #19); [`ScreamConfig::l4s_estimate_raise`] (off by default, see there) raises it
+//!   when the acknowledged rate exceeds it.
 //! - **Pacing follows the media rate** as well as the target (`max(target, RTP rate)`, as the
 //!   reference's `rateRtpAvg` does): an encoder that lags a falling target is not throttled.
 //! - **The RTP-queue integral samples the queue at frame arrivals** (the draft's "per frame"):

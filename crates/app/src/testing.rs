@@ -5,12 +5,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+/// The environment variable with the `cargo build` arguments for [`build_next_to`] (see
+/// there); `--release` is added for a release test.
+pub const BUILD_ARGS_ENV: &str = "CG_TEST_PROGRAMS_BUILD_ARGS";
+
 /// Builds the cargo `packages` (their binaries: `cg-sender` gives `cg-send`) with `cargo`
 /// (a test passes `env!("CARGO")`) into the directory of `next_to`, a binary of the test's
 /// own crate (`env!("CARGO_BIN_EXE_…")`) — so they come from the same target directory and
 /// profile — and returns that directory. Always through cargo, a no-op when they are up to
 /// date, because a binary left from an older build would test old code; once per process
 /// for each set of packages.
+///
+/// With [`BUILD_ARGS_ENV`] set (by `cargo xtask test` for its debug `cargo test --workspace
+/// --all-features`), cargo gets those arguments instead of `-p` for each package: the same
+/// package selection and features as the `cargo test` that runs the test, so this build is
+/// up to date already rather than resolving features for the two packages alone and
+/// compiling most of the tree again (1.5 min in CI). The arguments must build `packages`'
+/// binaries.
 ///
 /// # Panics
 /// If cargo cannot run or the build fails: the test cannot go on without the programs.
@@ -25,13 +36,24 @@ pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf 
         return dir;
     }
     let mut cmd = Command::new(cargo);
-    // cargo runs a test with its package's `CARGO_MANIFEST_DIR` set; a build script that
-    // watches that variable (ring's does) would see it change from the outer build and rerun,
-    // rebuilding ring and all above it (about a minute in CI).
-    cmd.env_remove("CARGO_MANIFEST_DIR");
+    // cargo runs a test with its package's variables set (`CARGO_PKG_NAME`,
+    // `CARGO_MANIFEST_DIR`, …); a build script that watches one (ring's does) would see it
+    // differ from the `cargo test` that built it and rerun, rebuilding ring and all above it.
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(is_per_package_cargo_var) {
+            cmd.env_remove(key);
+        }
+    }
     cmd.arg("build");
-    for p in packages {
-        cmd.args(["-p", p]);
+    match std::env::var(BUILD_ARGS_ENV) {
+        Ok(args) if !args.trim().is_empty() => {
+            cmd.args(args.split_whitespace());
+        }
+        _ => {
+            for p in packages {
+                cmd.args(["-p", p]);
+            }
+        }
     }
     if dir.ends_with("release") {
         cmd.arg("--release");
@@ -44,4 +66,47 @@ pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf 
     );
     built.push(key);
     dir
+}
+
+/// The variables cargo sets for one package's build or test run (not the user's cargo
+/// configuration such as `CARGO_HOME` or `CARGO_TARGET_DIR`).
+fn is_per_package_cargo_var(key: &str) -> bool {
+    [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+    ]
+    .iter()
+    .any(|p| key.starts_with(p))
+        || matches!(key, "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_per_package_cargo_var;
+
+    #[test]
+    fn only_the_per_package_variables_are_dropped() {
+        for k in [
+            "CARGO_PKG_NAME",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_EXE_netlab",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO_TARGET_TMPDIR",
+        ] {
+            assert!(is_per_package_cargo_var(k), "{k}");
+        }
+        for k in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_JOBS",
+            "PATH",
+        ] {
+            assert!(!is_per_package_cargo_var(k), "{k}");
+        }
+    }
 }

@@ -22,6 +22,11 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+/// `cg_app::testing::BUILD_ARGS_ENV`: the `cargo build` arguments the end-to-end tests build
+/// cg-send and cg-recv with. Spelled out here because xtask depends on none of the
+/// workspace's crates (it has to build before anything else).
+const BUILD_ARGS_ENV: &str = "CG_TEST_PROGRAMS_BUILD_ARGS";
+
 /// Debian packages the workspace needs, with what needs them.
 const PACKAGES: &[(&str, &str)] = &[
     ("pkg-config", "finding GStreamer at build time"),
@@ -223,8 +228,11 @@ fn test(extra: &[String]) -> Result<(), String> {
         "-D",
         "warnings",
     ]))?;
+    // The tests that run cg-send and cg-recv build them with this run's own selection, so
+    // the build shares its compiled crates (`cg_app::testing::build_next_to`).
     run(cargo()
         .args(["test", "--workspace", "--all-features"])
+        .env(BUILD_ARGS_ENV, "--workspace --all-features --bins --tests")
         .args(&extra))?;
     let mut e2e = cargo();
     e2e.args([
