@@ -70,11 +70,6 @@ impl StandingQueue {
         self
     }
 
-    /// The check is standing down (a competing flow holds the queue).
-    pub fn stood_down(&self) -> bool {
-        self.stood_down_until.is_some()
-    }
-
     /// One received packet; returns whether a decrease is due now (and records it).
     pub fn on_packet(&mut self, send_us: i64, arrival_us: i64) -> bool {
         let owd = arrival_us.saturating_sub(send_us);
@@ -173,10 +168,8 @@ mod tests {
         // A competing flow's 200 ms queue for 20 s: three decreases (after 1, 2 and 3 s),
         // then none.
         assert_eq!(feed(&mut s, 1000, 21_000, 200), 3);
-        assert!(s.stood_down());
         // It drains (the competitor left): the check is back and finds the next queue.
         assert_eq!(feed(&mut s, 21_000, 22_000, 10), 0);
-        assert!(!s.stood_down());
         assert_eq!(feed(&mut s, 22_000, 23_500, 200), 1);
         // A queue that never drains (queuing delays given directly: from packets, a queue
         // standing for a whole 30 s base-delay slot becomes the base): standing down for
@@ -192,7 +185,7 @@ mod tests {
         };
         assert_eq!(due(1000, 33_000), 3);
         assert_eq!(due(33_000, 66_000), 3);
-        assert!(s.stood_down());
+        assert_eq!(due(66_000, 67_000), 0, "standing down again");
         // Without the rule every window is a decrease.
         let mut s = StandingQueue::new(Duration::from_millis(50), Duration::from_secs(1));
         feed(&mut s, 0, 1000, 0);

@@ -19,11 +19,9 @@
 //! outruns the bottleneck and nothing new is learnt. If the capacity falls, trains paced at
 //! the old rate outrun the new bottleneck and their samples pull the estimate down within a
 //! few frames. If it rises, no train outruns it any more; the target may grow past the cap
-//! (the pacing rate never goes below the target), but the pacer then runs close to the
-//! target, the media queue grows and its integral holds the target down (issue #19).
-//! [`ScreamConfig::l4s_estimate_raise`](super::ScreamConfig::l4s_estimate_raise) (off by
-//! default) raises the estimate when the acknowledged rate exceeds it
-//! ([`BottleneckRate::raise_to`]).
+//! (the pacing rate never goes below the target), but the pacer then runs at the target, the
+//! media queue grows and its integral holds the target down (issue #19, see
+//! [`ScreamConfig::l4s_pacing_hold`](super::ScreamConfig::l4s_pacing_hold)).
 
 use std::time::Duration;
 
@@ -101,15 +99,6 @@ impl BottleneckRate {
         self.sampled = true;
     }
 
-    /// The path carried `bps` (the acknowledged rate, measured over many frames): an
-    /// estimate below that is stale (the capacity rose and no train has outrun it since);
-    /// raise it. Only an estimate that exists is raised.
-    pub fn raise_to(&mut self, bps: f64) {
-        if self.sampled && bps.is_finite() && bps > self.estimate_bps {
-            self.estimate_bps = bps;
-        }
-    }
-
     /// The bottleneck rate, bit/s, once a train has measured it.
     pub fn estimate(&self) -> Option<f64> {
         self.sampled.then_some(self.estimate_bps)
@@ -142,23 +131,6 @@ mod tests {
             sent += send_gap;
         }
         sent as i64
-    }
-
-    #[test]
-    fn a_stale_estimate_is_raised_and_no_estimate_is_invented() {
-        let mut b = BottleneckRate::default();
-        b.raise_to(30e6);
-        assert_eq!(b.estimate(), None, "nothing measured yet: nothing to raise");
-        let mut t = 0;
-        for _ in 0..5 {
-            t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;
-        }
-        let measured = b.estimate().expect("measured");
-        b.raise_to(f64::NAN);
-        b.raise_to(0.5 * measured);
-        assert_eq!(b.estimate(), Some(measured));
-        b.raise_to(1.5 * measured);
-        assert_eq!(b.estimate(), Some(1.5 * measured));
     }
 
     #[test]

@@ -268,34 +268,14 @@ pub struct ScreamConfig {
     /// stop; 5 s later the cap lifted, the pacer jumped to 1.5 × the target (112 Mbit/s on
     /// the 50 Mbit/s link, seed 28) and a 20 ms queue marked a burst whose back-offs halved
     /// the window. A cap left on does cost when the capacity rises: no train outruns a faster
-    /// link, so the estimate stays low unless [`l4s_estimate_raise`](Self::l4s_estimate_raise)
-    /// raises it, and the pacer runs close to the target, where the media-queue integral holds
-    /// the target down (see there for the figures).
+    /// link, so the estimate stays low, and the pacer runs at the target, where the
+    /// media-queue integral holds the target down — 50 → 25 → 50 Mbit/s, 0.55–0.69 of the link
+    /// 10–15 s after the return (seeds 41–48; the draft's pacing without the cap: 0.54–0.63;
+    /// ignored test `l4s_follows_capacity_down_and_back_up_through_dualpi2`, issue #19).
+    /// Raising the estimate to 1.25 × an acknowledged rate 3 % above it gave 0.64–0.84 there
+    /// but, with the real encoder in netlab, a 20 Mbit/s L4S run at U 0.765 and three times the
+    /// CE marks: feedback arriving bunched reads as a rate above the link. Not kept.
     pub l4s_pacing_hold: Option<Duration>,
-    /// When the acknowledged rate is 3 % above the bottleneck estimate while the pacing cap
-    /// holds, the estimate is stale (the capacity rose): raise it to this × the acknowledged
-    /// rate. `None`: only trains that outran the bottleneck move it. Our addition, default
-    /// `None` in both sets (not yet safe with a real encoder, see below).
-    ///
-    /// Measured (`scream_scenarios`, L4S through DualPI2, 50 → 25 → 50 Mbit/s, seeds 41–48),
-    /// the share of 50 Mbit/s 10–15 s after the return: 0.64–0.84 with 1.25, 0.74–0.83 with
-    /// 1.5 (two L4S flows' L-queue p99 then up to 10 ms), 0.55–0.69 without (the draft's
-    /// pacing, no cap: 0.54–0.63). None of them is back at 90 % within 15 s — the pacer runs
-    /// close to the target, the media queue stands and its integral holds the target at the
-    /// window's limit (ignored test `l4s_follows_capacity_down_and_back_up_through_dualpi2`,
-    /// issue #19). The L4S runs at a constant rate never trigger it (TMA24 alone seeds 21–36,
-    /// SCReAM against CUBIC through DualPI2: the same figures); two L4S flows at 20 Mbit/s:
-    /// Jain 0.986–1.000, U 0.851–0.915, L-queue p99 1.26–4.55 ms (without: 0.959–0.988,
-    /// 0.863–0.886, 1.36–1.50 ms).
-    ///
-    /// Off by default: in netlab with the real cg-send (VP8, 20 Mbit/s DualPI2, RTT 30 ms,
-    /// `cargo xtask test`'s L4S end-to-end tests) with `Some(1.25)`, one run gave U 0.765
-    /// (its re-run 0.921) and WebRTC mode 1579 CE marks against 936 without, U 0.852 against
-    /// 0.891. The likely cause: the acknowledged rate is measured over 50 ms of feedback
-    /// *arrival*, and feedback that arrives bunched briefly reads above the link, so a sound
-    /// estimate is raised and the pacer overruns the link. A delivery rate over the
-    /// receiver's arrival times would not have that error; not done yet (issue #19).
-    pub l4s_estimate_raise: Option<f64>,
     /// Bytes in flight are forgotten (the window reopens) when no feedback has arrived for
     /// this long — a guard against deadlock when feedback is lost (reference: 0.5 s).
     pub feedback_timeout: Duration,
@@ -420,7 +400,6 @@ impl ScreamConfig {
             l4s_pacing_cap: Some(1.0),
             l4s_pacing_hold: None,
             l4s_mark_drain: Some(0.95),
-            l4s_estimate_raise: None,
             feedback_timeout: Duration::from_millis(500),
             packet_overhead: DataSize::bytes(20),
             rate_margin: 1.1,
@@ -602,9 +581,6 @@ impl ScreamConfig {
         }
         if let Some(f) = self.l4s_mark_drain {
             ConfigError::within("l4s_mark_drain", f, 0.5, 1.0)?;
-        }
-        if let Some(f) = self.l4s_estimate_raise {
-            ConfigError::within("l4s_estimate_raise", f, 1.0, 2.0)?;
         }
         if let Some(f) = self.large_frame_factor {
             ConfigError::positive("large_frame_factor", f)?;

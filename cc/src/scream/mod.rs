@@ -48,8 +48,7 @@
 //!   89.8–94.4 % with an L-queue p99 ≤ 0.42 ms (TMA24 scenario, seeds 21–28; a 5 s hold and
 //!   no drain gave 82.7–89.2 % and p99 up to 10.4 ms). `None` restores the plain rule. After
 //!   the capacity rises no train outruns the bottleneck and the estimate holds the flow down
-//!   (issue #19); [`ScreamConfig::l4s_estimate_raise`] (off by default, see there) raises it
-//!   when the acknowledged rate exceeds it.
+//!   (issue #19, see [`ScreamConfig::l4s_pacing_hold`]).
 //! - **Pacing follows the media rate** as well as the target (`max(target, RTP rate)`, as the
 //!   reference's `rateRtpAvg` does): an encoder that lags a falling target is not throttled.
 //! - **The RTP-queue integral samples the queue at frame arrivals** (the draft's "per frame"):
@@ -130,10 +129,6 @@ use media::{MediaQueueControl, MediaRateMeter, TargetInputs};
 
 /// Window over which the acknowledged rate is measured (reference `kRateUpdateInterval`).
 const RATE_WINDOW: Duration = Duration::from_millis(50);
-/// The acknowledged rate this far above the bottleneck estimate makes the estimate stale
-/// ([`ScreamConfig::l4s_estimate_raise`]): above the EWMA's noise, and above what a path at
-/// the estimate delivers (the estimate sits 0.5–1 % under the link rate).
-const STALE_ESTIMATE_MARGIN: f64 = 1.03;
 /// The MSS is the largest packet of the last one to two such windows (reference: 1 s).
 const MSS_WINDOW: Duration = Duration::from_secs(1);
 /// At most this many undrained events are kept.
@@ -822,15 +817,6 @@ impl Controller for Scream {
             self.acked_rate_bps = 0.8 * self.acked_rate_bps + 0.2 * r;
             self.acked_bytes_window = 0;
             self.acked_window_start = Some(now);
-            if let Some(k) = self.cfg.l4s_estimate_raise
-                && self.l4s_congested
-                && self
-                    .bottleneck
-                    .estimate()
-                    .is_some_and(|b| self.acked_rate_bps > STALE_ESTIMATE_MARGIN * b)
-            {
-                self.bottleneck.raise_to(k * self.acked_rate_bps);
-            }
         }
         self.on_loss_detection(now, delivered);
         self.update_window(now);
