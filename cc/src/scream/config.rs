@@ -274,7 +274,12 @@ pub struct ScreamConfig {
     /// ignored test `l4s_follows_capacity_down_and_back_up_through_dualpi2`, issue #19).
     /// Raising the estimate to 1.25 × an acknowledged rate 3 % above it gave 0.64–0.84 there
     /// but, with the real encoder in netlab, a 20 Mbit/s L4S run at U 0.765 and three times the
-    /// CE marks: feedback arriving bunched reads as a rate above the link. Not kept.
+    /// CE marks: feedback arriving bunched reads as a rate above the link. Not kept. Probing
+    /// above the estimate costs the steady state (TMA24 case, seeds 21–36, against
+    /// 0.898–0.949): a probe of +2 % per sRTT while the target presses on the cap and no mark
+    /// came for 1 s, the estimate raised to the rate of trains that arrived unstretched, gave
+    /// U 0.838–0.927 there (dip 10–15 s after the return 0.55–0.90, t90 7–14 s or never); a
+    /// floor of 1.05 × target under the cap, 0.814–0.899. Not kept.
     pub l4s_pacing_hold: Option<Duration>,
     /// Bytes in flight are forgotten (the window reopens) when no feedback has arrived for
     /// this long — a guard against deadlock when feedback is lost (reference: 0.5 s).

@@ -930,6 +930,7 @@ impl Controller for Scream {
                 ("last_backoff", self.last_backoff),
                 ("last_event", event),
                 ("acked_rate_bps", self.acked_rate_bps),
+                ("bottleneck_bps", self.bottleneck.estimate().unwrap_or(0.0)),
                 ("media_rate_bps", self.media_rate.rate_bps),
                 ("mss", self.mss()),
                 ("lost_packets", self.lost_packets as f64),

@@ -143,7 +143,7 @@ pub fn trace_if_asked(s: &Sim<SimSender, SimReceiver>, flow: usize, start: Insta
             continue;
         }
         eprintln!(
-            "{t:6.1} rtt {:5.1} tgt {:5.0} enc {:5.0} pace {:5.0} cwnd {:6} q {:5.1} qavg {:5.1} rtpq {:5.0} ms {:6} B ra {:.3} large {} disc {} ev {} T {} V {} D {} ler {:.4}",
+            "{t:6.1} rtt {:5.1} tgt {:5.0} enc {:5.0} pace {:5.0} cwnd {:6} q {:5.1} qavg {:5.1} rtpq {:5.0} ms {:6} B ra {:.3} large {} disc {} ev {} T {} V {} D {} ler {:.4} bn {:.0} a {:.3} ce {}",
             smp.stats.rtt.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
             smp.stats.target.as_kbps_f64(),
             smp.encoder_rate.as_kbps_f64(),
@@ -163,6 +163,9 @@ pub fn trace_if_asked(s: &Sim<SimSender, SimReceiver>, flow: usize, start: Insta
             extra(&smp.stats, "competing_verdict"),
             extra(&smp.stats, "competing_drain"),
             extra(&smp.stats, "loss_event_rate"),
+            extra(&smp.stats, "bottleneck_bps") / 1e3,
+            extra(&smp.stats, "alpha"),
+            extra(&smp.stats, "ce_packets"),
         );
     }
 }
