@@ -21,6 +21,10 @@ pub struct ReceiverConfig {
     pub controller: ControllerKind,
     /// Codec of the stream (`vp8`, `h264`, `h265`). Default VP8.
     pub codec: Codec,
+    /// The stream comes from `cg-send --codec model` (RFC 8593 frame sizes framed as VP8, no
+    /// pictures): frames are checked and counted, not decoded. Default false.
+    #[serde(default)]
+    pub model: bool,
     /// Nominal frame rate, for freeze detection (a freeze is a gap over 3 frame intervals).
     /// Default 30.
     pub frame_rate: u32,
@@ -64,6 +68,7 @@ impl Default for ReceiverConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 5004)),
             controller: ControllerKind::default(),
             codec: Codec::Vp8,
+            model: false,
             frame_rate: 30,
             sink: SinkKind::Fake,
             start_bitrate: Bitrate::kbps(300),
@@ -115,6 +120,13 @@ impl ReceiverConfig {
                 self.frame_rate
             )));
         }
+        if self.model && (self.whip_http.is_some() || self.codec != Codec::Vp8) {
+            return Err(Error::Config(
+                "codec model: the model encoder's stream comes from cg-send over plain RTP or \
+                 WHEP, framed as VP8 — not from a WHIP publisher"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 
@@ -124,6 +136,7 @@ impl ReceiverConfig {
             codec: self.codec,
             frame_rate: self.frame_rate,
             sink: self.sink,
+            model: self.model,
             ..DecoderConfig::default()
         }
     }
@@ -145,6 +158,19 @@ impl ReceiverConfig {
             ..cg_rtp::ReceiverConfig::default()
         }
     }
+}
+
+/// Parses a `--codec` value: a codec name, or `model` (the model encoder's stream, framed
+/// as VP8). Returns the codec and whether the stream is the model's.
+pub fn parse_stream_codec(name: &str) -> Result<(Codec, bool), Error> {
+    if name.trim().eq_ignore_ascii_case("model") {
+        return Ok((Codec::Vp8, true));
+    }
+    parse_codec(name).map(|c| (c, false)).map_err(|_| {
+        Error::Config(format!(
+            "unknown codec {name:?}; expected vp8, h264, h265, model"
+        ))
+    })
 }
 
 /// Parses a codec name (`vp8`, `h264`/`x264`/`nvh264`, `h265`/`nvh265`).
@@ -180,6 +206,10 @@ mod tests {
         assert_eq!(parse_codec("x264").unwrap(), Codec::H264);
         assert_eq!(parse_codec("hevc").unwrap(), Codec::H265);
         assert!(parse_codec("av1").is_err());
+        assert_eq!(parse_stream_codec("Model").unwrap(), (Codec::Vp8, true));
+        assert_eq!(parse_stream_codec("h264").unwrap(), (Codec::H264, false));
+        let e = parse_stream_codec("av1").unwrap_err().to_string();
+        assert!(e.contains("model"), "{e}");
     }
 
     #[test]

@@ -37,7 +37,7 @@ mod config;
 mod session;
 mod stats;
 
-pub use config::{ReceiverConfig, parse_codec};
+pub use config::{ReceiverConfig, parse_codec, parse_stream_codec};
 pub use session::Receiver;
 pub use stats::{FreezeRecord, Stats};
 

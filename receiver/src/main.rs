@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cg_app::output::StatsOutput;
 use cg_media::SinkKind;
-use cg_receiver::{ControllerKind, Error, Receiver, ReceiverConfig, parse_codec};
+use cg_receiver::{ControllerKind, Error, Receiver, ReceiverConfig, parse_stream_codec};
 use clap::Parser;
 
 /// Receive, decode and report a live video stream from cg-send, sending the feedback its
@@ -38,7 +38,8 @@ struct Args {
     /// The sender's congestion controller (decides the feedback): gcc-remb, gcc, scream.
     #[arg(long, default_value = "gcc-remb", value_name = "CC")]
     cc: String,
-    /// Codec of the stream: vp8, h264, h265.
+    /// Codec of the stream: vp8, h264, h265, or model (from `cg-send --codec model`: frames
+    /// are checked and counted, not decoded; not with --webrtc whip).
     #[arg(long, default_value = "vp8")]
     codec: String,
     /// Nominal frame rate of the stream (for freeze detection).
@@ -165,13 +166,15 @@ fn config(a: &Args) -> Result<ReceiverConfig, Error> {
             )));
         }
     }
+    let (codec, model) = parse_stream_codec(&a.codec)?;
     let config = ReceiverConfig {
         listen,
         whep_url,
         whip_http,
         publisher_reports: a.publisher_reports.clone(),
         controller: ControllerKind::from_name(&a.cc)?,
-        codec: parse_codec(&a.codec)?,
+        codec,
+        model,
         frame_rate: a.fps,
         sink: if a.display {
             SinkKind::Window

@@ -184,44 +184,25 @@ struct RecvLine {
     peer: Option<String>,
 }
 
-#[test]
-fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
+/// Runs `cg-recv` (with `recv_args`, stats to a file) and `cg-send` (with `send_args`, JSON
+/// on stdout) over loopback; returns the sender's output and the receiver's stats lines.
+fn loopback(send_args: &[&str], recv_args: &[&str]) -> (Output, String) {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let rstats = dir.path().join("recv.jsonl");
     let recv = Command::new(recv_bin())
-        .args([
-            "--listen",
-            &listen,
-            "--cc",
-            "gcc",
-            "--quiet",
-            "--stats-file",
-        ])
+        .args(["--listen", &listen, "--quiet", "--stats-file"])
         .arg(&rstats)
+        .args(recv_args)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let send = Command::new(send_bin())
-        .args([
-            "--to",
-            &listen,
-            "--cc",
-            "gcc",
-            "--codec",
-            "vp8",
-            "--width",
-            "320",
-            "--height",
-            "180",
-            "--duration",
-            "5s",
-            "--json",
-            "--quiet",
-        ])
+        .args(["--to", &listen, "--json", "--quiet"])
+        .args(send_args)
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -232,14 +213,32 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
     assert_eq!(unsafe { libc::kill(recv.id() as i32, libc::SIGTERM) }, 0);
     let out = recv.wait_with_output().unwrap();
     assert!(out.status.success(), "cg-recv: {}", stderr(&out));
+    (send, std::fs::read_to_string(&rstats).unwrap())
+}
 
+#[test]
+fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
+    let (send, rstats) = loopback(
+        &[
+            "--cc",
+            "gcc",
+            "--codec",
+            "vp8",
+            "--width",
+            "320",
+            "--height",
+            "180",
+            "--duration",
+            "5s",
+        ],
+        &["--cc", "gcc"],
+    );
     let sent: Vec<SendLine> = String::from_utf8(send.stdout.clone())
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).expect("cg-send --json lines parse"))
         .collect();
-    let got: Vec<RecvLine> = std::fs::read_to_string(&rstats)
-        .unwrap()
+    let got: Vec<RecvLine> = rstats
         .lines()
         .map(|l| serde_json::from_str(l).expect("cg-recv stats lines parse"))
         .collect();
@@ -277,4 +276,100 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
     let g2g: Vec<f64> = got.iter().filter_map(|l| l.g2g_ms).collect();
     assert!(!g2g.is_empty(), "glass-to-glass latency reported");
     assert!(g2g.iter().all(|&g| g > 0.0 && g < 2000.0), "{g2g:?}");
+}
+
+/// The model encoder at a rate and picture the real encoders cannot reach here (30 Mbit/s,
+/// 1080p60), received by `cg-recv --codec model`: every record names the encoder, the frames
+/// arrive and count as decoded, none is a decode error.
+#[test]
+fn the_model_encoder_at_30_mbps_over_loopback_is_received_and_counted() {
+    let (send, rstats) = loopback(
+        &[
+            "--cc",
+            "scream",
+            "--encoder",
+            "model",
+            "--pattern",
+            "game",
+            "--width",
+            "1920",
+            "--height",
+            "1080",
+            "--fps",
+            "60",
+            "--start-bitrate",
+            "20M",
+            "--max-bitrate",
+            "30M",
+            "--duration",
+            "4s",
+        ],
+        &["--cc", "scream", "--codec", "model", "--fps", "60"],
+    );
+    let sent: Vec<serde_json::Value> = String::from_utf8(send.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("cg-send --json lines parse"))
+        .collect();
+    let got: Vec<serde_json::Value> = rstats
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("cg-recv stats lines parse"))
+        .collect();
+    assert!(sent.iter().all(|l| l["encoder"] == "model"));
+    let (s, r) = (sent.last().unwrap(), got.last().unwrap());
+    let frames_sent = s["frames_sent"].as_u64().unwrap();
+    let decoded = r["frames_decoded"].as_u64().unwrap();
+    assert!(
+        frames_sent >= 200,
+        "≈240 frames in 4 s at 60 fps: {frames_sent}"
+    );
+    assert!(
+        decoded * 10 >= frames_sent * 9,
+        "decoded {decoded} of {frames_sent}"
+    );
+    assert_eq!(r["decode_errors"], 0);
+    assert_eq!(
+        (r["width"].as_u64(), r["height"].as_u64()),
+        (Some(1920), Some(1080))
+    );
+    assert!(
+        sent.iter()
+            .any(|l| l["encoder_bps"].as_u64() > Some(15_000_000)),
+        "the model produced its megabits"
+    );
+}
+
+#[test]
+fn the_model_encoder_is_refused_where_pictures_are_needed() {
+    let o = run(&send_bin(), &["--webrtc", "whep", "--codec", "model"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cannot decode the model"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        &send_bin(),
+        &[
+            "--to",
+            "127.0.0.1:9",
+            "--codec",
+            "model",
+            "--source",
+            "screen",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("takes no file, screen or camera"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&recv_bin(), &["--webrtc", "whip", "--codec", "model"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("not from a WHIP publisher"),
+        "{}",
+        stderr(&o)
+    );
 }

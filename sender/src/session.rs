@@ -378,6 +378,7 @@ impl Sampler {
             t: now.saturating_duration_since(self.start).as_secs_f64(),
             mono_ns: HostTime::now().as_nanos(),
             controller: self.controller.clone(),
+            encoder: encoder.kind().short_name().to_owned(),
             viewer: None,
             send_rate_bps: rate,
             target_bps: target.as_bps(),

@@ -17,6 +17,10 @@ pub struct Stats {
     pub mono_ns: u64,
     /// Controller name (`gcc-remb`, `gcc`, `scream`).
     pub controller: String,
+    /// Encoder name (`vp8`, `x264`, `nvh264`, `nvh265`, or `model`: RFC 8593 frame sizes,
+    /// no pictures).
+    #[serde(default)]
+    pub encoder: String,
     /// The WHEP viewer this record is about (its resource id); absent in plain RTP mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub viewer: Option<String>,

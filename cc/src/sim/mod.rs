@@ -74,7 +74,8 @@
 //! ```
 
 mod any;
-pub mod encoder;
+/// RFC 8593's video model, shared with cg-media's model encoder.
+pub use cg_types::video_model as encoder;
 pub mod metrics;
 mod packet;
 mod receiver;

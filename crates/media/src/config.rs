@@ -278,6 +278,9 @@ pub struct EncoderConfig {
     /// 0.941 in earlier 1 s runs), GCC-REMB 0.877 (0.872–0.908).
     #[serde(with = "humantime_serde")]
     pub rate_buffer: Option<Duration>,
+    /// Seed of the model encoder's size and timing noise (`encoder = "model"`, see
+    /// `model.rs`). Default 1.
+    pub model_seed: u64,
 }
 
 impl Default for EncoderConfig {
@@ -298,6 +301,7 @@ impl Default for EncoderConfig {
             adaptation: AdaptationConfig::default(),
             frame_dropper: Some(Duration::from_millis(500)),
             rate_buffer: None,
+            model_seed: 1,
         }
     }
 }
@@ -407,6 +411,10 @@ pub struct DecoderConfig {
     pub frame_queue: usize,
     /// Freeze records kept (oldest dropped first); default 256.
     pub max_freeze_records: usize,
+    /// The stream comes from the model encoder (`model.rs`): frames are checked and counted
+    /// as decoded at once, no pipeline runs. Needs `codec` VP8 (the model's framing).
+    /// Default false.
+    pub model: bool,
 }
 
 impl Default for DecoderConfig {
@@ -422,6 +430,7 @@ impl Default for DecoderConfig {
             max_queued_frames: 30,
             frame_queue: 64,
             max_freeze_records: 256,
+            model: false,
         }
     }
 }
@@ -434,6 +443,9 @@ impl DecoderConfig {
         }
         if self.freeze_intervals == 0 || self.frame_queue == 0 || self.max_queued_frames == 0 {
             return bad("freeze_intervals, frame_queue and max_queued_frames must be positive");
+        }
+        if self.model && self.codec != Codec::Vp8 {
+            return bad("the model encoder's frames are framed as VP8: codec must be VP8");
         }
         Ok(())
     }

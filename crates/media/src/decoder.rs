@@ -226,8 +226,10 @@ impl Decoder {
             records: tx,
             config,
         });
-        let pipe = build_pipe(&inner)?;
-        *lock(&inner.pipe) = Some(pipe);
+        if !inner.config.model {
+            let pipe = build_pipe(&inner)?;
+            *lock(&inner.pipe) = Some(pipe);
+        }
         let weak = Arc::downgrade(&inner);
         let watch = std::thread::Builder::new()
             .name("cg-media-dec-watch".to_owned())
@@ -285,6 +287,10 @@ impl Decoder {
             s.waiting_for_key = false;
             s.discont = true;
         }
+        if inner.config.model {
+            drop(pipe_guard);
+            return Ok(inner.decode_model(s, &frame, is_key, now));
+        }
         let Some(pipe) = pipe_guard.as_ref() else {
             s.waiting_for_key = true;
             return Ok(PushOutcome::PipelineRestarting);
@@ -296,30 +302,8 @@ impl Decoder {
             inner.maybe_request_key_frame(&mut s, now);
             return Ok(PushOutcome::DroppedQueueFull);
         }
-        // Our own strictly increasing timestamps: the sender's PTS may jump or restart.
-        let since_epoch = now.checked_duration_since(s.epoch).unwrap_or_default();
-        let pts = u64::try_from(since_epoch.as_nanos())
-            .unwrap_or(u64::MAX)
-            .max(s.last_pts + 1);
-        s.last_pts = pts;
-        if is_key {
-            s.last_key_pts = pts;
-        }
-        if s.pending.len() >= MAX_PENDING {
-            s.pending.pop_first();
-            s.decode_errors += 1;
-        }
         let expect_output = codec != Codec::Vp8 || frame.data.first().is_none_or(|b| b & 0x10 != 0);
-        s.pending.insert(
-            pts,
-            Pending {
-                seq: frame.seq,
-                index: frame.index,
-                capture_time: frame.capture_time,
-                pushed_at: now,
-                expect_output,
-            },
-        );
+        let pts = s.admit(&frame, is_key, now, expect_output);
         let mut buffer = gst::Buffer::from_slice(frame.data);
         {
             let b = buffer
@@ -428,7 +412,68 @@ impl std::fmt::Debug for Decoder {
     }
 }
 
+impl State {
+    /// Records a frame about to be decoded under our own strictly increasing timestamp (the
+    /// sender's PTS may jump or restart); returns it.
+    fn admit(
+        &mut self,
+        frame: &EncodedFrame,
+        is_key: bool,
+        now: HostTime,
+        expect_output: bool,
+    ) -> u64 {
+        let since_epoch = now.checked_duration_since(self.epoch).unwrap_or_default();
+        let pts = u64::try_from(since_epoch.as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(self.last_pts + 1);
+        self.last_pts = pts;
+        if is_key {
+            self.last_key_pts = pts;
+        }
+        if self.pending.len() >= MAX_PENDING {
+            self.pending.pop_first();
+            self.decode_errors += 1;
+        }
+        self.pending.insert(
+            pts,
+            Pending {
+                seq: frame.seq,
+                index: frame.index,
+                capture_time: frame.capture_time,
+                pushed_at: now,
+                expect_output,
+            },
+        );
+        pts
+    }
+}
+
 impl Inner {
+    /// The model decoder (`DecoderConfig::model`): a frame with the model's header "decodes"
+    /// at once; anything else is a decode error and the decoder waits for a key frame.
+    fn decode_model(
+        &self,
+        mut s: std::sync::MutexGuard<'_, State>,
+        frame: &EncodedFrame,
+        is_key: bool,
+        now: HostTime,
+    ) -> PushOutcome {
+        let header = match crate::model::parse_model_frame(&frame.data) {
+            Ok(h) => h,
+            Err(why) => {
+                tracing::debug!(target: "cg_media", "model decoder: {why}");
+                s.decode_errors += 1;
+                s.waiting_for_key = true;
+                self.maybe_request_key_frame(&mut s, now);
+                return PushOutcome::Queued;
+            }
+        };
+        let pts = s.admit(frame, is_key, now, true);
+        drop(s);
+        self.on_decoded(Some(gst::ClockTime::from_nseconds(pts)), header.size);
+        PushOutcome::Queued
+    }
+
     fn maybe_request_key_frame(&self, s: &mut State, now: HostTime) {
         let due = s.last_key_request.is_none_or(|last| {
             now.checked_duration_since(last)
@@ -633,7 +678,8 @@ fn watch_loop(weak: Weak<Inner>) {
                 }
             }
         } else {
-            restart = true;
+            // No pipeline: being restarted, or none to run (the model decoder).
+            restart = !inner.config.model;
             std::thread::sleep(Duration::from_millis(50));
         }
 
@@ -673,7 +719,7 @@ fn watch_loop(weak: Weak<Inner>) {
                 inner.maybe_request_key_frame(&mut s, now);
             }
         }
-        if restart && !inner.stopping.load(Ordering::Acquire) {
+        if restart && !inner.config.model && !inner.stopping.load(Ordering::Acquire) {
             restart_pipe(&inner);
         }
     }

@@ -23,6 +23,7 @@ use gstreamer_video as gst_video;
 
 use crate::MediaCodec;
 use crate::adapt::{Adapter, Format};
+use crate::model::ModelEncoder;
 use crate::rate_window::RateWindow;
 use crate::source::BuiltSource;
 use crate::{
@@ -95,13 +96,100 @@ pub struct EncoderStats {
     pub error: Option<String>,
 }
 
-/// A running sender pipeline.
+/// A running sender: a GStreamer pipeline, or the model encoder (`encoder = "model"`, see
+/// `model.rs`).
 ///
 /// All methods take `&self` and are cheap and non-blocking: the target bit rate is handed to
 /// the streaming thread and applied in front of the next raw frame, a key-frame request is a
 /// `force-key-unit` event. The handle is `Send + Sync`; share it in an `Arc` between a
 /// congestion-control task and a statistics task.
-pub struct Encoder {
+pub struct Encoder(Backend);
+
+enum Backend {
+    Gst(Box<GstEncoder>),
+    Model {
+        encoder: ModelEncoder,
+        format: Format,
+    },
+}
+
+impl Encoder {
+    /// Builds and starts the pipeline (or the model encoder) for `config`. Returns the handle
+    /// and the receiving end of the bounded channel of encoded frames (capacity
+    /// `config.frame_queue`).
+    ///
+    /// Errors: [`Error::UnknownEncoder`] (with the available names),
+    /// [`Error::EncoderNotAvailable`] (NVENC without GPU, missing plugin),
+    /// [`Error::InvalidConfig`], [`Error::File`], [`Error::Start`] (a source
+    /// that cannot open: no X display, no camera).
+    pub fn start(config: EncoderConfig) -> Result<(Encoder, Receiver<EncodedFrame>), Error> {
+        if EncoderKind::from_name(&config.encoder)? == EncoderKind::Model {
+            let (encoder, rx) = ModelEncoder::start(&config)?;
+            let format = config.top_format();
+            return Ok((Encoder(Backend::Model { encoder, format }), rx));
+        }
+        let (encoder, rx) = GstEncoder::start(config)?;
+        Ok((Encoder(Backend::Gst(Box::new(encoder))), rx))
+    }
+
+    /// Sets the target bit rate. Non-blocking: applied by the streaming thread in front of
+    /// the next raw frame, without restarting anything (see
+    /// [`EncoderStats::target_applied_at_pts`]).
+    pub fn set_target_bitrate(&self, rate: Bitrate) {
+        match &self.0 {
+            Backend::Gst(e) => e.set_target_bitrate(rate),
+            Backend::Model { encoder, .. } => encoder.set_target_bitrate(rate),
+        }
+    }
+
+    /// Asks for a key frame (an upstream `force-key-unit` event with all headers): the next
+    /// raw frame to enter the encoder is coded as a key frame.
+    pub fn request_key_frame(&self) -> Result<(), Error> {
+        match &self.0 {
+            Backend::Gst(e) => e.request_key_frame(),
+            Backend::Model { encoder, .. } => {
+                encoder.request_key_frame();
+                Ok(())
+            }
+        }
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> EncoderStats {
+        match &self.0 {
+            Backend::Gst(e) => e.stats(),
+            Backend::Model { encoder, format } => encoder.stats(*format),
+        }
+    }
+
+    /// The encoder in use.
+    pub fn kind(&self) -> EncoderKind {
+        match &self.0 {
+            Backend::Gst(e) => e.kind,
+            Backend::Model { encoder, .. } => encoder.kind(),
+        }
+    }
+
+    /// Stops the pipeline (idempotent; also done on drop). No frame is sent after it
+    /// returns; the channel reports disconnection once the handle is dropped.
+    pub fn stop(&self) {
+        match &self.0 {
+            Backend::Gst(e) => e.stop(),
+            Backend::Model { encoder, .. } => encoder.stop(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder")
+            .field("kind", &self.kind())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The GStreamer pipeline behind an [`Encoder`].
+struct GstEncoder {
     pipeline: gst::Pipeline,
     encoder: gst::Element,
     kind: EncoderKind,
@@ -154,15 +242,9 @@ struct State {
     overload_drops: u64,
 }
 
-impl Encoder {
-    /// Builds and starts the pipeline for `config`. Returns the handle and the receiving end
-    /// of the bounded channel of encoded frames (capacity `config.frame_queue`).
-    ///
-    /// Errors: [`Error::UnknownEncoder`] (with the available names),
-    /// [`Error::EncoderNotAvailable`] (NVENC without GPU, missing plugin),
-    /// [`Error::InvalidConfig`], [`Error::File`], [`Error::Start`] (a source
-    /// that cannot open: no X display, no camera).
-    pub fn start(config: EncoderConfig) -> Result<(Encoder, Receiver<EncodedFrame>), Error> {
+impl GstEncoder {
+    /// See [`Encoder::start`].
+    fn start(config: EncoderConfig) -> Result<(GstEncoder, Receiver<EncodedFrame>), Error> {
         crate::init()?;
         config.validate()?;
         let kind = EncoderKind::from_name(&config.encoder)?;
@@ -265,7 +347,7 @@ impl Encoder {
         let stopping = Arc::new(AtomicBool::new(false));
         let bus_thread = spawn_bus_watch(bus, shared.clone(), stopping.clone())?;
         Ok((
-            Encoder {
+            GstEncoder {
                 pipeline,
                 encoder,
                 kind,
@@ -329,11 +411,6 @@ impl Encoder {
         }
     }
 
-    /// The encoder in use.
-    pub fn kind(&self) -> EncoderKind {
-        self.kind
-    }
-
     /// Stops the pipeline (idempotent; also done on drop). No frame is sent after it
     /// returns; the channel reports disconnection once the handle is dropped.
     pub fn stop(&self) {
@@ -348,17 +425,9 @@ impl Encoder {
     }
 }
 
-impl Drop for Encoder {
+impl Drop for GstEncoder {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-impl std::fmt::Debug for Encoder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Encoder")
-            .field("kind", &self.kind)
-            .finish_non_exhaustive()
     }
 }
 

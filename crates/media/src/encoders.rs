@@ -21,6 +21,9 @@ pub enum EncoderKind {
     NvH264,
     /// NVIDIA NVENC H.265 (`nvh265enc`, gst-plugins-bad nvcodec).
     NvH265,
+    /// The model encoder: frames whose sizes follow RFC 8593's video model, no pictures, no
+    /// GStreamer element (see `model.rs`). For rates this machine cannot encode.
+    Model,
 }
 
 /// VP8's default rate-control buffer (`EncoderConfig::rate_buffer`), in ms.
@@ -28,11 +31,12 @@ const VP8_RATE_BUFFER_MS: u128 = 300;
 
 impl EncoderKind {
     /// Every encoder cg-media knows, in the order they are listed to users.
-    pub const ALL: [EncoderKind; 4] = [
+    pub const ALL: [EncoderKind; 5] = [
         EncoderKind::Vp8,
         EncoderKind::X264,
         EncoderKind::NvH264,
         EncoderKind::NvH265,
+        EncoderKind::Model,
     ];
 
     /// Parses a configuration name: the short name (`vp8`, `x264`, `nvh264`, `nvh265`) or the
@@ -52,15 +56,16 @@ impl EncoderKind {
             })
     }
 
-    /// The encoders whose GStreamer element is installed here (NVENC ones additionally need
-    /// to open on a GPU: see [`EncoderKind::check_available`]).
+    /// The encoders usable here: the model, and those whose GStreamer element is installed
+    /// (NVENC ones additionally need to open on a GPU: see [`EncoderKind::check_available`]).
     pub fn available() -> Vec<EncoderKind> {
-        if gst::init().is_err() {
-            return Vec::new();
-        }
+        let gst_ok = gst::init().is_ok();
         Self::ALL
             .into_iter()
-            .filter(|k| gst::ElementFactory::find(k.element_name()).is_some())
+            .filter(|k| {
+                *k == EncoderKind::Model
+                    || (gst_ok && gst::ElementFactory::find(k.element_name()).is_some())
+            })
             .collect()
     }
 
@@ -71,23 +76,25 @@ impl EncoderKind {
             EncoderKind::X264 => "x264",
             EncoderKind::NvH264 => "nvh264",
             EncoderKind::NvH265 => "nvh265",
+            EncoderKind::Model => "model",
         }
     }
 
-    /// GStreamer element factory name.
+    /// GStreamer element factory name (the model has none: its short name).
     pub fn element_name(self) -> &'static str {
         match self {
             EncoderKind::Vp8 => "vp8enc",
             EncoderKind::X264 => "x264enc",
             EncoderKind::NvH264 => "nvh264enc",
             EncoderKind::NvH265 => "nvh265enc",
+            EncoderKind::Model => "model",
         }
     }
 
-    /// The codec this encoder produces.
+    /// The codec this encoder produces (the model's frames travel framed as VP8).
     pub fn codec(self) -> Codec {
         match self {
-            EncoderKind::Vp8 => Codec::Vp8,
+            EncoderKind::Vp8 | EncoderKind::Model => Codec::Vp8,
             EncoderKind::X264 | EncoderKind::NvH264 => Codec::H264,
             EncoderKind::NvH265 => Codec::H265,
         }
@@ -102,6 +109,7 @@ impl EncoderKind {
             EncoderKind::Vp8 => "gstreamer1.0-plugins-good (vpx)",
             EncoderKind::X264 => "gstreamer1.0-plugins-ugly (x264)",
             EncoderKind::NvH264 | EncoderKind::NvH265 => "gstreamer1.0-plugins-bad (nvcodec)",
+            EncoderKind::Model => "cg-media (built in)",
         }
     }
 
@@ -109,6 +117,9 @@ impl EncoderKind {
     /// (the nvcodec plugin registers its encoders only when CUDA and an NVENC-capable GPU are
     /// found, and an element that exists can still fail to open a session).
     pub fn check_available(self) -> Result<(), Error> {
+        if self == EncoderKind::Model {
+            return Ok(());
+        }
         crate::init()?;
         if gst::ElementFactory::find(self.element_name()).is_none() {
             let reason = if self.is_nvenc() {
@@ -175,6 +186,12 @@ impl EncoderKind {
 
     /// Creates the element with its low-latency settings and the start bit rate.
     pub(crate) fn make(self, config: &EncoderConfig) -> Result<gst::Element, Error> {
+        if self == EncoderKind::Model {
+            return Err(Error::EncoderNotAvailable {
+                encoder: "model",
+                reason: "the model encoder has no GStreamer element".to_owned(),
+            });
+        }
         self.check_available()?;
         let element = props::make(self.element_name(), self.plugin())?;
         let threads = config.threads.clamp(1, 64);
@@ -233,6 +250,8 @@ impl EncoderKind {
                     gop.unwrap_or(i32::MAX as u32).min(i32::MAX as u32),
                 )?;
             }
+            // Refused above: no element.
+            EncoderKind::Model => {}
             EncoderKind::NvH264 | EncoderKind::NvH265 => {
                 props::set_str(e, "preset", "low-latency-hq")?;
                 props::set_str(e, "rc-mode", "cbr")?;
@@ -274,6 +293,7 @@ impl EncoderKind {
                 props::set(element, "bitrate", u32::try_from(k).unwrap_or(2_048_000))?;
                 Ok(Bitrate::kbps(k))
             }
+            EncoderKind::Model => Ok(rate),
             EncoderKind::NvH264 | EncoderKind::NvH265 => {
                 let k = kbps(u32::MAX as u64);
                 props::set(element, "bitrate", u32::try_from(k).unwrap_or(u32::MAX))?;

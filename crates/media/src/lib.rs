@@ -20,6 +20,11 @@
 //!   → bounded std::sync::mpsc channel → the application
 //! ```
 //!
+//! With `encoder = "model"` no pipeline runs: a thread emits frames whose sizes follow RFC
+//! 8593's video model (`cg_types::video_model`), framed as VP8, at the target rate — for
+//! experiments at rates this machine cannot encode (see [`model`]). The receiver checks and
+//! counts them ([`DecoderConfig::model`]).
+//!
 //! # Following the target on real content
 //!
 //! An encoder at a fixed picture size follows a target only down to what its coarsest
@@ -170,6 +175,7 @@ mod frame;
 mod frame_dropper;
 mod freeze;
 mod host_time;
+pub mod model;
 mod props;
 mod rate_window;
 mod source;

@@ -771,3 +771,66 @@ fn a_key_frame_wanted_during_a_rate_collapse_comes_once_at_the_smaller_size() {
         );
     }
 }
+
+/// The model encoder (`--codec model`) and the model decoder: frames of the model's sizes at
+/// 30 Mbit/s and 1080p60 (what this machine cannot encode) go through, are counted as decoded
+/// at the key frame's size, and a real VP8 frame in the stream is a decode error after which
+/// the decoder waits for a key frame and asks for one.
+#[test]
+fn model_frames_round_trip_and_a_foreign_frame_is_a_decode_error() {
+    let (enc, rx) = Encoder::start(EncoderConfig {
+        frame_rate: 60,
+        ..config("model", 1920, 1080, Bitrate::mbps(30))
+    })
+    .unwrap();
+    assert_eq!(enc.kind().short_name(), "model");
+    let (dec, records) = Decoder::start(DecoderConfig {
+        frame_rate: 60,
+        model: true,
+        ..DecoderConfig::default()
+    })
+    .unwrap();
+    let frames: Vec<EncodedFrame> = (0..120)
+        .map(|_| rx.recv_timeout(Duration::from_secs(5)).expect("frames"))
+        .collect();
+    assert!(frames[0].key_frame && Codec::Vp8.is_key_frame(&frames[0].data));
+    let span = frames[119].pts - frames[0].pts;
+    let rate = DataSize::bytes(frames.iter().map(|f| f.data.len() as u64).sum()) / span;
+    assert!(
+        rate > Bitrate::mbps(20) && rate < Bitrate::mbps(45),
+        "{rate} for 30 Mbit/s"
+    );
+    for f in frames {
+        assert_eq!(dec.push(f).unwrap(), PushOutcome::Queued);
+    }
+    let st = dec.stats();
+    assert_eq!(st.frames_decoded, 120);
+    assert_eq!((st.decode_errors, st.losses), (0, 0));
+    assert_eq!(st.last_size, Some((1920, 1080)));
+    let rec = records.recv_timeout(Duration::from_secs(1)).unwrap();
+    assert!(
+        rec.glass_to_glass
+            .is_some_and(|g| g < Duration::from_secs(5))
+    );
+
+    // A real VP8 delta frame (no model marker) in sequence: a decode error.
+    let next = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let foreign = EncodedFrame {
+        data: vec![0x11, 0x22, 0x00, 0x55, 0x66, 0x77, 0x88].into(),
+        ..next
+    };
+    assert_eq!(dec.push(foreign).unwrap(), PushOutcome::Queued);
+    let st = dec.stats();
+    assert_eq!(st.decode_errors, 1);
+    assert!(st.waiting_for_key_frame && dec.take_key_frame_request());
+    enc.request_key_frame().unwrap();
+    let key = (0..30)
+        .map(|_| rx.recv_timeout(Duration::from_secs(5)).unwrap())
+        .find(|f| f.key_frame)
+        .expect("the requested key frame within 30 frames");
+    // Frames skipped above are a sequence gap; the key frame resumes decoding.
+    assert_eq!(dec.push(key).unwrap(), PushOutcome::Queued);
+    assert!(!dec.stats().waiting_for_key_frame);
+    enc.stop();
+    dec.stop();
+}

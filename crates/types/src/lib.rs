@@ -15,6 +15,8 @@
 //!   CPU time), parsed from its text.
 //! - [`Rng`] — a small seeded PRNG (xoshiro256\*\*), so that every random decision in a sans-IO
 //!   core is reproducible from its seed, whatever version of an external crate is built.
+//! - [`video_model`] — RFC 8593 §5's statistical video source (frame sizes and times that
+//!   follow a target), used by cg-cc's simulator and cg-media's model encoder.
 //!
 //! All types are plain values; nothing here reads a clock or does I/O.
 
@@ -27,6 +29,7 @@ mod parse;
 mod proc_stat;
 mod remote_time;
 mod rng;
+pub mod video_model;
 
 pub use bitrate::Bitrate;
 pub use codec::Codec;

@@ -1,5 +1,8 @@
 //! A synthetic video encoder: the statistical reference model of RFC 8593 §5.
 //!
+//! One model for two users: cg-cc's simulator (`cg_cc::sim`) and cg-media's model encoder
+//! (`cg-send --codec model`), so a simulated run and a real one send the same frame sizes.
+//!
 //! - Frames every `t0 = 1/FPS`, the interval perturbed by a zero-mean Laplacian of scale
 //!   `SCALE_t` (§5.3).
 //! - Frame size `B0 = R_v / 8 / FPS` perturbed by a zero-mean Laplacian of scale `SCALE_B`
@@ -22,7 +25,7 @@
 
 use std::time::{Duration, Instant};
 
-use cg_types::{Bitrate, DataSize, Rng};
+use crate::{Bitrate, DataSize, Rng};
 
 /// Parameters of the model (RFC 8593 Figure 2).
 #[derive(Debug, Clone, PartialEq)]
