@@ -181,7 +181,7 @@ fn load(spec: &str) -> Result<(Scenario, PathBuf), Error> {
         let sc = presets::load(name).ok_or_else(|| {
             Error::NotAvailable(format!("no preset `{name}`; `netlab presets` lists them"))
         })??;
-        Ok((sc, PathBuf::from(".")))
+        Ok((sc, presets::trace_dir().to_path_buf()))
     } else {
         let p = Path::new(spec);
         let sc = Scenario::load(p)?;

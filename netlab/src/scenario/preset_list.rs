@@ -22,6 +22,8 @@ pub(super) const PRESETS: &[(&str, &str)] = &[
     ("mmsys16-6.3-gcc-vs-99-tcp", include_str!("../../scenarios/mmsys16-6.3-gcc-vs-99-tcp.toml")),
     ("mmsys16-6.4-short-lived-tcp", include_str!("../../scenarios/mmsys16-6.4-short-lived-tcp.toml")),
     ("mmsys16-6.5-reverse-tcp", include_str!("../../scenarios/mmsys16-6.5-reverse-tcp.toml")),
+    ("tma24-3b-cellular-nocca", include_str!("../../scenarios/tma24-3b-cellular-nocca.toml")),
+    ("tma24-3b-cellular-scream", include_str!("../../scenarios/tma24-3b-cellular-scream.toml")),
     ("tma24-4-droptail-bbr", include_str!("../../scenarios/tma24-4-droptail-bbr.toml")),
     ("tma24-4-droptail-cubic", include_str!("../../scenarios/tma24-4-droptail-cubic.toml")),
     ("tma24-4-dualpi2-bbr", include_str!("../../scenarios/tma24-4-dualpi2-bbr.toml")),

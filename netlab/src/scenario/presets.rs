@@ -5,11 +5,15 @@
 //!   reverse TCP.
 //! - CCR16 §4.1–4.2 (Carlucci et al., "Controlling queuing delays for real-time communication"),
 //!   Table 1 settings: DT/300, CoDel (13 ms at 1 Mb/s, else 5 ms), PIE (20 ms / 30 ms), SFQ
-//!   (300 ms), FQ-CoDel (13 ms).
+//!   (300 ms, as packets), FQ-CoDel (13 ms).
 //! - TMA24 §IV (cloud gaming, HTB vs L4S): 50 Mb/s, RTT 30 ms, DT 250 packets, HTB two classes,
-//!   DualPI2 with L limit 1000; a rate-stepped Cubic or BBR TCP flow.
+//!   DualPI2 with limit 1000; SCReAM with ECT(1) at the paper's 30 Mbit/s (the model
+//!   encoder) against a rate-stepped Cubic or BBR TCP flow; §III-B's cellular runs over a
+//!   shipped synthetic 4G trace (`traces/tma24-cellular.mahimahi.gz`, made by
+//!   `traces/tma24-cellular.py`).
 //!
-//! Their media flows are `kind = "cg"`, which runs once cg-send/cg-recv exist (issue #9).
+//! Each file opens with the section, table or figure it reproduces and every difference from
+//! the paper with its reason.
 
 use std::path::Path;
 
@@ -27,14 +31,22 @@ pub fn text(name: &str) -> Option<&'static str> {
     PRESETS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }
 
-/// Parses preset `name` (errors name the preset's file).
+/// Where presets' trace files are read from: the checkout's `netlab/scenarios/` (the
+/// presets' text is compiled in, their traces are not: a 360 s cellular trace is 0.7 MB
+/// compressed).
+pub fn trace_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"))
+}
+
+/// Parses preset `name` (errors name the preset's file; traces are read from
+/// [`trace_dir`]).
 pub fn load(name: &str) -> Option<Result<Scenario, ScenarioError>> {
     let text = text(name)?;
     Some(Scenario::parse(
         text,
         &format!("scenarios/{name}.toml"),
         name,
-        Path::new("."),
+        trace_dir(),
     ))
 }
 
