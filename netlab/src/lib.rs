@@ -41,6 +41,7 @@ pub mod isolate;
 pub mod kernel;
 pub mod metrics;
 pub mod packet;
+pub mod papers;
 pub mod plot;
 pub mod report;
 pub mod rt;
