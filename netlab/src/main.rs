@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use cg_netlab::scenario::{Scenario, presets};
-use cg_netlab::{Error, bench, emu, report, runner, traffic};
+use cg_netlab::{Error, bench, emu, report, reproduce, runner, traffic};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -39,6 +39,25 @@ enum Cmd {
         /// SCHED_FIFO priority of the emulated bottleneck's forwarder when netlab runs as root
         /// (a kernel qdisc runs ahead of every process; 0 leaves the forwarder at normal
         /// priority, competing with the endpoints' encoders).
+        #[arg(long, default_value_t = cg_netlab::rt::DEFAULT_PRIORITY)]
+        forwarder_priority: u8,
+    },
+    /// Run the papers' experiments (every preset a paper's figure names, or those matching
+    /// --only) and write a report of our numbers beside the papers' (report.md, report.html).
+    /// Runs already in --out are reused: an interrupted reproduction resumes.
+    Reproduce {
+        /// Only presets whose name matches (`*` matches anything; else a substring).
+        #[arg(long, value_name = "PATTERN")]
+        only: Option<String>,
+        /// In simulated time: the same controllers and bottleneck, the model encoder and
+        /// simulated TCP; no namespaces (seconds per preset).
+        #[arg(long)]
+        sim: bool,
+        /// Output directory: one sub-directory per preset, and the report (default
+        /// out/reproduce, or out/reproduce-sim with --sim).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// SCHED_FIFO priority of the emulated bottleneck's forwarder (as for `run`).
         #[arg(long, default_value_t = cg_netlab::rt::DEFAULT_PRIORITY)]
         forwarder_priority: u8,
     },
@@ -227,6 +246,35 @@ fn real_main(args: Args) -> Result<(), Error> {
             };
             let summary = report::run_and_report(&sc, &opts)?;
             print!("{}", report::table(&summary));
+            Ok(())
+        }
+        Cmd::Reproduce {
+            only,
+            sim,
+            out,
+            forwarder_priority,
+        } => {
+            let out = out.unwrap_or_else(|| {
+                PathBuf::from(if sim {
+                    "out/reproduce-sim"
+                } else {
+                    "out/reproduce"
+                })
+            });
+            let run = report::RunRequest {
+                out: out.clone(),
+                base: presets::trace_dir().to_path_buf(),
+                coalesce: Duration::from_micros(100),
+                skip_rtt_check: false,
+                quiet: false,
+                forwarder_rt: (forwarder_priority > 0).then_some(forwarder_priority),
+            };
+            reproduce::run(&reproduce::Options {
+                out,
+                only,
+                sim,
+                run,
+            })?;
             Ok(())
         }
         Cmd::Check { scenario } => {

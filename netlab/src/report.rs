@@ -128,14 +128,20 @@ pub fn run_and_report(sc: &Scenario, req: &RunRequest) -> Result<Summary> {
             "the isolated runner failed ({st}); see the message above"
         )));
     }
+    finish(sc, &out)
+}
+
+/// The metrics, CSVs, plots and `summary.json` of a run whose `raw/` is complete (the
+/// runner's, or the simulated run's: `crate::simrun`).
+pub fn finish(sc: &Scenario, out: &Path) -> Result<Summary> {
     let raw = out.join("raw");
-    let info = runner::read_info(&out)?;
+    let info = runner::read_info(out)?;
     let forwarder: Option<ForwarderStats> = std::fs::read_to_string(raw.join("forwarder.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     let m = metrics::compute(sc, &raw)?;
-    write_csvs(&m, &out)?;
-    crate::plot::all(&m, sc.duration.as_secs_f64(), &out)?;
+    write_csvs(&m, out)?;
+    crate::plot::all(&m, sc.duration.as_secs_f64(), out)?;
     let summary = Summary {
         scenario: sc.name.clone(),
         description: sc.description.clone(),

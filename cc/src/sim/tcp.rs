@@ -69,7 +69,7 @@ mod sender;
 
 use std::time::{Duration, Instant};
 
-use cg_types::{DataSize, Ecn};
+use cg_types::{Bitrate, DataSize, Ecn};
 
 use crate::ConfigError;
 
@@ -113,6 +113,11 @@ pub struct TcpConfig {
     pub stop: Option<Duration>,
     /// Period of [`TcpSender::samples`]. Default 100 ms (as [`crate::sim::SenderConfig`]).
     pub sample_interval: Duration,
+    /// The application's sending-rate limit (iperf's `-b`): steps `(time since the sender's
+    /// creation, rate)`, the last one at or before now applies; before the first, and with
+    /// none (the default), the flow is limited by its window alone. A token bucket one MSS or
+    /// 10 ms of the rate deep, whichever is larger, meters the segments.
+    pub rate_limit: Vec<(Duration, Bitrate)>,
 }
 
 impl Default for TcpConfig {
@@ -127,6 +132,7 @@ impl Default for TcpConfig {
             start: Duration::ZERO,
             stop: None,
             sample_interval: Duration::from_millis(100),
+            rate_limit: Vec::new(),
         }
     }
 }

@@ -122,6 +122,18 @@ where
         let i = self.pairs.len();
         let flow =
             FlowId::from_index(u16::try_from(i).expect("at most 65536 pairs in one simulation"));
+        self.add_pair_with_flow(sender, receiver, flow)
+            .expect("from_index gives every pair its own flow")
+    }
+
+    /// Adds a sender/receiver pair whose forward packets carry `flow` (the 5-tuple queue
+    /// disciplines hash and HTB rules match; the feedback carries its reverse); returns its
+    /// index, or `None` when another pair already has `flow`.
+    pub fn add_pair_with_flow(&mut self, sender: S, receiver: R, flow: FlowId) -> Option<usize> {
+        if self.by_flow.contains_key(&flow) || self.by_flow.contains_key(&flow.reversed()) {
+            return None;
+        }
+        let i = self.pairs.len();
         self.by_flow.insert(flow, i);
         self.pairs.push(Pair {
             sender,
@@ -130,7 +142,7 @@ where
             sender_fired: None,
             receiver_fired: None,
         });
-        i
+        Some(i)
     }
 
     /// Runs until `until` (inclusive of events at `until`), jumping from event to event.

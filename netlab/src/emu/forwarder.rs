@@ -471,7 +471,9 @@ fn unknown_flow() -> FlowId {
     }
 }
 
-fn record_of(
+/// A link event as the forwarder logs it (`None` for events it does not log); also the
+/// simulated run's (`crate::simrun`).
+pub(crate) fn record_of(
     ev: &LinkEvent,
     dir: Dir,
     t0: Instant,

@@ -105,6 +105,11 @@ pub struct TcpSender {
     samples: Vec<TcpSample>,
     next_sample: Instant,
     reductions: Vec<CwndReduction>,
+    /// When the sender was created (the origin of [`TcpConfig::rate_limit`]).
+    created: Instant,
+    /// The application's token bucket (bytes) and when it was last filled.
+    app_credit: f64,
+    app_filled: Instant,
 }
 
 impl TcpSender {
@@ -145,8 +150,44 @@ impl TcpSender {
             samples: Vec::new(),
             next_sample: start_at.unwrap_or(now),
             reductions: Vec::new(),
+            created: now,
+            app_credit: cfg.mss.as_bytes_f64(),
+            app_filled: now,
             cfg,
         }
+    }
+
+    /// The application's rate limit at `now`, bytes per second (`None`: unlimited).
+    fn app_rate(&self, now: Instant) -> Option<f64> {
+        let since = now.saturating_duration_since(self.created);
+        self.cfg
+            .rate_limit
+            .iter()
+            .take_while(|(at, _)| *at <= since)
+            .last()
+            .map(|(_, r)| r.as_bps_f64() / 8.0)
+    }
+
+    /// Fills the application's token bucket up to `now`.
+    fn fill_app(&mut self, now: Instant) {
+        let dt = now.saturating_duration_since(self.app_filled).as_secs_f64();
+        self.app_filled = now;
+        if let Some(rate) = self.app_rate(now) {
+            let depth = self.cfg.mss.as_bytes_f64().max(rate * 0.010);
+            self.app_credit = (self.app_credit + rate * dt).min(depth);
+        }
+    }
+
+    /// Whether the application has a segment to send at `now` (after [`Self::fill_app`]).
+    fn app_ready(&self, now: Instant) -> bool {
+        self.app_rate(now).is_none() || self.app_credit >= self.cfg.mss.as_bytes_f64()
+    }
+
+    /// When the application's bucket next holds a segment, if it is what holds the flow.
+    fn app_wakeup(&self, now: Instant) -> Option<Instant> {
+        let rate = self.app_rate(now).filter(|r| *r > 0.0)?;
+        let missing = self.cfg.mss.as_bytes_f64() - self.app_credit;
+        (missing > 0.0).then(|| self.app_filled + Duration::from_secs_f64(missing / rate))
     }
 
     fn on_ack(&mut self, ack: TcpAck, now: Instant) {
@@ -339,6 +380,7 @@ impl TcpSender {
             && self.stop_at.is_none_or(|s| now < s)
             && self.in_flight < self.cwnd.floor() as u32
             && self.slots.len() < self.cfg.max_window as usize + DUP_THRESH
+            && self.app_ready(now)
     }
 
     fn sample(&mut self, now: Instant) {
@@ -453,8 +495,12 @@ impl Endpoint for TcpSender {
     fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<SimPacket>> {
         self.sample(now);
         self.started |= self.start_at.is_some_and(|s| now >= s);
+        self.fill_app(now);
         if !self.may_send(now) {
             return None;
+        }
+        if self.app_rate(now).is_some() {
+            self.app_credit -= self.cfg.mss.as_bytes_f64();
         }
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -474,7 +520,10 @@ impl Endpoint for TcpSender {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let start = self.start_at.filter(|_| !self.started);
-        [Some(self.next_sample), self.rto_at, start]
+        let app = self
+            .app_wakeup(self.app_filled)
+            .filter(|_| self.started && self.in_flight < self.cwnd.floor() as u32);
+        [Some(self.next_sample), self.rto_at, start, app]
             .into_iter()
             .flatten()
             .min()
@@ -886,6 +935,55 @@ mod tests {
         let tx = s.sender(0);
         assert_eq!(tx.in_flight(), 0, "everything sent was acknowledged");
         assert_eq!(tx.segments_sent(), tx.segments_acked() + tx.segments_lost());
+    }
+
+    /// iperf's `-b`: limited to 10 then 20 Mbit/s on a 50 Mbit/s link, the flow sends at the
+    /// limit (no queue builds), and the window alone rules once the limit is gone.
+    #[test]
+    fn an_application_rate_limit_caps_the_flow_step_by_step() {
+        let cfg = TcpConfig {
+            rate_limit: vec![
+                (secs(0.0), Bitrate::mbps(10)),
+                (secs(10.0), Bitrate::mbps(20)),
+            ],
+            ..TcpConfig::default()
+        };
+        let rtt = Duration::from_millis(30);
+        let (s, t0) = single(cfg, droptail(Bitrate::mbps(50), secs(0.3)), rtt, secs(20.0));
+        let ev = s.forward().events();
+        let mbps = |a: f64, b: f64| {
+            metrics::throughput(ev.iter(), None, t0 + secs(a), t0 + secs(b)).as_bps_f64() / 1e6
+        };
+        let (first, second) = (mbps(2.0, 10.0), mbps(12.0, 20.0));
+        assert!(
+            (first - 10.0).abs() < 0.5,
+            "{first} Mbit/s under a 10 Mbit/s limit"
+        );
+        assert!(
+            (second - 20.0).abs() < 1.0,
+            "{second} Mbit/s under a 20 Mbit/s limit"
+        );
+        let q = metrics::queuing_delays(ev.iter(), None, t0 + secs(2.0), t0 + secs(20.0));
+        let p95 = metrics::percentile(&q, 95.0).unwrap_or_default();
+        assert!(
+            p95 < Duration::from_millis(5),
+            "no standing queue: p95 {p95:?}"
+        );
+
+        let unlimited = TcpConfig::default();
+        let (s, t0) = single(
+            unlimited,
+            droptail(Bitrate::mbps(50), secs(0.3)),
+            rtt,
+            secs(20.0),
+        );
+        let full = metrics::throughput(
+            s.forward().events().iter(),
+            None,
+            t0 + secs(5.0),
+            t0 + secs(20.0),
+        );
+        assert!(full.as_bps_f64() > 45e6, "{full} without a limit");
     }
 
     #[test]

@@ -1,0 +1,501 @@
+//! A scenario in simulated time (`netlab reproduce --sim`): the same controllers (cg-cc), the
+//! same bottleneck (cg-link, built from the scenario exactly as the emulator builds it), the
+//! model encoder's frame sizes (RFC 8593, `cg_types::video_model`) and cg-cc's simulated
+//! TCP — no namespaces, sockets or processes, so a 400 s scenario runs in seconds.
+//!
+//! The run writes what a namespace run writes (`raw/bottleneck.log` in the forwarder's record
+//! format, `raw/flows.json`, `raw/run.json`, `raw/cg-send-<flow>.jsonl`), and
+//! [`report::finish`] turns it into the same metrics, CSVs, plots and `summary.json`; the
+//! backend says `simulated`.
+//!
+//! What a scenario may use here: forward flows of kind `cg` (GCC-REMB, GCC, SCReAM; their
+//! `send_args` give `--start-bitrate`, `--min-bitrate`, `--max-bitrate`, `--fps`,
+//! `--key-interval` and, for the size profile, `--pattern camera|game`) and `tcp` (CUBIC or
+//! Reno, with `start`, `stop`, `on`/`off` periods and `rate`/`rate_steps` as an application
+//! limit). Refused with the reason: BBR (cg-cc has no BBR model), UDP flows, reverse-direction
+//! flows, WebRTC flows, a `cg` flow that stops before the end.
+
+use std::io::Write as _;
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cg_cc::ControllerKind;
+use cg_cc::sim::{
+    self, AnyReceiver, AnySender, EncoderConfig, ReceiverConfig, SenderConfig, TcpConfig,
+};
+use cg_link::sim::Sim;
+use cg_link::{FlowId, Link, Protocol};
+use cg_types::{Bitrate, Ecn};
+
+use crate::emu::record::{Dir, FlowEntry};
+use crate::report::{self, Summary};
+use crate::runner::RunInfo;
+use crate::scenario::{Direction, EcnSetting, FlowKind, FlowSpec, Scenario, TcpCc, WebRtcMode};
+use crate::{Error, Result};
+
+/// cg-send's defaults for what `send_args` may set.
+struct CgArgs {
+    start: Bitrate,
+    min: Bitrate,
+    max: Bitrate,
+    fps: u32,
+    key_interval: u32,
+    camera_like: bool,
+}
+
+fn cg_args(f: &FlowSpec) -> Result<CgArgs> {
+    let mut a = CgArgs {
+        start: Bitrate::kbps(300),
+        min: Bitrate::kbps(50),
+        max: Bitrate::mbps(5),
+        fps: 30,
+        key_interval: 3000,
+        camera_like: false,
+    };
+    let bad = |what: &str, v: &str| {
+        Error::NotAvailable(format!(
+            "flow {}: {what} {v:?} in send_args does not parse",
+            f.name
+        ))
+    };
+    let mut it = f.send_args.iter();
+    while let Some(k) = it.next() {
+        let (k, inline) = match k.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_owned())),
+            None => (k.as_str(), None),
+        };
+        let takes_value = matches!(
+            k,
+            "--start-bitrate"
+                | "--min-bitrate"
+                | "--max-bitrate"
+                | "--fps"
+                | "--key-interval"
+                | "--pattern"
+        );
+        if !takes_value {
+            continue;
+        }
+        let v = match inline {
+            Some(v) => v,
+            None => it.next().cloned().unwrap_or_default(),
+        };
+        let rate = |v: &str| v.parse::<Bitrate>().map_err(|_| bad(k, v));
+        match k {
+            "--start-bitrate" => a.start = rate(&v)?,
+            "--min-bitrate" => a.min = rate(&v)?,
+            "--max-bitrate" => a.max = rate(&v)?,
+            "--fps" => a.fps = v.parse().map_err(|_| bad(k, &v))?,
+            "--key-interval" => a.key_interval = v.parse().map_err(|_| bad(k, &v))?,
+            "--pattern" => a.camera_like = matches!(v.as_str(), "camera" | "game"),
+            _ => {}
+        }
+    }
+    Ok(a)
+}
+
+/// One pair to add at `at` (from the run's start): its scenario flow, its 5-tuple, and how
+/// to make it.
+struct Planned {
+    at: Duration,
+    flow: usize,
+    id: FlowId,
+    make: Make,
+}
+
+enum Make {
+    Cg(Box<dyn Fn(Instant) -> Result<(AnySender, AnyReceiver)>>),
+    Tcp(TcpConfig),
+}
+
+fn unsupported(f: &FlowSpec, why: &str) -> Error {
+    Error::NotAvailable(format!(
+        "flow {} cannot run in simulated time: {why}",
+        f.name
+    ))
+}
+
+fn five_tuple(sc: &Scenario, f: &FlowSpec, sub: u16, proto: Protocol) -> FlowId {
+    FlowId {
+        src: IpAddr::V4(sc.hosts[f.from].addr),
+        dst: IpAddr::V4(sc.hosts[f.to].addr),
+        src_port: 40_000u16
+            .wrapping_add(f.port)
+            .wrapping_add(sub.wrapping_mul(97)),
+        dst_port: f.port,
+        protocol: proto,
+    }
+}
+
+fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
+    let mut out = Vec::new();
+    for (i, f) in sc.flows.iter().enumerate() {
+        if f.direction != Direction::Forward {
+            return Err(unsupported(f, "reverse-direction flows are not simulated"));
+        }
+        if f.webrtc != WebRtcMode::Off {
+            return Err(unsupported(
+                f,
+                "WebRTC flows need a browser or the WebRTC stack",
+            ));
+        }
+        match f.kind {
+            FlowKind::Cg => {
+                if f.stop < sc.duration {
+                    return Err(unsupported(f, "a cg flow that stops before the end"));
+                }
+                let kind = ControllerKind::from_name(&f.controller)
+                    .map_err(|e| unsupported(f, &e.to_string()))?;
+                let a = cg_args(f)?;
+                let ecn = match f.ecn {
+                    EcnSetting::NotEct => Ecn::NotEct,
+                    EcnSetting::Ect0 => Ecn::Ect0,
+                    EcnSetting::Ect1 => Ecn::Ect1,
+                };
+                let seed = sc.seed.wrapping_mul(1000).wrapping_add(i as u64);
+                let make = move |now: Instant| -> Result<(AnySender, AnyReceiver)> {
+                    let fps = a.fps.max(1);
+                    let base = if a.camera_like {
+                        EncoderConfig::camera()
+                    } else {
+                        EncoderConfig::default()
+                    };
+                    let encoder = EncoderConfig {
+                        fps: f64::from(fps),
+                        min_rate: Bitrate::kbps(10),
+                        max_rate: Bitrate::mbps(10_000),
+                        key_frame_interval: (a.key_interval > 0).then(|| {
+                            Duration::from_secs_f64(f64::from(a.key_interval) / f64::from(fps))
+                        }),
+                        seed,
+                        ..base
+                    };
+                    let config: Box<dyn cg_cc::ControllerConfig> = match kind {
+                        ControllerKind::Scream => Box::new(cg_cc::scream::ScreamConfig {
+                            start_bitrate: a.start,
+                            min_bitrate: a.min,
+                            max_bitrate: a.max,
+                            ecn,
+                            frame_period: Duration::from_secs(1) / fps,
+                            ..cg_cc::scream::ScreamConfig::default()
+                        }),
+                        k => k.config(a.start, a.min, a.max),
+                    };
+                    let err =
+                        |e: cg_cc::ConfigError| Error::NotAvailable(format!("controller: {e}"));
+                    let controller = config.build(now).map_err(err)?;
+                    let estimator = config.build_receive_side(now).map_err(err)?;
+                    let sender = SenderConfig {
+                        encoder,
+                        ecn,
+                        ..SenderConfig::default()
+                    };
+                    let (tx, rx) = sim::pair(
+                        sender,
+                        ReceiverConfig::default(),
+                        controller,
+                        estimator,
+                        now,
+                    );
+                    Ok((tx.into(), rx.into()))
+                };
+                out.push(Planned {
+                    at: f.start,
+                    flow: i,
+                    id: five_tuple(sc, f, 0, Protocol::UDP),
+                    make: Make::Cg(Box::new(make)),
+                });
+            }
+            FlowKind::Tcp => {
+                let cc = match f.cc {
+                    TcpCc::Cubic => cg_cc::sim::TcpCc::Cubic,
+                    TcpCc::Reno => cg_cc::sim::TcpCc::Reno,
+                    TcpCc::Bbr => return Err(unsupported(f, "cg-cc has no BBR model")),
+                };
+                // Each on period is a connection of its own, as the runner opens them.
+                let periods: Vec<(Duration, Duration)> = match f.on_off {
+                    None => vec![(f.start, f.stop)],
+                    Some((on, off)) if !(on + off).is_zero() => {
+                        let mut v = Vec::new();
+                        let mut t = f.start;
+                        while t < f.stop {
+                            v.push((t, (t + on).min(f.stop)));
+                            t += on + off;
+                        }
+                        v
+                    }
+                    Some(_) => return Err(unsupported(f, "on and off are both zero")),
+                };
+                for (k, (from, to)) in periods.into_iter().enumerate() {
+                    let rate_limit = f
+                        .rate_steps
+                        .iter()
+                        .map(|&(at, r)| (at.saturating_sub(from), r))
+                        .collect();
+                    let cfg = TcpConfig {
+                        cc,
+                        ecn: if f.tcp_ecn { Ecn::Ect0 } else { Ecn::NotEct },
+                        stop: Some(to.saturating_sub(from).max(Duration::from_millis(1))),
+                        rate_limit,
+                        ..TcpConfig::default()
+                    };
+                    cfg.validate().map_err(|e| unsupported(f, &e.to_string()))?;
+                    let sub = u16::try_from(k).unwrap_or(u16::MAX);
+                    out.push(Planned {
+                        at: from,
+                        flow: i,
+                        id: five_tuple(sc, f, sub, Protocol::TCP),
+                        make: Make::Tcp(cfg),
+                    });
+                }
+            }
+            _ => return Err(unsupported(f, "only cg and tcp flows are simulated")),
+        }
+    }
+    out.sort_by_key(|p| p.at);
+    Ok(out)
+}
+
+/// Runs `sc` in simulated time into `out` and reports it as [`report::run_and_report`] does.
+pub fn run_and_report(sc: &Scenario, out: &Path) -> Result<Summary> {
+    let plan = plan(sc)?;
+    let raw = out.join("raw");
+    std::fs::create_dir_all(&raw).map_err(|e| Error::Output {
+        path: raw.clone(),
+        detail: e.to_string(),
+    })?;
+    let write = |name: &str, bytes: &[u8]| -> Result<()> {
+        let p = out.join(name);
+        std::fs::write(&p, bytes).map_err(|e| Error::Output {
+            path: p,
+            detail: e.to_string(),
+        })
+    };
+    write("scenario.toml", sc.source.as_bytes())?;
+
+    let start = Instant::now();
+    let link = |spec, seed, what| -> Result<Link<sim::SimPacket>> {
+        let mut cfg = crate::emu::linkcfg::link_config(spec, seed, what)?;
+        cfg.event_limit = None;
+        Link::new(cfg).map_err(|e| Error::NotAvailable(format!("{what} link: {e}")))
+    };
+    let mut s: Sim<AnySender, AnyReceiver> = Sim::new(
+        link(&sc.forward, sc.seed, "forward")?,
+        link(&sc.reverse, sc.seed.wrapping_add(1), "reverse")?,
+        start,
+    );
+    // Pair index → (scenario flow, its 5-tuple).
+    let mut pairs: Vec<(usize, FlowId)> = Vec::new();
+    for p in plan {
+        s.run_until(start + p.at);
+        let now = s.now();
+        let (tx, rx) = match p.make {
+            Make::Cg(make) => make(now)?,
+            Make::Tcp(cfg) => {
+                let (tx, rx) = sim::tcp_pair(cfg, now);
+                (tx.into(), rx.into())
+            }
+        };
+        s.add_pair_with_flow(tx, rx, p.id)
+            .ok_or_else(|| Error::Process(format!("two simulated pairs share {:?}", p.id)))?;
+        pairs.push((p.flow, p.id));
+    }
+    s.run_until(start + sc.duration);
+
+    // The flow table: entry 2i is pair i's forward direction, 2i+1 its reverse.
+    let mut table = Vec::new();
+    for (i, (_, id)) in pairs.iter().enumerate() {
+        let index = u16::try_from(2 * i).unwrap_or(u16::MAX);
+        table.push(FlowEntry {
+            index,
+            dir: Dir::Forward,
+            src: id.src,
+            dst: id.dst,
+            sport: id.src_port,
+            dport: id.dst_port,
+            proto: id.protocol.0,
+        });
+        let r = id.reversed();
+        table.push(FlowEntry {
+            index: index.saturating_add(1),
+            dir: Dir::Reverse,
+            src: r.src,
+            dst: r.dst,
+            sport: r.src_port,
+            dport: r.dst_port,
+            proto: r.protocol.0,
+        });
+    }
+    write(
+        "raw/flows.json",
+        serde_json::to_string(&table)
+            .expect("the flow table serialises")
+            .as_bytes(),
+    )?;
+    let by_id: std::collections::HashMap<FlowId, u16> = pairs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, id))| {
+            let e = u16::try_from(2 * i).unwrap_or(u16::MAX);
+            [(*id, e), (id.reversed(), e.saturating_add(1))]
+        })
+        .collect();
+    let log_path = raw.join("bottleneck.log");
+    let file =
+        std::fs::File::create(&log_path).map_err(|e| Error::io("create bottleneck.log", e))?;
+    let mut log = std::io::BufWriter::new(file);
+    for (dir, events) in [
+        (Dir::Forward, s.forward().events()),
+        (Dir::Reverse, s.reverse().events()),
+    ] {
+        for ev in events.iter() {
+            if let Some(r) = crate::emu::forwarder::record_of(ev, dir, start, &by_id) {
+                r.write_to(&mut log)
+                    .map_err(|e| Error::io("write bottleneck.log", e))?;
+            }
+        }
+    }
+    log.flush()
+        .map_err(|e| Error::io("write bottleneck.log", e))?;
+
+    // cg-send's statistics, as the real sender writes them (target and RTT per sample).
+    for (i, (flow, _)) in pairs.iter().enumerate() {
+        let Some(tx) = s.sender(i).media() else {
+            continue;
+        };
+        let mut text = String::new();
+        for smp in tx.samples() {
+            let line = serde_json::json!({
+                "mono_ns": smp.time.saturating_duration_since(start).as_nanos() as u64,
+                "target_bps": smp.stats.target.as_bps_f64(),
+                "rtt_ms": smp.stats.rtt.map(|d| d.as_secs_f64() * 1e3),
+                "extra": {},
+            });
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+        write(
+            &format!("raw/cg-send-{}.jsonl", sc.flows[*flow].name),
+            text.as_bytes(),
+        )?;
+    }
+    let rtt = (sc.forward.delay.base + sc.reverse.delay.base).as_secs_f64() * 1e3;
+    let info = RunInfo {
+        t0_ns: 0,
+        backend: "simulated".into(),
+        backend_note: Some(
+            "simulated time: cg-cc's endpoints (model encoder, simulated TCP) through cg-link; \
+             no namespaces, so no RTT check (the measured RTT is the configured one)"
+                .into(),
+        ),
+        kernel_qdiscs: Vec::new(),
+        rtt_expected_ms: rtt,
+        rtt_measured_ms: rtt,
+        rtt_min_ms: rtt,
+        tun_drops: [0, 0],
+        udp_rcvbuf_errors: 0,
+        prefix: String::new(),
+        setup_s: 0.0,
+    };
+    write(
+        "raw/run.json",
+        serde_json::to_string_pretty(&info)
+            .expect("run info serialises")
+            .as_bytes(),
+    )?;
+    report::finish(sc, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    fn scenario(text: &str) -> Scenario {
+        Scenario::parse(text, "t.toml", "t", Path::new(".")).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    const GCC_VS_CUBIC: &str = r#"
+name = "t"
+duration = "40s"
+[forward]
+capacity = "2Mbit"
+delay = "25ms"
+qdisc = { kind = "droptail", limit = "300ms" }
+[reverse]
+capacity = "100Mbit"
+delay = "25ms"
+[metrics]
+warmup = "10s"
+[[flows]]
+name = "cg"
+kind = "cg"
+controller = "gcc"
+from = "s1"
+to = "r1"
+send_args = ["--start-bitrate", "300k", "--max-bitrate", "2M"]
+[[flows]]
+name = "tcp"
+kind = "tcp"
+cc = "cubic"
+from = "s1"
+to = "r1"
+start = "20s"
+rate = "500k"
+"#;
+
+    #[test]
+    fn a_scenario_runs_in_simulated_time_and_reports_like_a_namespace_run() {
+        let dir = std::env::temp_dir().join(format!("netlab-sim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let sc = scenario(GCC_VS_CUBIC);
+        let t = Instant::now();
+        let summary = run_and_report(&sc, &dir).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+        assert_eq!(summary.run.backend, "simulated");
+        let m = &summary.metrics;
+        let (cg, tcp) = (&m.flows[0], &m.flows[1]);
+        // GCC alone to 20 s, then a TCP flow held to 500 kbit/s by its application.
+        assert!(
+            cg.throughput_mbps > 1.0 && cg.throughput_mbps < 2.0,
+            "{}",
+            cg.throughput_mbps
+        );
+        let tcp_from_20 = tcp.delivered_bytes as f64 * 8.0 / 20.0 / 1e6;
+        assert!(
+            (tcp_from_20 - 0.5).abs() < 0.1,
+            "TCP {tcp_from_20} Mbit/s under a 500k limit"
+        );
+        assert!(m.link.utilisation > 0.8, "U {}", m.link.utilisation);
+        assert!(cg.qdelay_ms.n > 1000 && cg.rtt_ms.n > 100);
+        for f in ["summary.json", "flow-cg.csv", "link.csv", "rate.png"] {
+            assert!(dir.join(f).exists(), "{f}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn what_has_no_model_is_refused_with_the_reason() {
+        let bbr = GCC_VS_CUBIC.replace("cc = \"cubic\"", "cc = \"bbr\"");
+        let e = plan(&scenario(&bbr)).err().unwrap().to_string();
+        assert!(e.contains("flow tcp") && e.contains("BBR"), "{e}");
+        let udp = GCC_VS_CUBIC.replace("kind = \"tcp\"\ncc = \"cubic\"", "kind = \"udp\"");
+        let e = plan(&scenario(&udp)).err().unwrap().to_string();
+        assert!(e.contains("only cg and tcp"), "{e}");
+        let bad = GCC_VS_CUBIC.replace("\"--max-bitrate\", \"2M\"", "\"--max-bitrate\", \"lots\"");
+        let e = plan(&scenario(&bad)).err().unwrap().to_string();
+        assert!(e.contains("--max-bitrate") && e.contains("lots"), "{e}");
+    }
+
+    #[test]
+    fn on_off_periods_are_connections_of_their_own() {
+        let text = GCC_VS_CUBIC.replace(
+            "start = \"20s\"\nrate = \"500k\"",
+            "start = \"5s\"\non = \"3s\"\noff = \"9s\"",
+        );
+        let p = plan(&scenario(&text)).unwrap();
+        let tcp: Vec<Duration> = p.iter().filter(|p| p.flow == 1).map(|p| p.at).collect();
+        assert_eq!(tcp, [5, 17, 29].map(Duration::from_secs));
+    }
+}
