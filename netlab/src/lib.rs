@@ -49,6 +49,7 @@ pub mod rt;
 pub mod runner;
 pub mod scenario;
 pub mod simrun;
+pub mod sweep;
 pub mod sys;
 pub mod topology;
 pub mod traffic;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use cg_netlab::scenario::{Scenario, presets};
-use cg_netlab::{Error, bench, emu, report, reproduce, runner, traffic};
+use cg_netlab::{Error, bench, emu, report, reproduce, runner, sweep, traffic};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -60,6 +60,24 @@ enum Cmd {
         /// SCHED_FIFO priority of the emulated bottleneck's forwarder (as for `run`).
         #[arg(long, default_value_t = cg_netlab::rt::DEFAULT_PRIORITY)]
         forwarder_priority: u8,
+    },
+    /// Run a parameter grid (GRID.toml: scenarios × axes), in simulated time by default; with
+    /// --shard I/N only the points numbered I modulo N (one task of a Slurm job array).
+    /// Finished points are not run again.
+    Sweep {
+        /// The grid file.
+        grid: PathBuf,
+        /// Run one share: I/N (e.g. `--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`).
+        #[arg(long, value_parser = sweep::parse_shard, default_value = "0/1")]
+        shard: (usize, usize),
+        /// Output directory (shared by every shard).
+        #[arg(long, default_value = "out/sweep")]
+        out: PathBuf,
+    },
+    /// Merge a sweep's finished points into collect.csv, collect.md and (two axes) heatmap.png.
+    Collect {
+        /// The sweep's output directory.
+        dir: PathBuf,
     },
     /// Check a scenario without running it.
     Check {
@@ -275,6 +293,27 @@ fn real_main(args: Args) -> Result<(), Error> {
                 sim,
                 run,
             })?;
+            Ok(())
+        }
+        Cmd::Sweep { grid, shard, out } => {
+            let template = report::RunRequest {
+                out: out.clone(),
+                base: PathBuf::from("."),
+                coalesce: Duration::from_micros(100),
+                skip_rtt_check: false,
+                quiet: true,
+                forwarder_rt: Some(cg_netlab::rt::DEFAULT_PRIORITY),
+            };
+            let (_, _, failed) = sweep::run(&grid, shard, &out, &template)?;
+            if failed > 0 {
+                return Err(Error::Process(format!(
+                    "{failed} point(s) failed; see above"
+                )));
+            }
+            Ok(())
+        }
+        Cmd::Collect { dir } => {
+            print!("{}", sweep::collect(&dir)?);
             Ok(())
         }
         Cmd::Check { scenario } => {

@@ -90,13 +90,22 @@ pub fn all() -> Result<Vec<Paper>, Error> {
 
 /// Parses and checks one paper file; `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Paper, Error> {
-    let raw: RawFile = toml::from_str(text).map_err(|e| {
+    let raw: RawFile = from_toml(text, file)?;
+    Checker { text, file }.paper(raw)
+}
+
+/// Deserialises a TOML input file; a mistake is the crate's located error (file, line,
+/// column, field), as a scenario's. Shared with `crate::sweep`'s grid files.
+pub(crate) fn from_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &str,
+) -> Result<T, Error> {
+    toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         let message = e.message().trim().to_owned();
         let field = named_field(&message).unwrap_or_else(|| key_before(text, span.start));
         located(text, file, span, &field, message)
-    })?;
-    Checker { text, file }.paper(raw)
+    })
 }
 
 /// One paper and its figures.
@@ -760,7 +769,13 @@ impl Checker<'_> {
 }
 
 /// The crate's located input error for `field` at byte `span.start` of `text`.
-fn located(text: &str, file: &str, span: Range<usize>, field: &str, message: String) -> Error {
+pub(crate) fn located(
+    text: &str,
+    file: &str,
+    span: Range<usize>,
+    field: &str,
+    message: String,
+) -> Error {
     let (line, column) = if span == (0..0) {
         (0, 0)
     } else {

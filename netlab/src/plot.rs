@@ -156,3 +156,108 @@ pub fn all(m: &Metrics, dur: f64, dir: &Path) -> Result<()> {
     )?;
     Ok(())
 }
+
+/// A heat map of `cells` (`(x, y)` index → value, NaN for none) over two sweep axes, drawn
+/// on log₁₀ axes when every value of an axis is positive (MMSys16 Fig. 8's ku × kd), with the
+/// best cell outlined. Colour: dark (low) to yellow (high).
+pub fn heatmap(
+    path: &Path,
+    title: &str,
+    ax: &crate::sweep::Axis,
+    ay: &crate::sweep::Axis,
+    cells: &std::collections::BTreeMap<(usize, usize), f64>,
+) -> Result<()> {
+    let log = |v: &[f64]| v.iter().all(|x| *x > 0.0);
+    let (lx, ly) = (log(&ax.values), log(&ay.values));
+    let coord = |v: f64, is_log: bool| if is_log { v.log10() } else { v };
+    // Cell edges halfway between neighbouring values (in the drawn scale).
+    let edges = |vals: &[f64], is_log: bool| -> Vec<f64> {
+        let c: Vec<f64> = vals.iter().map(|v| coord(*v, is_log)).collect();
+        let mut e = Vec::with_capacity(c.len() + 1);
+        let half = |i: usize| {
+            if c.len() > 1 {
+                (c[i + 1] - c[i]) / 2.0
+            } else {
+                0.5
+            }
+        };
+        e.push(c[0] - half(0));
+        for i in 0..c.len().saturating_sub(1) {
+            e.push((c[i] + c[i + 1]) / 2.0);
+        }
+        e.push(c[c.len() - 1] + half(c.len().saturating_sub(2)));
+        e
+    };
+    let (ex, ey) = (edges(&ax.values, lx), edges(&ay.values, ly));
+    let finite: Vec<f64> = cells.values().copied().filter(|v| v.is_finite()).collect();
+    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let root = BitMapBackend::new(path, (760, 640)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(path, e))?;
+    let name = |a: &crate::sweep::Axis, is_log: bool| {
+        if is_log {
+            format!("log10 {}", a.name)
+        } else {
+            a.name.clone()
+        }
+    };
+    let (x0, x1) = (ex[0].min(ex[ex.len() - 1]), ex[0].max(ex[ex.len() - 1]));
+    let (y0, y1) = (ey[0].min(ey[ey.len() - 1]), ey[0].max(ey[ey.len() - 1]));
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(|e| err(path, e))?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_desc(name(ax, lx))
+        .y_desc(name(ay, ly))
+        .draw()
+        .map_err(|e| err(path, e))?;
+    let best = cells
+        .iter()
+        .filter(|(_, v)| v.is_finite())
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(k, _)| *k);
+    let shade = |v: f64| {
+        if !v.is_finite() {
+            return RGBColor(220, 220, 220);
+        }
+        let t = if hi > lo { (v - lo) / (hi - lo) } else { 1.0 };
+        // viridis-like: dark blue → green → yellow.
+        let lerp = |a: f64, b: f64, t: f64| (a + (b - a) * t).round().clamp(0.0, 255.0) as u8;
+        if t < 0.5 {
+            let u = t * 2.0;
+            RGBColor(
+                lerp(68.0, 33.0, u),
+                lerp(1.0, 145.0, u),
+                lerp(84.0, 140.0, u),
+            )
+        } else {
+            let u = (t - 0.5) * 2.0;
+            RGBColor(
+                lerp(33.0, 253.0, u),
+                lerp(145.0, 231.0, u),
+                lerp(140.0, 37.0, u),
+            )
+        }
+    };
+    chart
+        .draw_series(cells.iter().map(|(&(x, y), &v)| {
+            Rectangle::new([(ex[x], ey[y]), (ex[x + 1], ey[y + 1])], shade(v).filled())
+        }))
+        .map_err(|e| err(path, e))?;
+    if let Some((x, y)) = best {
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(ex[x], ey[y]), (ex[x + 1], ey[y + 1])],
+                ShapeStyle::from(&RED).stroke_width(3),
+            )))
+            .map_err(|e| err(path, e))?;
+    }
+    root.present().map_err(|e| err(path, e))?;
+    Ok(())
+}

@@ -10,7 +10,8 @@
 //!
 //! What a scenario may use here: forward flows of kind `cg` (GCC-REMB, GCC, SCReAM; their
 //! `send_args` give `--start-bitrate`, `--min-bitrate`, `--max-bitrate`, `--fps`,
-//! `--key-interval` and, for the size profile, `--pattern camera|game`) and `tcp` (CUBIC or
+//! `--key-interval`, for the size profile `--pattern camera|game`, and — simulator-only, for
+//! sweeps — GCC's adaptive-threshold gains `--gcc-ku` and `--gcc-kd`, MMSys16 eq. 18) and `tcp` (CUBIC or
 //! Reno, with `start`, `stop`, `on`/`off` periods and `rate`/`rate_steps` as an application
 //! limit). Refused with the reason: BBR (cg-cc has no BBR model), UDP flows, reverse-direction
 //! flows, WebRTC flows, a `cg` flow that stops before the end.
@@ -21,6 +22,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cg_cc::ControllerKind;
+use cg_cc::gcc::ThresholdModel;
 use cg_cc::sim::{
     self, AnyReceiver, AnySender, EncoderConfig, ReceiverConfig, SenderConfig, TcpConfig,
 };
@@ -42,6 +44,9 @@ struct CgArgs {
     fps: u32,
     key_interval: u32,
     camera_like: bool,
+    /// GCC's adaptive-threshold gains (MMSys16 eq. 18), simulator-only options for sweeps.
+    ku: Option<f64>,
+    kd: Option<f64>,
 }
 
 fn cg_args(f: &FlowSpec) -> Result<CgArgs> {
@@ -52,6 +57,8 @@ fn cg_args(f: &FlowSpec) -> Result<CgArgs> {
         fps: 30,
         key_interval: 3000,
         camera_like: false,
+        ku: None,
+        kd: None,
     };
     let bad = |what: &str, v: &str| {
         Error::NotAvailable(format!(
@@ -73,6 +80,8 @@ fn cg_args(f: &FlowSpec) -> Result<CgArgs> {
                 | "--fps"
                 | "--key-interval"
                 | "--pattern"
+                | "--gcc-ku"
+                | "--gcc-kd"
         );
         if !takes_value {
             continue;
@@ -89,6 +98,17 @@ fn cg_args(f: &FlowSpec) -> Result<CgArgs> {
             "--fps" => a.fps = v.parse().map_err(|_| bad(k, &v))?,
             "--key-interval" => a.key_interval = v.parse().map_err(|_| bad(k, &v))?,
             "--pattern" => a.camera_like = matches!(v.as_str(), "camera" | "game"),
+            "--gcc-ku" | "--gcc-kd" => {
+                let g: f64 = v.parse().map_err(|_| bad(k, &v))?;
+                if !(g.is_finite() && g > 0.0) {
+                    return Err(bad(k, &v));
+                }
+                if k == "--gcc-ku" {
+                    a.ku = Some(g);
+                } else {
+                    a.kd = Some(g);
+                }
+            }
             _ => {}
         }
     }
@@ -126,6 +146,11 @@ fn five_tuple(sc: &Scenario, f: &FlowSpec, sub: u16, proto: Protocol) -> FlowId 
         dst_port: f.port,
         protocol: proto,
     }
+}
+
+/// Whether `sc` can run in simulated time (the reason when not), without running it.
+pub fn check(sc: &Scenario) -> Result<()> {
+    plan(sc).map(|_| ())
 }
 
 fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
@@ -180,7 +205,18 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                             frame_period: Duration::from_secs(1) / fps,
                             ..cg_cc::scream::ScreamConfig::default()
                         }),
-                        k => k.config(a.start, a.min, a.max),
+                        k => match k.gcc_config(a.start, a.min, a.max) {
+                            Some(mut gcc) => {
+                                if let ThresholdModel::Adaptive { k_up, k_down, .. } =
+                                    &mut gcc.threshold
+                                {
+                                    *k_up = a.ku.unwrap_or(*k_up);
+                                    *k_down = a.kd.unwrap_or(*k_down);
+                                }
+                                Box::new(gcc)
+                            }
+                            None => k.config(a.start, a.min, a.max),
+                        },
                     };
                     let err =
                         |e: cg_cc::ConfigError| Error::NotAvailable(format!("controller: {e}"));
@@ -486,6 +522,33 @@ rate = "500k"
         let bad = GCC_VS_CUBIC.replace("\"--max-bitrate\", \"2M\"", "\"--max-bitrate\", \"lots\"");
         let e = plan(&scenario(&bad)).err().unwrap().to_string();
         assert!(e.contains("--max-bitrate") && e.contains("lots"), "{e}");
+    }
+
+    #[test]
+    fn the_threshold_gains_reach_gcc_and_change_the_run() {
+        let sc = scenario(GCC_VS_CUBIC);
+        let mut f = sc.flows[0].clone();
+        f.send_args
+            .extend(["--gcc-ku", "0.1", "--gcc-kd=0.05"].map(String::from));
+        let a = cg_args(&f).unwrap();
+        assert_eq!((a.ku, a.kd), (Some(0.1), Some(0.05)));
+        f.send_args.extend(["--gcc-kd", "-1"].map(String::from));
+        assert!(cg_args(&f).is_err(), "a negative gain is refused");
+        // The same scenario with other gains runs differently.
+        let dir = std::env::temp_dir().join(format!("netlab-sim-k-{}", std::process::id()));
+        let rate = |args: &[&str]| {
+            let mut sc = scenario(GCC_VS_CUBIC);
+            sc.flows[0]
+                .send_args
+                .extend(args.iter().map(|s| s.to_string()));
+            let _ = std::fs::remove_dir_all(&dir);
+            run_and_report(&sc, &dir).unwrap().metrics.flows[0]
+                .qdelay_ms
+                .mean
+        };
+        let (default, sensitive) = (rate(&[]), rate(&["--gcc-ku", "1e-5", "--gcc-kd", "0.1"]));
+        assert!(default != sensitive, "{default} ms both ways");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
