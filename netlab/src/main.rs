@@ -53,6 +53,10 @@ enum Cmd {
         /// simulated TCP; no namespaces (seconds per preset).
         #[arg(long)]
         sim: bool,
+        /// A finished two-axis sweep (netlab sweep's --out) whose best cell and heat map join
+        /// the report (MMSys16 Fig. 8: ku × kd).
+        #[arg(long, value_name = "DIR")]
+        sweep: Option<PathBuf>,
         /// Output directory: one sub-directory per preset, and the report (default
         /// out/reproduce, or out/reproduce-sim with --sim).
         #[arg(long)]
@@ -269,6 +273,7 @@ fn real_main(args: Args) -> Result<(), Error> {
         Cmd::Reproduce {
             only,
             sim,
+            sweep,
             out,
             forwarder_priority,
         } => {
@@ -291,6 +296,7 @@ fn real_main(args: Args) -> Result<(), Error> {
                 out,
                 only,
                 sim,
+                sweep,
                 run,
             })?;
             Ok(())

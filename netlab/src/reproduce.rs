@@ -52,6 +52,10 @@ pub struct Options {
     pub only: Option<String>,
     /// Simulated time ([`crate::simrun`]) instead of network namespaces.
     pub sim: bool,
+    /// A finished two-axis sweep (`netlab sweep`, e.g. MMSys16 Fig. 8's ku × kd): its best
+    /// cell answers the papers' parameter rows of the same names, its heat map joins the
+    /// report.
+    pub sweep: Option<PathBuf>,
     /// How each preset runs (its `out` and `base` are set per preset).
     pub run: RunRequest,
 }
@@ -454,6 +458,7 @@ fn source(f: &PaperFigure) -> String {
 
 fn ours_text(m: &Measured) -> String {
     match m {
+        Measured::Value(v) if *v != 0.0 && v.abs() < 0.01 => format!("{v:.3e}"),
         Measured::Value(v) => format!("{v:.3}"),
         Measured::Missing(why) => format!("— ({why})"),
     }
@@ -764,11 +769,42 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
         runs.insert(name.clone(), result);
     }
     facts.written = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let rows = rows(&papers, &runs, only);
+    let mut rows = rows(&papers, &runs, only);
+    let mut sweep_md = String::new();
+    if let Some(dir) = &opts.sweep {
+        let collected = crate::sweep::collect(dir)?;
+        if let Some((name, best, missing)) = crate::sweep::best(dir)? {
+            for r in rows
+                .iter_mut()
+                .filter(|r| r.figure.metric == Metric::ThresholdGain)
+            {
+                if let Some(v) = best.get(&r.figure.row) {
+                    r.ours = Measured::Value(*v);
+                    r.verdict = Some(r.figure.verdict(*v));
+                }
+            }
+            if let Ok(png) = std::fs::read(dir.join("heatmap.png")) {
+                plots.insert(
+                    format!("sweep {name}"),
+                    vec![("heatmap.png".to_owned(), png)],
+                );
+            }
+            sweep_md = format!(
+                "\n## Sweep {name} ({})\n\n{}{}",
+                dir.display(),
+                collected.replace("# sweep", "###"),
+                if missing > 0 {
+                    format!("\n{missing} points missing.\n")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
     let md = opts.out.join("report.md");
     let page = opts.out.join("report.html");
     for (path, text) in [
-        (&md, markdown(&rows, &facts)),
+        (&md, markdown(&rows, &facts) + &sweep_md),
         (&page, html(&rows, &facts, &plots)),
     ] {
         std::fs::write(path, text).map_err(|e| Error::Output {

@@ -480,22 +480,7 @@ pub struct Collected {
 /// Merges the finished points of the sweep in `out` into `collect.csv`, `collect.md` and, for
 /// two axes, `heatmap.png`. Returns the Markdown.
 pub fn collect(out: &Path) -> Result<String> {
-    let grid = Grid::load(&out.join("grid.toml"))?;
-    let mut got: Vec<Collected> = Vec::new();
-    let mut missing = Vec::new();
-    for idx in 0..grid.len() {
-        let dir = out.join("points").join(idx.to_string());
-        let summary: Option<Value> = std::fs::read_to_string(dir.join("summary.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
-        match summary {
-            Some(summary) => got.push(Collected {
-                point: grid.point(idx),
-                summary,
-            }),
-            None => missing.push(idx),
-        }
-    }
+    let (grid, got, missing) = gather(out)?;
     let mut csv = String::from("index,scenario");
     for a in &grid.axes {
         let _ = write!(csv, ",{}", a.name);
@@ -585,6 +570,48 @@ pub fn collect(out: &Path) -> Result<String> {
     }
     write("collect.md", md.as_bytes())?;
     Ok(md)
+}
+
+/// The grid of the sweep in `out`, its finished points, and the numbers of the missing ones.
+fn gather(out: &Path) -> Result<(Grid, Vec<Collected>, Vec<usize>)> {
+    let grid = Grid::load(&out.join("grid.toml"))?;
+    let mut got: Vec<Collected> = Vec::new();
+    let mut missing = Vec::new();
+    for idx in 0..grid.len() {
+        let dir = out.join("points").join(idx.to_string());
+        let summary: Option<Value> = std::fs::read_to_string(dir.join("summary.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        match summary {
+            Some(summary) => got.push(Collected {
+                point: grid.point(idx),
+                summary,
+            }),
+            None => missing.push(idx),
+        }
+    }
+    Ok((grid, got, missing))
+}
+
+/// The best cell of the two-axis sweep in `out` (axis name → value), its name, and the
+/// number of points missing; `None` when the grid has not two axes or no finished point.
+pub fn best(out: &Path) -> Result<Option<(String, BTreeMap<String, f64>, usize)>> {
+    let (grid, got, missing) = gather(out)?;
+    let [ax, ay] = grid.axes.as_slice() else {
+        return Ok(None);
+    };
+    let cells = normalised_objective(&grid, &got);
+    Ok(cells
+        .iter()
+        .filter(|(_, v)| v.is_finite())
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(&(x, y), _)| {
+            let values = BTreeMap::from([
+                (ax.name.clone(), ax.values[x]),
+                (ay.name.clone(), ay.values[y]),
+            ]);
+            (grid.name.clone(), values, missing.len())
+        }))
 }
 
 /// Per cell of a two-axis grid: the objective normalised to [0, 1] within each scenario
@@ -790,6 +817,9 @@ send_args = ["--max-bitrate", "2M"]
         let csv = std::fs::read_to_string(out.join("collect.csv")).unwrap();
         assert_eq!(csv.lines().count(), 5, "{csv}");
         assert!(out.join("heatmap.png").exists());
+        let (name, cell, missing) = best(&out).unwrap().expect("a best cell");
+        assert_eq!((name.as_str(), missing), ("t", 0));
+        assert!(cell.keys().eq(["kd", "ku"]), "{cell:?}");
         std::fs::remove_dir_all(&dir).ok();
     }
 }
