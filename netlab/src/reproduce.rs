@@ -773,7 +773,12 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
     let mut sweep_md = String::new();
     if let Some(dir) = &opts.sweep {
         let collected = crate::sweep::collect(dir)?;
-        if let Some((name, best, missing)) = crate::sweep::best(dir)? {
+        if let Some(crate::sweep::Best {
+            grid: name,
+            values: best,
+            missing,
+        }) = crate::sweep::best(dir)?
+        {
             for r in rows
                 .iter_mut()
                 .filter(|r| r.figure.metric == Metric::ThresholdGain)

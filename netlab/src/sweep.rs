@@ -593,9 +593,20 @@ fn gather(out: &Path) -> Result<(Grid, Vec<Collected>, Vec<usize>)> {
     Ok((grid, got, missing))
 }
 
-/// The best cell of the two-axis sweep in `out` (axis name → value), its name, and the
-/// number of points missing; `None` when the grid has not two axes or no finished point.
-pub fn best(out: &Path) -> Result<Option<(String, BTreeMap<String, f64>, usize)>> {
+/// The best cell of a two-axis sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Best {
+    /// The grid's name.
+    pub grid: String,
+    /// Axis name → the cell's value.
+    pub values: BTreeMap<String, f64>,
+    /// Points not (yet) finished.
+    pub missing: usize,
+}
+
+/// The best cell of the two-axis sweep in `out`; `None` when the grid has not two axes or
+/// no finished point.
+pub fn best(out: &Path) -> Result<Option<Best>> {
     let (grid, got, missing) = gather(out)?;
     let [ax, ay] = grid.axes.as_slice() else {
         return Ok(None);
@@ -610,7 +621,11 @@ pub fn best(out: &Path) -> Result<Option<(String, BTreeMap<String, f64>, usize)>
                 (ax.name.clone(), ax.values[x]),
                 (ay.name.clone(), ay.values[y]),
             ]);
-            (grid.name.clone(), values, missing.len())
+            Best {
+                grid: grid.name.clone(),
+                values,
+                missing: missing.len(),
+            }
         }))
 }
 
@@ -817,9 +832,9 @@ send_args = ["--max-bitrate", "2M"]
         let csv = std::fs::read_to_string(out.join("collect.csv")).unwrap();
         assert_eq!(csv.lines().count(), 5, "{csv}");
         assert!(out.join("heatmap.png").exists());
-        let (name, cell, missing) = best(&out).unwrap().expect("a best cell");
-        assert_eq!((name.as_str(), missing), ("t", 0));
-        assert!(cell.keys().eq(["kd", "ku"]), "{cell:?}");
+        let b = best(&out).unwrap().expect("a best cell");
+        assert_eq!((b.grid.as_str(), b.missing), ("t", 0));
+        assert!(b.values.keys().eq(["kd", "ku"]), "{b:?}");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

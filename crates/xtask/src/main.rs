@@ -50,7 +50,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("ethtool", "netlab: offload settings"),
     ("tshark", "decoding captures of our RTP/RTCP in tests"),
     ("util-linux", "unshare for self-cleaning namespace runs"),
-    ("slurm-wlm", "netlab sweeps on a Slurm cluster (the job-array test)"),
+    (
+        "slurm-wlm",
+        "netlab sweeps on a Slurm cluster (the job-array test)",
+    ),
     ("munge", "Slurm's authentication (the job-array test)"),
     (
         "chromium",
