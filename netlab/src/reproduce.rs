@@ -234,6 +234,18 @@ pub fn measure(fig: &PaperFigure, run: &RunResult) -> Measured {
     let link = &run.summary["metrics"]["link"];
     let num = |v: &Value| v.as_f64();
     let sum = |key: &str| selected.iter().filter_map(|f| f[key].as_f64()).sum::<f64>();
+    // A per-packet quantity of the flows' queuing delays, averaged over their packets.
+    let per_packet = |get: &dyn Fn(&Value) -> Option<f64>| {
+        let (mut n, mut w) = (0.0, 0.0);
+        for f in &selected {
+            let q = &f["qdelay_ms"];
+            if let (Some(k), Some(v)) = (q["n"].as_f64(), get(q)) {
+                n += k;
+                w += k * v;
+            }
+        }
+        (n > 0.0).then(|| w / n)
+    };
     let value = match fig.metric {
         Metric::ThresholdGain => return missing("a controller parameter, not a measurement"),
         Metric::ThroughputMbps => match fig.statistic {
@@ -298,17 +310,7 @@ pub fn measure(fig: &PaperFigure, run: &RunResult) -> Measured {
             } else if let [one] = selected.as_slice() {
                 num(&one["qdelay_ms"][stat])
             } else if stat == "mean" {
-                let n: f64 = selected
-                    .iter()
-                    .filter_map(|f| f["qdelay_ms"]["n"].as_f64())
-                    .sum();
-                let w: f64 = selected
-                    .iter()
-                    .filter_map(|f| {
-                        Some(f["qdelay_ms"]["mean"].as_f64()? * f["qdelay_ms"]["n"].as_f64()?)
-                    })
-                    .sum();
-                (n > 0.0).then(|| w / n)
+                per_packet(&|q| q["mean"].as_f64())
             } else {
                 return missing(
                     "a percentile over several flows (not every flow) is not in the summary",
@@ -326,20 +328,7 @@ pub fn measure(fig: &PaperFigure, run: &RunResult) -> Measured {
             if every {
                 num(&link["qdelay_ms"]["share_above_10_20_50_100"][i]).map(|s| s * 100.0)
             } else {
-                let n: f64 = selected
-                    .iter()
-                    .filter_map(|f| f["qdelay_ms"]["n"].as_f64())
-                    .sum();
-                let w: f64 = selected
-                    .iter()
-                    .filter_map(|f| {
-                        Some(
-                            f["qdelay_ms"]["share_above_10_20_50_100"][i].as_f64()?
-                                * f["qdelay_ms"]["n"].as_f64()?,
-                        )
-                    })
-                    .sum();
-                (n > 0.0).then(|| w / n * 100.0)
+                per_packet(&|q| q["share_above_10_20_50_100"][i].as_f64()).map(|s| s * 100.0)
             }
         }
         Metric::Jain => {

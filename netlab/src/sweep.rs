@@ -777,21 +777,7 @@ values = [0.0001, 0.001]
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         // A short single-flow scenario beside the grid.
-        let sc = r#"
-name = "short"
-duration = "20s"
-[forward]
-capacity = "1Mbit"
-delay = "25ms"
-qdisc = { kind = "droptail", limit = "300ms" }
-[[flows]]
-name = "cg"
-kind = "cg"
-controller = "gcc-remb"
-from = "s1"
-to = "r1"
-send_args = ["--max-bitrate", "2M"]
-"#;
+        let sc = include_str!("../tests/data/short-gcc.toml");
         std::fs::write(dir.join("short.toml"), sc).unwrap();
         let grid = GRID
             .replace("preset:mmsys16-6.1-variable-capacity", "short.toml")

@@ -204,21 +204,7 @@ fn start() -> Cluster {
     cluster
 }
 
-const SCENARIO: &str = r#"
-name = "short"
-duration = "20s"
-[forward]
-capacity = "1Mbit"
-delay = "25ms"
-qdisc = { kind = "droptail", limit = "300ms" }
-[[flows]]
-name = "cg"
-kind = "cg"
-controller = "gcc-remb"
-from = "s1"
-to = "r1"
-send_args = ["--max-bitrate", "2M"]
-"#;
+const SCENARIO: &str = include_str!("data/short-gcc.toml");
 
 const GRID: &str = r#"
 name = "slurm-test"
