@@ -225,9 +225,11 @@ fn classify(e: &FlowEntry, sc: &Scenario) -> Option<usize> {
 pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
     let dur = sc.duration.as_secs_f64();
     let w0 = sc.warmup.as_secs_f64().min(dur);
+    // The statistics window ends at `[metrics] until` (the run's end by default).
+    let end = sc.until.as_secs_f64().min(dur);
     let bin = sc.bin.as_secs_f64();
     let nbins = ((dur / bin).ceil() as usize).max(1);
-    let in_window = |t: f64| t >= w0 && t < dur;
+    let in_window = |t: f64| t >= w0 && t < end;
     let table: Vec<FlowEntry> = std::fs::read_to_string(raw.join("flows.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -449,7 +451,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                 }
             }
         }
-        let active = (f.stop.as_secs_f64().min(dur) - f.start.as_secs_f64().max(w0)).max(1e-9);
+        let active = (f.stop.as_secs_f64().min(end) - f.start.as_secs_f64().max(w0)).max(1e-9);
         let bytes = if have_log {
             delivered[fi] as f64
         } else {
@@ -507,7 +509,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
     let cap_bits = sc
         .forward
         .capacity
-        .bits_between(Duration::from_secs_f64(w0), sc.duration);
+        .bits_between(Duration::from_secs_f64(w0), Duration::from_secs_f64(end));
     let link_total_bytes = if have_log {
         link_bytes as f64
     } else {
@@ -569,7 +571,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
         let b = fwd
             .iter()
             .map(|i| sc.flows[*i].stop.as_secs_f64())
-            .fold(dur, f64::min);
+            .fold(end, f64::min);
         if b - a >= bin {
             let x: Vec<f64> = fwd
                 .iter()
@@ -588,7 +590,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
         }
     }
     Ok(Metrics {
-        window_s: (w0, dur),
+        window_s: (w0, end),
         link,
         flows,
         jain: jain_v,

@@ -508,6 +508,14 @@ rate = "500k"
         for f in ["summary.json", "flow-cg.csv", "link.csv", "rate.png"] {
             assert!(dir.join(f).exists(), "{f}");
         }
+        // `[metrics] until` ends the statistics before the run: GCC alone, 10–20 s.
+        let alone = scenario(
+            &GCC_VS_CUBIC.replace("warmup = \"10s\"", "warmup = \"10s\"\nuntil = \"20s\""),
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        let m = run_and_report(&alone, &dir).unwrap().metrics;
+        assert_eq!(m.window_s, (10.0, 20.0));
+        assert_eq!(m.flows[1].delivered_bytes, 0, "the TCP flow starts at 20 s");
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -225,6 +225,8 @@ pub struct Scenario {
     pub bin: Duration,
     /// Warm-up excluded from statistics.
     pub warmup: Duration,
+    /// Where statistics end (`[metrics] until`, default the run's end).
+    pub until: Duration,
     /// The TOML text it came from (copied into the output directory).
     pub source: String,
 }
@@ -424,6 +426,24 @@ fn build(
     }
     let forward = with_flow_rules(forward, "forward", &flows)?;
     let reverse = with_flow_rules(reverse, "reverse", &flows)?;
+    let until = match &raw.metrics.until {
+        None => duration,
+        Some(u) => {
+            let u_d = u.get_ref().0;
+            if u_d > duration || u_d <= raw.metrics.warmup.0 {
+                return Err(cx.err(
+                    u.span(),
+                    "metrics.until",
+                    format!(
+                        "must lie after the warm-up ({}) and within the run ({})",
+                        humantime::format_duration(raw.metrics.warmup.0),
+                        humantime::format_duration(duration)
+                    ),
+                ));
+            }
+            u_d
+        }
+    };
     let bin = raw.metrics.bin.get_ref().0;
     if bin < Duration::from_millis(10) {
         return Err(cx.err(
@@ -445,6 +465,7 @@ fn build(
         flows,
         bin,
         warmup: raw.metrics.warmup.0,
+        until,
         source: cx.text.to_owned(),
     })
 }
@@ -1360,6 +1381,20 @@ rate = "1Mbit"
         let names: Vec<_> = s.flows.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["u-1", "u-2", "u-3"]);
         assert_eq!(s.flows[2].port, BASE_PORT + 2);
+    }
+
+    #[test]
+    fn the_metrics_window_may_end_before_the_run() {
+        let s = parse(&format!("{OK}[metrics]\nwarmup = \"2s\"\nuntil = \"8s\"\n")).unwrap();
+        assert_eq!(
+            (s.warmup, s.until),
+            (Duration::from_secs(2), Duration::from_secs(8))
+        );
+        assert_eq!(parse(OK).unwrap().until, parse(OK).unwrap().duration);
+        for bad in ["until = \"11s\"", "warmup = \"5s\"\nuntil = \"5s\""] {
+            let e = parse(&format!("{OK}[metrics]\n{bad}\n")).unwrap_err();
+            assert_eq!(e.field, "metrics.until", "{e}");
+        }
     }
 
     #[test]

@@ -365,6 +365,10 @@ pub struct RawMetrics {
     /// Statistics ignore the first `warmup` of the run (default 0).
     #[serde(default)]
     pub warmup: Dur,
+    /// Statistics end here (default: the end of the run), e.g. when competing flows stop
+    /// before the media flow (CCR16 §4.2 measures [100, 300] s of a 400 s run).
+    #[serde(default)]
+    pub until: Option<Spanned<Dur>>,
 }
 
 impl Default for RawMetrics {
@@ -372,6 +376,7 @@ impl Default for RawMetrics {
         RawMetrics {
             bin: default_bin(),
             warmup: Dur::default(),
+            until: None,
         }
     }
 }
