@@ -46,7 +46,8 @@ enum Cmd {
     /// --only) and write a report of our numbers beside the papers' (report.md, report.html).
     /// Runs already in --out are reused: an interrupted reproduction resumes.
     Reproduce {
-        /// Only presets whose name matches (`*` matches anything; else a substring).
+        /// Only presets whose name matches (`*` matches anything; else a substring; several
+        /// patterns separated by commas).
         #[arg(long, value_name = "PATTERN")]
         only: Option<String>,
         /// In simulated time: the same controllers and bottleneck, the model encoder and

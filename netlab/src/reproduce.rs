@@ -60,9 +60,12 @@ pub struct Options {
     pub run: RunRequest,
 }
 
-/// Whether `name` matches `pattern`: `*` stands for any run of characters; without a `*`, a
-/// substring match.
+/// Whether `name` matches `pattern`, or one of its comma-separated alternatives: `*` stands
+/// for any run of characters; without a `*`, a substring match.
 pub fn matches(pattern: &str, name: &str) -> bool {
+    if pattern.contains(',') {
+        return pattern.split(',').any(|p| matches(p.trim(), name));
+    }
     if !pattern.contains('*') {
         return name.contains(pattern);
     }
@@ -830,6 +833,8 @@ mod tests {
         assert!(!matches("tma24-*-bbr", "tma24-4-htb-cubic"));
         assert!(!matches("mmsys*", "tma24-4-htb-cubic"));
         assert!(!matches("a*a", "a"));
+        assert!(matches("mmsys16-*, tma24-4-*", "tma24-4-htb-cubic"));
+        assert!(!matches("mmsys16-*,ccr16", "tma24-4-htb-cubic"));
     }
 
     #[test]
