@@ -107,9 +107,11 @@ pub struct TcpSender {
     reductions: Vec<CwndReduction>,
     /// When the sender was created (the origin of [`TcpConfig::rate_limit`]).
     created: Instant,
-    /// The application's token bucket (bytes) and when it was last filled.
+    /// The application's token bucket (bytes), when it was last filled, and the rate limit
+    /// in force then (bytes per second; `None`: unlimited).
     app_credit: f64,
     app_filled: Instant,
+    app_limit: Option<f64>,
 }
 
 impl TcpSender {
@@ -153,6 +155,7 @@ impl TcpSender {
             created: now,
             app_credit: cfg.mss.as_bytes_f64(),
             app_filled: now,
+            app_limit: None,
             cfg,
         }
     }
@@ -168,24 +171,28 @@ impl TcpSender {
             .map(|(_, r)| r.as_bps_f64() / 8.0)
     }
 
-    /// Fills the application's token bucket up to `now`.
+    /// Fills the application's token bucket up to `now` (nothing to do without a limit).
     fn fill_app(&mut self, now: Instant) {
+        if self.cfg.rate_limit.is_empty() {
+            return;
+        }
         let dt = now.saturating_duration_since(self.app_filled).as_secs_f64();
         self.app_filled = now;
-        if let Some(rate) = self.app_rate(now) {
+        self.app_limit = self.app_rate(now);
+        if let Some(rate) = self.app_limit {
             let depth = self.cfg.mss.as_bytes_f64().max(rate * 0.010);
             self.app_credit = (self.app_credit + rate * dt).min(depth);
         }
     }
 
-    /// Whether the application has a segment to send at `now` (after [`Self::fill_app`]).
-    fn app_ready(&self, now: Instant) -> bool {
-        self.app_rate(now).is_none() || self.app_credit >= self.cfg.mss.as_bytes_f64()
+    /// Whether the application has a segment to send (after [`Self::fill_app`]).
+    fn app_ready(&self) -> bool {
+        self.app_limit.is_none() || self.app_credit >= self.cfg.mss.as_bytes_f64()
     }
 
     /// When the application's bucket next holds a segment, if it is what holds the flow.
-    fn app_wakeup(&self, now: Instant) -> Option<Instant> {
-        let rate = self.app_rate(now).filter(|r| *r > 0.0)?;
+    fn app_wakeup(&self) -> Option<Instant> {
+        let rate = self.app_limit.filter(|r| *r > 0.0)?;
         let missing = self.cfg.mss.as_bytes_f64() - self.app_credit;
         (missing > 0.0).then(|| self.app_filled + Duration::from_secs_f64(missing / rate))
     }
@@ -380,7 +387,7 @@ impl TcpSender {
             && self.stop_at.is_none_or(|s| now < s)
             && self.in_flight < self.cwnd.floor() as u32
             && self.slots.len() < self.cfg.max_window as usize + DUP_THRESH
-            && self.app_ready(now)
+            && self.app_ready()
     }
 
     fn sample(&mut self, now: Instant) {
@@ -499,7 +506,7 @@ impl Endpoint for TcpSender {
         if !self.may_send(now) {
             return None;
         }
-        if self.app_rate(now).is_some() {
+        if self.app_limit.is_some() {
             self.app_credit -= self.cfg.mss.as_bytes_f64();
         }
         let seq = self.next_seq;
@@ -521,7 +528,7 @@ impl Endpoint for TcpSender {
     fn poll_timeout(&self) -> Option<Instant> {
         let start = self.start_at.filter(|_| !self.started);
         let app = self
-            .app_wakeup(self.app_filled)
+            .app_wakeup()
             .filter(|_| self.started && self.in_flight < self.cwnd.floor() as u32);
         [Some(self.next_sample), self.rto_at, start, app]
             .into_iter()
