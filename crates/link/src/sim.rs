@@ -73,6 +73,9 @@ struct Pair<S, R> {
     sender: S,
     receiver: R,
     flow: FlowId,
+    /// The sender sits behind the reverse link: its packets cross the reverse link and the
+    /// receiver's the forward one (a flow against the feedback's direction).
+    reversed: bool,
     /// The `now` at which each endpoint's timer last fired (a timer that stays in the past
     /// after firing is not fired again at the same instant, so a sloppy endpoint cannot hang
     /// the simulation).
@@ -83,12 +86,16 @@ struct Pair<S, R> {
 /// N sender/receiver pairs sharing one forward bottleneck (senders → receivers) and one
 /// reverse link (receivers → senders, for feedback). Pair `i`'s packets carry
 /// [`FlowId::from_index`]`(i)` forward and its [`FlowId::reversed`] backward, so FQ qdiscs
-/// separate the pairs. Pairs may be added mid-run.
+/// separate the pairs. Pairs may be added mid-run, and a pair may also run the other way
+/// ([`Sim::add_reversed_pair_with_flow`]: its data on the reverse link, its feedback on the
+/// forward one), as a flow in the reverse direction does in the testbed.
 pub struct Sim<S: Endpoint, R: Endpoint<Payload = S::Payload>> {
     forward: Link<S::Payload>,
     reverse: Link<S::Payload>,
     pairs: Vec<Pair<S, R>>,
-    by_flow: HashMap<FlowId, usize>,
+    /// Which pair a packet belongs to, by the link it crossed (`true`: forward) and its flow,
+    /// and whether it goes to the pair's receiver (`true`) or its sender.
+    routes: HashMap<(bool, FlowId), (usize, bool)>,
     now: Instant,
     next_id: u64,
 }
@@ -111,7 +118,7 @@ where
             forward,
             reverse,
             pairs: Vec::new(),
-            by_flow: HashMap::new(),
+            routes: HashMap::new(),
             now: start,
             next_id: 0,
         }
@@ -128,17 +135,46 @@ where
 
     /// Adds a sender/receiver pair whose forward packets carry `flow` (the 5-tuple queue
     /// disciplines hash and HTB rules match; the feedback carries its reverse); returns its
-    /// index, or `None` when another pair already has `flow`.
+    /// index, or `None` when another pair already has `flow` or its reverse.
     pub fn add_pair_with_flow(&mut self, sender: S, receiver: R, flow: FlowId) -> Option<usize> {
-        if self.by_flow.contains_key(&flow) || self.by_flow.contains_key(&flow.reversed()) {
+        self.insert_pair(sender, receiver, flow, false)
+    }
+
+    /// Adds a pair whose sender sits behind the reverse link: its packets carry `flow` across
+    /// the reverse link, and the receiver's carry `flow`'s reverse across the forward link
+    /// (e.g. a TCP download against a video call's direction, MMSys16 §6.5). Returns its
+    /// index, or `None` when another pair already has `flow` or its reverse.
+    pub fn add_reversed_pair_with_flow(
+        &mut self,
+        sender: S,
+        receiver: R,
+        flow: FlowId,
+    ) -> Option<usize> {
+        self.insert_pair(sender, receiver, flow, true)
+    }
+
+    fn insert_pair(
+        &mut self,
+        sender: S,
+        receiver: R,
+        flow: FlowId,
+        reversed: bool,
+    ) -> Option<usize> {
+        let taken = |f: FlowId| {
+            self.routes.contains_key(&(true, f)) || self.routes.contains_key(&(false, f))
+        };
+        if taken(flow) || taken(flow.reversed()) {
             return None;
         }
         let i = self.pairs.len();
-        self.by_flow.insert(flow, i);
+        // The sender's packets cross the forward link unless reversed; the receiver's the other.
+        self.routes.insert((!reversed, flow), (i, true));
+        self.routes.insert((reversed, flow.reversed()), (i, false));
         self.pairs.push(Pair {
             sender,
             receiver,
             flow,
+            reversed,
             sender_fired: None,
             receiver_fired: None,
         });
@@ -204,9 +240,14 @@ where
         &self.reverse
     }
 
-    /// Pair `i`'s forward flow.
+    /// Pair `i`'s flow: what its sender's packets carry.
     pub fn flow(&self, i: usize) -> FlowId {
         self.pairs[i].flow
+    }
+
+    /// Whether pair `i`'s sender sits behind the reverse link.
+    pub fn is_reversed(&self, i: usize) -> bool {
+        self.pairs[i].reversed
     }
 
     /// Number of pairs.
@@ -218,14 +259,18 @@ where
         let now = self.now;
         let mut any = false;
         for pair in &mut self.pairs {
+            let (data, back) = if pair.reversed {
+                (&mut self.reverse, &mut self.forward)
+            } else {
+                (&mut self.forward, &mut self.reverse)
+            };
             while let Some(t) = pair.sender.poll_transmit(now) {
-                let p = make_packet(&mut self.next_id, pair.flow, t, now);
-                self.forward.handle_packet(p, now);
+                data.handle_packet(make_packet(&mut self.next_id, pair.flow, t, now), now);
                 any = true;
             }
             while let Some(t) = pair.receiver.poll_transmit(now) {
                 let p = make_packet(&mut self.next_id, pair.flow.reversed(), t, now);
-                self.reverse.handle_packet(p, now);
+                back.handle_packet(p, now);
                 any = true;
             }
         }
@@ -235,20 +280,28 @@ where
     fn deliver_all(&mut self) -> bool {
         let now = self.now;
         let mut any = false;
-        while let Some(p) = self.forward.poll_delivery(now) {
-            any = true;
-            if let Some(&i) = self.by_flow.get(&p.flow) {
+        for forward in [true, false] {
+            loop {
+                let link = if forward {
+                    &mut self.forward
+                } else {
+                    &mut self.reverse
+                };
+                let Some(p) = link.poll_delivery(now) else {
+                    break;
+                };
+                any = true;
+                let Some(&(i, to_receiver)) = self.routes.get(&(forward, p.flow)) else {
+                    continue;
+                };
                 let pair = &mut self.pairs[i];
-                pair.receiver.handle_packet(delivered(p), now);
-                pair.receiver_fired = None;
-            }
-        }
-        while let Some(p) = self.reverse.poll_delivery(now) {
-            any = true;
-            if let Some(&i) = self.by_flow.get(&p.flow.reversed()) {
-                let pair = &mut self.pairs[i];
-                pair.sender.handle_packet(delivered(p), now);
-                pair.sender_fired = None;
+                if to_receiver {
+                    pair.receiver.handle_packet(delivered(p), now);
+                    pair.receiver_fired = None;
+                } else {
+                    pair.sender.handle_packet(delivered(p), now);
+                    pair.sender_fired = None;
+                }
             }
         }
         any
@@ -487,6 +540,35 @@ mod tests {
         let f1 = s.forward().stats().flow(&s.flow(j)).unwrap();
         assert!(f1.arrived >= 49 && f1.arrived <= 51, "{}", f1.arrived);
         assert!(!s.receiver(j).received.is_empty());
+    }
+
+    #[test]
+    fn a_reversed_pair_sends_on_the_reverse_link_and_is_answered_on_the_forward_one() {
+        let t0 = Instant::now();
+        let mut s = sim(1, t0);
+        let fwd = s.add_pair(sender(t0, 10), Acker::default());
+        let flow = FlowId::from_index(7);
+        let rev = s
+            .add_reversed_pair_with_flow(sender(t0, 10), Acker::default(), flow)
+            .expect("a flow of its own");
+        assert!(s.is_reversed(rev) && !s.is_reversed(fwd));
+        assert!(
+            s.add_pair_with_flow(sender(t0, 10), Acker::default(), flow.reversed())
+                .is_none(),
+            "a flow's reverse is taken too"
+        );
+        s.run_until(t0 + Duration::from_secs(2));
+        let on = |l: &Link<u64>, f: FlowId| l.stats().flow(&f).map_or(0, |x| x.arrived);
+        // The reversed pair's data crosses the reverse link, its acks the forward one.
+        assert!(on(s.reverse(), flow) >= 199, "{}", on(s.reverse(), flow));
+        assert_eq!(on(s.forward(), flow), 0);
+        assert!(on(s.forward(), flow.reversed()) >= 190);
+        // The reverse link is lossless and unlimited: every packet arrives, and is acked.
+        assert!(s.receiver(rev).received.len() >= 199);
+        assert!(s.sender(rev).acked.len() >= 180);
+        // The forward pair is unaffected.
+        assert!(on(s.forward(), s.flow(fwd)) >= 199);
+        assert!(s.receiver(fwd).received.len() > 180);
     }
 
     #[test]
