@@ -1,25 +1,28 @@
-//! Media and TCP endpoints in one [`cg_link::sim::Sim`], which takes one sender type and one
-//! receiver type: an enum of each, delegating.
+//! Media, TCP and constant-bit-rate endpoints in one [`cg_link::sim::Sim`], which takes one
+//! sender type and one receiver type: an enum of each, delegating.
 
 use std::time::Instant;
 
 use cg_link::sim::{Delivered, Endpoint, Transmit};
 
+use crate::sim::cbr::{CbrSender, CbrSink};
 use crate::sim::packet::SimPacket;
 use crate::sim::receiver::SimReceiver;
 use crate::sim::sender::SimSender;
 use crate::sim::tcp::{TcpReceiver, TcpSender};
 
-/// A media sender or a TCP sender.
+/// A media, TCP or constant-bit-rate sender.
 #[derive(Debug)]
 pub enum AnySender {
     /// A real-time controller's sender.
     Media(SimSender),
     /// A TCP bulk sender.
     Tcp(TcpSender),
+    /// A constant-bit-rate datagram sender.
+    Cbr(CbrSender),
 }
 
-/// A media receiver or a TCP receiver.
+/// A media, TCP or constant-bit-rate receiver.
 // One per pair, kept in the simulation's `Vec`: boxing the larger variant would buy nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
@@ -28,6 +31,8 @@ pub enum AnyReceiver {
     Media(SimReceiver),
     /// A TCP receiver (ACKs).
     Tcp(TcpReceiver),
+    /// A constant-bit-rate sink (silent).
+    Cbr(CbrSink),
 }
 
 impl AnySender {
@@ -35,7 +40,7 @@ impl AnySender {
     pub fn media(&self) -> Option<&SimSender> {
         match self {
             AnySender::Media(s) => Some(s),
-            AnySender::Tcp(_) => None,
+            _ => None,
         }
     }
 
@@ -43,7 +48,15 @@ impl AnySender {
     pub fn tcp(&self) -> Option<&TcpSender> {
         match self {
             AnySender::Tcp(s) => Some(s),
-            AnySender::Media(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The constant-bit-rate sender, if this is one.
+    pub fn cbr(&self) -> Option<&CbrSender> {
+        match self {
+            AnySender::Cbr(s) => Some(s),
+            _ => None,
         }
     }
 }
@@ -53,7 +66,7 @@ impl AnyReceiver {
     pub fn media(&self) -> Option<&SimReceiver> {
         match self {
             AnyReceiver::Media(r) => Some(r),
-            AnyReceiver::Tcp(_) => None,
+            _ => None,
         }
     }
 
@@ -61,7 +74,15 @@ impl AnyReceiver {
     pub fn tcp(&self) -> Option<&TcpReceiver> {
         match self {
             AnyReceiver::Tcp(r) => Some(r),
-            AnyReceiver::Media(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The constant-bit-rate sink, if this is one.
+    pub fn cbr(&self) -> Option<&CbrSink> {
+        match self {
+            AnyReceiver::Cbr(r) => Some(r),
+            _ => None,
         }
     }
 }
@@ -75,6 +96,18 @@ impl From<SimSender> for AnySender {
 impl From<TcpSender> for AnySender {
     fn from(s: TcpSender) -> Self {
         AnySender::Tcp(s)
+    }
+}
+
+impl From<CbrSender> for AnySender {
+    fn from(s: CbrSender) -> Self {
+        AnySender::Cbr(s)
+    }
+}
+
+impl From<CbrSink> for AnyReceiver {
+    fn from(r: CbrSink) -> Self {
+        AnyReceiver::Cbr(r)
     }
 }
 
@@ -100,6 +133,7 @@ macro_rules! delegate_endpoint {
                 match self {
                     $ty::Media(e) => e.handle_packet(packet, now),
                     $ty::Tcp(e) => e.handle_packet(packet, now),
+                    $ty::Cbr(e) => e.handle_packet(packet, now),
                 }
             }
 
@@ -107,6 +141,7 @@ macro_rules! delegate_endpoint {
                 match self {
                     $ty::Media(e) => e.poll_transmit(now),
                     $ty::Tcp(e) => e.poll_transmit(now),
+                    $ty::Cbr(e) => e.poll_transmit(now),
                 }
             }
 
@@ -114,6 +149,7 @@ macro_rules! delegate_endpoint {
                 match self {
                     $ty::Media(e) => e.poll_timeout(),
                     $ty::Tcp(e) => e.poll_timeout(),
+                    $ty::Cbr(e) => e.poll_timeout(),
                 }
             }
 
@@ -121,6 +157,7 @@ macro_rules! delegate_endpoint {
                 match self {
                     $ty::Media(e) => e.handle_timeout(now),
                     $ty::Tcp(e) => e.handle_timeout(now),
+                    $ty::Cbr(e) => e.handle_timeout(now),
                 }
             }
         }

@@ -40,8 +40,10 @@
 //!   [`TcpReceiver`] (one ACK per segment, echoing CE and the send time), built by
 //!   [`tcp_pair`] from a [`TcpConfig`]. [`TcpSender::samples`] keeps the window and the
 //!   smoothed RTT every 100 ms, [`TcpSender::reductions`] every window reduction.
-//! - [`AnySender`] / [`AnyReceiver`]: a media or a TCP endpoint, so that media flows and
-//!   TCP flows share one `Sim<AnySender, AnyReceiver>` (`sim.add_pair(tx.into(), rx.into())`;
+//! - [`CbrSender`] / [`CbrSink`] ([`cbr_pair`], [`CbrConfig`]): a constant-bit-rate datagram
+//!   flow without congestion control (netlab's `udp` flow), stepped rate, nothing sent back.
+//! - [`AnySender`] / [`AnyReceiver`]: a media, TCP or CBR endpoint, so that all share one
+//!   `Sim<AnySender, AnyReceiver>` (`sim.add_pair(tx.into(), rx.into())`;
 //!   `sim.sender(i).tcp()` gives a TCP sender's counters back).
 //! - [`metrics`]: throughput, utilisation, queuing-delay percentiles (bottleneck sojourn
 //!   times), loss ratio, Jain's index, rate series — all from the link's per-packet events.
@@ -74,6 +76,7 @@
 //! ```
 
 mod any;
+mod cbr;
 /// RFC 8593's video model, shared with cg-media's model encoder.
 pub use cg_types::video_model as encoder;
 pub mod metrics;
@@ -85,8 +88,9 @@ pub mod tcp;
 use std::time::Instant;
 
 pub use any::{AnyReceiver, AnySender};
+pub use cbr::{CbrConfig, CbrSender, CbrSink, cbr_pair};
 pub use encoder::{EncoderConfig, Frame, SyntheticEncoder};
-pub use packet::{FeedbackMessage, MediaPacket, SimPacket, TcpAck, TcpSegment};
+pub use packet::{Datagram, FeedbackMessage, MediaPacket, SimPacket, TcpAck, TcpSegment};
 pub use receiver::{ReceiverConfig, SimReceiver};
 pub use sender::{SenderConfig, SenderSample, SimSender};
 pub use tcp::{

@@ -17,6 +17,8 @@ pub enum SimPacket {
     TcpSegment(TcpSegment),
     /// Receiver → sender acknowledgement of one TCP segment ([`crate::sim::TcpReceiver`]).
     TcpAck(TcpAck),
+    /// Sender → sink datagram of a constant-bit-rate flow ([`crate::sim::CbrSender`]).
+    Datagram(Datagram),
 }
 
 /// One RTP-like media packet.
@@ -47,6 +49,16 @@ pub struct TcpSegment {
     /// retransmitted, see [`crate::sim::tcp`]).
     pub seq: u64,
     /// Send time on the sender's clock (what the TCP timestamp option's TSval carries).
+    pub sent: Instant,
+}
+
+/// One datagram of a constant-bit-rate flow. Its size on the wire is the
+/// [`Transmit`](cg_link::sim::Transmit)'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Datagram {
+    /// Datagram number: 0, 1, 2, … in send order.
+    pub seq: u64,
+    /// Send time on the sender's clock (what netlab's UDP sender writes into its payload).
     pub sent: Instant,
 }
 
