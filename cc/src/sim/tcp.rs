@@ -1,10 +1,16 @@
-//! A simulated loss-based TCP bulk flow — Reno (RFC 5681) or CUBIC (RFC 9438) — to run
-//! against the real-time controllers on a shared bottleneck, in simulated time.
+//! A simulated TCP bulk flow — Reno (RFC 5681), CUBIC (RFC 9438) or BBR v1 (Linux's
+//! `tcp_bbr.c`) — to run against the real-time controllers on a shared bottleneck, in
+//! simulated time.
 //!
 //! [`TcpSender`] always has data (a greedy bulk transfer) and sends full-sized segments
-//! whenever fewer than `⌊cwnd⌋` are in flight, with no pacing: like Linux CUBIC without the
-//! `fq` qdisc it sends on the ACK clock, bursts included. [`TcpReceiver`] acknowledges every
-//! segment with one [`TcpAck`](crate::sim::TcpAck) echoing CE and the segment's send time.
+//! whenever fewer than `⌊cwnd⌋` are in flight. Reno and CUBIC do not pace: like Linux
+//! without the `fq` qdisc they send on the ACK clock, bursts included. BBR paces every
+//! segment at its pacing rate (the kernel's internal pacing) and takes its window from its
+//! model ([`bbr`]); the sender keeps the kernel's delivery-rate samples for it
+//! (`tcp_rate.c`: per segment the delivered count and times when it was sent, the interval
+//! the longer of the send and the ACK spans, samples shorter than the minimum RTT dropped,
+//! application-limited periods marked). [`TcpReceiver`] acknowledges every segment with one
+//! [`TcpAck`](crate::sim::TcpAck) echoing CE and the segment's send time.
 //!
 //! What is modelled, and what is not:
 //!
@@ -30,7 +36,11 @@
 //!   outage) still clock the window open, as the cumulative ACKs of the originals do for
 //!   Linux in its Loss state.
 //! - **ECN** (RFC 3168 §6.1.2) with [`TcpConfig::ecn`] `= Ect0`: a CE echo is a congestion
-//!   event exactly as a loss is, at most once per window.
+//!   event exactly as a loss is, at most once per window (BBR v1 ignores it, as the kernel's).
+//! - **BBR's losses.** A loss event starts recovery as for the others, but the window is not
+//!   cut: BBR deducts the lost segments and conserves packets for one round, then returns to
+//!   its model's window; a timeout sets the window to 1 and restores the saved one when a
+//!   segment sent after it is acknowledged (`bbr_set_cwnd_to_recover_or_restore`).
 //! - Not modelled: the receive window, delayed ACKs (Linux ACKs every second segment;
 //!   per-segment ACKs make the ACK clock slightly smoother), PRR, HyStart++, tail-loss
 //!   probes, F-RTO, handshakes.
@@ -62,6 +72,7 @@
 //! assert!(s.sender(0).media().expect("pair 0 is GCC").sent_bytes().as_bytes() > 0);
 //! ```
 
+pub mod bbr;
 mod cubic;
 mod receiver;
 mod rtt;
@@ -73,6 +84,7 @@ use cg_types::{Bitrate, DataSize, Ecn};
 
 use crate::ConfigError;
 
+pub use bbr::BbrMode;
 pub use receiver::TcpReceiver;
 pub use sender::{CongestionCause, CwndReduction, TcpSample, TcpSender};
 
@@ -84,6 +96,10 @@ pub enum TcpCc {
     /// CUBIC (RFC 9438), Linux's default.
     #[default]
     Cubic,
+    /// BBR v1 as Linux's `tcp_bbr.c` (the kernel's `bbr` module): paced at its bandwidth
+    /// estimate, the window from its model, losses answered only by packet conservation for a
+    /// round (see [`bbr`]).
+    Bbr,
 }
 
 /// A TCP bulk flow's parameters.
@@ -118,6 +134,9 @@ pub struct TcpConfig {
     /// none (the default), the flow is limited by its window alone. A token bucket one MSS or
     /// 10 ms of the rate deep, whichever is larger, meters the segments.
     pub rate_limit: Vec<(Duration, Bitrate)>,
+    /// Seed of BBR's random first phase of its gain cycle (the kernel draws it at random;
+    /// Reno and CUBIC use no randomness). Default 1.
+    pub seed: u64,
 }
 
 impl Default for TcpConfig {
@@ -133,6 +152,7 @@ impl Default for TcpConfig {
             stop: None,
             sample_interval: Duration::from_millis(100),
             rate_limit: Vec::new(),
+            seed: 1,
         }
     }
 }
