@@ -8,13 +8,18 @@
 //! [`report::finish`] turns it into the same metrics, CSVs, plots and `summary.json`; the
 //! backend says `simulated`.
 //!
-//! What a scenario may use here: forward flows of kind `cg` (GCC-REMB, GCC, SCReAM; their
-//! `send_args` give `--start-bitrate`, `--min-bitrate`, `--max-bitrate`, `--fps`,
-//! `--key-interval`, for the size profile `--pattern camera|game`, and — simulator-only, for
-//! sweeps — GCC's adaptive-threshold gains `--gcc-ku` and `--gcc-kd`, MMSys16 eq. 18) and `tcp` (CUBIC or
-//! Reno, with `start`, `stop`, `on`/`off` periods and `rate`/`rate_steps` as an application
-//! limit). Refused with the reason: BBR (cg-cc has no BBR model), UDP flows, reverse-direction
-//! flows, WebRTC flows, a `cg` flow that stops before the end.
+//! What a scenario may use here:
+//! - flows of kind `cg` (GCC-REMB, GCC, SCReAM; their `send_args` give `--start-bitrate`,
+//!   `--min-bitrate`, `--max-bitrate`, `--fps`, `--key-interval`, for the size profile
+//!   `--pattern camera|game`, and — simulator-only, for sweeps — GCC's adaptive-threshold
+//!   gains `--gcc-ku` and `--gcc-kd`, MMSys16 eq. 18);
+//! - `tcp` (CUBIC, Reno, or BBR v1 as the kernel's `tcp_bbr.c`, with `start`, `stop`,
+//!   `on`/`off` periods and `rate`/`rate_steps` as an application limit);
+//! - `udp` (constant bit rate with its `rate`/`rate_steps`, `size`, `ecn`, `start`, `stop`);
+//! - in either direction: a flow from a receiver host to a sender host crosses the reverse
+//!   link, and its ACKs or feedback the forward one.
+//!
+//! Refused with the reason: WebRTC flows, a `cg` flow that stops before the end.
 
 use std::io::Write as _;
 use std::net::IpAddr;
@@ -24,7 +29,7 @@ use std::time::{Duration, Instant};
 use cg_cc::ControllerKind;
 use cg_cc::gcc::ThresholdModel;
 use cg_cc::sim::{
-    self, AnyReceiver, AnySender, EncoderConfig, ReceiverConfig, SenderConfig, TcpConfig,
+    self, AnyReceiver, AnySender, CbrConfig, EncoderConfig, ReceiverConfig, SenderConfig, TcpConfig,
 };
 use cg_link::sim::Sim;
 use cg_link::{FlowId, Link, Protocol};
@@ -121,12 +126,23 @@ struct Planned {
     at: Duration,
     flow: usize,
     id: FlowId,
+    /// From a receiver host to a sender host: across the reverse link.
+    reversed: bool,
     make: Make,
 }
 
 enum Make {
     Cg(Box<dyn Fn(Instant) -> Result<(AnySender, AnyReceiver)>>),
     Tcp(TcpConfig),
+    Cbr(CbrConfig),
+}
+
+fn ecn_of(e: EcnSetting) -> Ecn {
+    match e {
+        EcnSetting::NotEct => Ecn::NotEct,
+        EcnSetting::Ect0 => Ecn::Ect0,
+        EcnSetting::Ect1 => Ecn::Ect1,
+    }
 }
 
 fn unsupported(f: &FlowSpec, why: &str) -> Error {
@@ -156,9 +172,8 @@ pub fn check(sc: &Scenario) -> Result<()> {
 fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
     let mut out = Vec::new();
     for (i, f) in sc.flows.iter().enumerate() {
-        if f.direction != Direction::Forward {
-            return Err(unsupported(f, "reverse-direction flows are not simulated"));
-        }
+        let reversed = f.direction == Direction::Reverse;
+        let seed = sc.seed.wrapping_mul(1000).wrapping_add(i as u64);
         if f.webrtc != WebRtcMode::Off {
             return Err(unsupported(
                 f,
@@ -173,12 +188,7 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                 let kind = ControllerKind::from_name(&f.controller)
                     .map_err(|e| unsupported(f, &e.to_string()))?;
                 let a = cg_args(f)?;
-                let ecn = match f.ecn {
-                    EcnSetting::NotEct => Ecn::NotEct,
-                    EcnSetting::Ect0 => Ecn::Ect0,
-                    EcnSetting::Ect1 => Ecn::Ect1,
-                };
-                let seed = sc.seed.wrapping_mul(1000).wrapping_add(i as u64);
+                let ecn = ecn_of(f.ecn);
                 let make = move |now: Instant| -> Result<(AnySender, AnyReceiver)> {
                     let fps = a.fps.max(1);
                     let base = if a.camera_like {
@@ -240,6 +250,7 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                     at: f.start,
                     flow: i,
                     id: five_tuple(sc, f, 0, Protocol::UDP),
+                    reversed,
                     make: Make::Cg(Box::new(make)),
                 });
             }
@@ -247,7 +258,7 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                 let cc = match f.cc {
                     TcpCc::Cubic => cg_cc::sim::TcpCc::Cubic,
                     TcpCc::Reno => cg_cc::sim::TcpCc::Reno,
-                    TcpCc::Bbr => return Err(unsupported(f, "cg-cc has no BBR model")),
+                    TcpCc::Bbr => cg_cc::sim::TcpCc::Bbr,
                 };
                 // Each on period is a connection of its own, as the runner opens them.
                 let periods: Vec<(Duration, Duration)> = match f.on_off {
@@ -274,6 +285,7 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                         ecn: if f.tcp_ecn { Ecn::Ect0 } else { Ecn::NotEct },
                         stop: Some(to.saturating_sub(from).max(Duration::from_millis(1))),
                         rate_limit,
+                        seed: seed.wrapping_add(u64::try_from(k).unwrap_or(0) << 32),
                         ..TcpConfig::default()
                     };
                     cfg.validate().map_err(|e| unsupported(f, &e.to_string()))?;
@@ -282,11 +294,39 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                         at: from,
                         flow: i,
                         id: five_tuple(sc, f, sub, Protocol::TCP),
+                        reversed,
                         make: Make::Tcp(cfg),
                     });
                 }
             }
-            _ => return Err(unsupported(f, "only cg and tcp flows are simulated")),
+            FlowKind::Udp => {
+                // The scenario's steps count from the run's start; the sender is created at
+                // its start time.
+                // Steps before the start collapse into the last of them.
+                let mut rate: Vec<(Duration, cg_types::Bitrate)> = Vec::new();
+                for &(at, r) in &f.rate_steps {
+                    let at = at.saturating_sub(f.start);
+                    if rate.last().is_some_and(|l| l.0 == at) {
+                        rate.pop();
+                    }
+                    rate.push((at, r));
+                }
+                let cfg = CbrConfig {
+                    rate,
+                    size: cg_types::DataSize::bytes(f.size as u64 + 28),
+                    ecn: ecn_of(f.ecn),
+                    start: Duration::ZERO,
+                    stop: Some(f.stop.saturating_sub(f.start).max(Duration::from_millis(1))),
+                };
+                cfg.validate().map_err(|e| unsupported(f, &e.to_string()))?;
+                out.push(Planned {
+                    at: f.start,
+                    flow: i,
+                    id: five_tuple(sc, f, 0, Protocol::UDP),
+                    reversed,
+                    make: Make::Cbr(cfg),
+                });
+            }
         }
     }
     out.sort_by_key(|p| p.at);
@@ -332,20 +372,34 @@ pub fn run_and_report(sc: &Scenario, out: &Path) -> Result<Summary> {
                 let (tx, rx) = sim::tcp_pair(cfg, now);
                 (tx.into(), rx.into())
             }
+            Make::Cbr(cfg) => {
+                let (tx, rx) = sim::cbr_pair(cfg, now);
+                (tx.into(), rx.into())
+            }
         };
-        s.add_pair_with_flow(tx, rx, p.id)
-            .ok_or_else(|| Error::Process(format!("two simulated pairs share {:?}", p.id)))?;
+        let added = if p.reversed {
+            s.add_reversed_pair_with_flow(tx, rx, p.id)
+        } else {
+            s.add_pair_with_flow(tx, rx, p.id)
+        };
+        added.ok_or_else(|| Error::Process(format!("two simulated pairs share {:?}", p.id)))?;
         pairs.push((p.flow, p.id));
     }
     s.run_until(start + sc.duration);
 
-    // The flow table: entry 2i is pair i's forward direction, 2i+1 its reverse.
+    // The flow table: entry 2i is pair i's data (on the forward link, or the reverse one for
+    // a reversed pair), 2i+1 its ACKs or feedback.
     let mut table = Vec::new();
     for (i, (_, id)) in pairs.iter().enumerate() {
         let index = u16::try_from(2 * i).unwrap_or(u16::MAX);
+        let (data, back) = if s.is_reversed(i) {
+            (Dir::Reverse, Dir::Forward)
+        } else {
+            (Dir::Forward, Dir::Reverse)
+        };
         table.push(FlowEntry {
             index,
-            dir: Dir::Forward,
+            dir: data,
             src: id.src,
             dst: id.dst,
             sport: id.src_port,
@@ -355,7 +409,7 @@ pub fn run_and_report(sc: &Scenario, out: &Path) -> Result<Summary> {
         let r = id.reversed();
         table.push(FlowEntry {
             index: index.saturating_add(1),
-            dir: Dir::Reverse,
+            dir: back,
             src: r.src,
             dst: r.dst,
             sport: r.src_port,
@@ -413,6 +467,37 @@ pub fn run_and_report(sc: &Scenario, out: &Path) -> Result<Summary> {
         }
         write(
             &format!("raw/cg-send-{}.jsonl", sc.flows[*flow].name),
+            text.as_bytes(),
+        )?;
+    }
+    // The TCP senders' samples, as the kernel generator writes its `TCP_INFO` samples
+    // (`t_s,conn,rtt_ms,cwnd,bytes_acked,retrans`; the last two are not modelled and left
+    // empty): the metrics take the flows' RTT from them.
+    let mut tcp_logs: std::collections::BTreeMap<usize, String> = Default::default();
+    for (i, (flow, _)) in pairs.iter().enumerate() {
+        let Some(tx) = s.sender(i).tcp() else {
+            continue;
+        };
+        let text = tcp_logs
+            .entry(*flow)
+            .or_insert_with(|| "t_s,conn,rtt_ms,cwnd,bytes_acked,retrans\n".to_owned());
+        let conn = pairs[..=i].iter().filter(|(f, _)| f == flow).count();
+        let mss = tx.config().mss.as_bytes_f64();
+        for smp in tx.samples() {
+            let Some(srtt) = smp.srtt else {
+                continue;
+            };
+            text.push_str(&format!(
+                "{:.3},{conn},{:.3},{:.0},,\n",
+                smp.time.saturating_duration_since(start).as_secs_f64(),
+                srtt.as_secs_f64() * 1e3,
+                smp.cwnd.as_bytes_f64() / mss,
+            ));
+        }
+    }
+    for (flow, text) in tcp_logs {
+        write(
+            &format!("raw/send-{}.csv", sc.flows[flow].name),
             text.as_bytes(),
         )?;
     }
@@ -521,15 +606,54 @@ rate = "500k"
 
     #[test]
     fn what_has_no_model_is_refused_with_the_reason() {
-        let bbr = GCC_VS_CUBIC.replace("cc = \"cubic\"", "cc = \"bbr\"");
-        let e = plan(&scenario(&bbr)).err().unwrap().to_string();
-        assert!(e.contains("flow tcp") && e.contains("BBR"), "{e}");
-        let udp = GCC_VS_CUBIC.replace("kind = \"tcp\"\ncc = \"cubic\"", "kind = \"udp\"");
-        let e = plan(&scenario(&udp)).err().unwrap().to_string();
-        assert!(e.contains("only cg and tcp"), "{e}");
+        let webrtc = GCC_VS_CUBIC.replace(
+            "controller = \"gcc\"",
+            "controller = \"gcc\"\nwebrtc = \"cg\"",
+        );
+        let e = plan(&scenario(&webrtc)).err().unwrap().to_string();
+        assert!(e.contains("flow cg") && e.contains("WebRTC"), "{e}");
         let bad = GCC_VS_CUBIC.replace("\"--max-bitrate\", \"2M\"", "\"--max-bitrate\", \"lots\"");
         let e = plan(&scenario(&bad)).err().unwrap().to_string();
         assert!(e.contains("--max-bitrate") && e.contains("lots"), "{e}");
+    }
+
+    #[test]
+    fn bbr_udp_and_reverse_flows_run_and_are_counted_as_in_namespaces() {
+        // GCC forward; a 400 kbit/s UDP flow forward from 10 s; a BBR download on a 2 Mbit/s
+        // reverse path from 20 s, which the GCC flow's feedback shares.
+        let text = GCC_VS_CUBIC
+            .replace("[reverse]\ncapacity = \"100Mbit\"", "[reverse]\ncapacity = \"2Mbit\"\nqdisc = { kind = \"droptail\", limit = \"100ms\" }")
+            .replace(
+                "cc = \"cubic\"\nfrom = \"s1\"\nto = \"r1\"\nstart = \"20s\"\nrate = \"500k\"",
+                "cc = \"bbr\"\nfrom = \"r1\"\nto = \"s1\"\nstart = \"20s\"",
+            )
+            + "[[flows]]\nname = \"cbr\"\nkind = \"udp\"\nrate = \"400k\"\nsize = 972\nfrom = \"s1\"\nto = \"r1\"\nstart = \"10s\"\n";
+        let sc = scenario(&text);
+        let p = plan(&sc).unwrap();
+        assert_eq!(
+            p.iter().map(|p| (p.flow, p.reversed)).collect::<Vec<_>>(),
+            [(0, false), (2, false), (1, true)]
+        );
+        let dir = std::env::temp_dir().join(format!("netlab-sim-r-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let m = run_and_report(&sc, &dir).unwrap().metrics;
+        std::fs::remove_dir_all(&dir).ok();
+        let (cg, bbr, cbr) = (&m.flows[0], &m.flows[1], &m.flows[2]);
+        // 400 kbit/s of 1000-byte datagrams from 10 s: 30 s of it, all delivered.
+        let cbr_mbps = cbr.delivered_bytes as f64 * 8.0 / 30.0 / 1e6;
+        assert!((cbr_mbps - 0.4).abs() < 0.01, "UDP {cbr_mbps} Mbit/s");
+        // The BBR download is counted on the reverse link and takes most of it.
+        let bbr_mbps = bbr.delivered_bytes as f64 * 8.0 / 20.0 / 1e6;
+        assert!(bbr_mbps > 1.5 && bbr_mbps < 2.0, "BBR {bbr_mbps} Mbit/s");
+        // GCC still gets the rest of the forward link, its feedback delayed by BBR's queue.
+        assert!(cg.throughput_mbps > 1.0, "GCC {}", cg.throughput_mbps);
+        assert!(cg.rtt_ms.max > 80.0, "GCC RTT max {} ms", cg.rtt_ms.max);
+        // The TCP flow's RTT comes from its sender's samples, as from the kernel's TCP_INFO.
+        assert!(
+            bbr.rtt_ms.n > 100 && bbr.rtt_ms.p5 >= 50.0,
+            "{:?}",
+            bbr.rtt_ms
+        );
     }
 
     #[test]
