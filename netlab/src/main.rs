@@ -41,6 +41,11 @@ enum Cmd {
         /// priority, competing with the endpoints' encoders).
         #[arg(long, default_value_t = cg_netlab::rt::DEFAULT_PRIORITY)]
         forwarder_priority: u8,
+        /// In simulated time (`cg_netlab::simrun`): cg-cc's controllers with the model
+        /// encoder's frame sizes, cg-cc's TCP (CUBIC, Reno, BBR v1) and CBR flows, the
+        /// scenario's own bottleneck; no namespaces. Same outputs, backend `simulated`.
+        #[arg(long)]
+        sim: bool,
     },
     /// Run the papers' experiments (every preset a paper's figure names, or those matching
     /// --only) and write a report of our numbers beside the papers' (report.md, report.html).
@@ -257,8 +262,14 @@ fn real_main(args: Args) -> Result<(), Error> {
             skip_rtt_check,
             quiet,
             forwarder_priority,
+            sim,
         } => {
             let (sc, base) = load(&scenario)?;
+            if sim {
+                let summary = cg_netlab::simrun::run_and_report(&sc, &out)?;
+                print!("{}", report::table(&summary));
+                return Ok(());
+            }
             let opts = report::RunRequest {
                 out,
                 base,
