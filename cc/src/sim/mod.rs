@@ -33,10 +33,11 @@
 //!   given (GCC's REMB mode); and sends RR-like loss reports every second. Arrival times
 //!   are [`cg_types::RemoteTime`]s offset by 1000 s from the sender's clock, so controllers
 //!   cannot rely on a shared clock.
-//! - [`tcp`]: a loss-based TCP bulk flow to compete with the controllers — [`TcpSender`]
-//!   (greedy, window-limited, unpaced; slow start, then Reno AIMD or CUBIC per RFC 9438;
-//!   losses found by the DupThresh-3 rule and not retransmitted; one reduction per window;
-//!   RFC 6298 retransmission timeout; classic ECN with [`TcpConfig::ecn`] `= Ect0`) and
+//! - [`tcp`]: a TCP bulk flow to compete with the controllers — [`TcpSender`]
+//!   (greedy, window-limited; slow start, then Reno AIMD or CUBIC per RFC 9438, unpaced, or
+//!   BBR v1 as Linux's `tcp_bbr.c`, paced; losses found by the DupThresh-3 rule and not
+//!   retransmitted; one reduction per window; RFC 6298 retransmission timeout; classic ECN
+//!   with [`TcpConfig::ecn`] `= Ect0`) and
 //!   [`TcpReceiver`] (one ACK per segment, echoing CE and the send time), built by
 //!   [`tcp_pair`] from a [`TcpConfig`]. [`TcpSender::samples`] keeps the window and the
 //!   smoothed RTT every 100 ms, [`TcpSender::reductions`] every window reduction.
