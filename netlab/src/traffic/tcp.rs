@@ -312,6 +312,10 @@ mod tests {
         assert_eq!(capped_write_len(5000.0, 1448, 16_384), 4344);
         assert_eq!(capped_write_len(1e9, 1448, 16_384), 15_928);
         assert_eq!(capped_write_len(-3.0, 1448, 16_384), 0);
-        assert_eq!(capped_write_len(f64::INFINITY, 1448, 16_384), 16_384, "uncapped");
+        assert_eq!(
+            capped_write_len(f64::INFINITY, 1448, 16_384),
+            16_384,
+            "uncapped"
+        );
     }
 }
