@@ -159,7 +159,8 @@ pub fn all(m: &Metrics, dur: f64, dir: &Path) -> Result<()> {
 
 /// A heat map of `cells` (`(x, y)` index → value, NaN for none) over two sweep axes, drawn
 /// on log₁₀ axes when every value of an axis is positive (MMSys16 Fig. 8's ku × kd), with the
-/// best cell outlined. Colour: dark (low) to yellow (high).
+/// best cell outlined; an axis of strings is drawn by its values' positions 0, 1, ….
+/// Colour: dark (low) to yellow (high).
 pub fn heatmap(
     path: &Path,
     title: &str,
@@ -167,8 +168,9 @@ pub fn heatmap(
     ay: &crate::sweep::Axis,
     cells: &std::collections::BTreeMap<(usize, usize), f64>,
 ) -> Result<()> {
+    let (vx, vy) = (ax.coords(), ay.coords());
     let log = |v: &[f64]| v.iter().all(|x| *x > 0.0);
-    let (lx, ly) = (log(&ax.values), log(&ay.values));
+    let (lx, ly) = (log(&vx), log(&vy));
     let coord = |v: f64, is_log: bool| if is_log { v.log10() } else { v };
     // Cell edges halfway between neighbouring values (in the drawn scale).
     let edges = |vals: &[f64], is_log: bool| -> Vec<f64> {
@@ -188,7 +190,7 @@ pub fn heatmap(
         e.push(c[c.len() - 1] + half(c.len().saturating_sub(2)));
         e
     };
-    let (ex, ey) = (edges(&ax.values, lx), edges(&ay.values, ly));
+    let (ex, ey) = (edges(&vx, lx), edges(&vy, ly));
     let finite: Vec<f64> = cells.values().copied().filter(|v| v.is_finite()).collect();
     let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);

@@ -775,9 +775,9 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
                 .iter_mut()
                 .filter(|r| r.figure.metric == Metric::ThresholdGain)
             {
-                if let Some(v) = best.get(&r.figure.row) {
-                    r.ours = Measured::Value(*v);
-                    r.verdict = Some(r.figure.verdict(*v));
+                if let Some(v) = best.get(&r.figure.row).and_then(|v| v.number()) {
+                    r.ours = Measured::Value(v);
+                    r.verdict = Some(r.figure.verdict(v));
                 }
             }
             if let Ok(png) = std::fs::read(dir.join("heatmap.png")) {
