@@ -1,5 +1,5 @@
 //! The seed papers' published figures, as data: one file per paper in `netlab/papers/`
-//! (`mmsys16.toml`: MMSys16 Tables 1–6 and Fig. 8; `ccr16.toml`: CCR16 §4.1–4.2;
+//! (`mmsys16.toml`: MMSys16 Tables 1–6 and Figs. 8–11; `ccr16.toml`: CCR16 §4.1–4.2;
 //! `tma24.toml`: TMA24 Tables I–II), embedded in the binary and read by [`all`].
 //!
 //! Each [`PaperFigure`] is one number of a paper: the experiment it belongs to (a preset in
@@ -137,7 +137,8 @@ pub struct PaperFigure {
     pub flows: Option<Flows>,
     /// What is measured.
     pub metric: Metric,
-    /// Mean, percentile…: set for [`Metric::ThroughputMbps`] and [`Metric::QueuingDelayMs`].
+    /// Mean, percentile…: set for [`Metric::ThroughputMbps`], [`Metric::QueuingDelayMs`] and
+    /// [`Metric::RttMs`].
     pub statistic: Option<Statistic>,
     /// The delay threshold of a [`Metric::QueuingDelayExceedance`], ms.
     pub threshold_ms: Option<f64>,
@@ -234,6 +235,9 @@ pub enum Metric {
     LossRatio,
     /// Queuing delay, ms, summarised by a [`Statistic`].
     QueuingDelayMs,
+    /// Round-trip time the media sender measured (from RTCP), ms, summarised by a
+    /// [`Statistic`]: what MMSys16 Fig. 10 plots, propagation delay included.
+    RttMs,
     /// Share of packets whose queuing delay exceeds `threshold_ms`, %.
     QueuingDelayExceedance,
     /// Jain's fairness index, dimensionless.
@@ -250,6 +254,7 @@ impl Metric {
             Metric::Utilisation => "utilisation",
             Metric::LossRatio => "loss_ratio",
             Metric::QueuingDelayMs => "queuing_delay_ms",
+            Metric::RttMs => "rtt_ms",
             Metric::QueuingDelayExceedance => "queuing_delay_exceedance",
             Metric::Jain => "jain",
             Metric::ThresholdGain => "threshold_gain",
@@ -260,7 +265,7 @@ impl Metric {
     pub fn unit(self) -> Unit {
         match self {
             Metric::ThroughputMbps => Unit::MbitPerS,
-            Metric::QueuingDelayMs => Unit::Ms,
+            Metric::QueuingDelayMs | Metric::RttMs => Unit::Ms,
             Metric::Utilisation | Metric::LossRatio | Metric::QueuingDelayExceedance => {
                 Unit::Percent
             }
@@ -270,7 +275,10 @@ impl Metric {
 
     /// Whether a [`Statistic`] is needed (and allowed).
     pub fn has_statistic(self) -> bool {
-        matches!(self, Metric::ThroughputMbps | Metric::QueuingDelayMs)
+        matches!(
+            self,
+            Metric::ThroughputMbps | Metric::QueuingDelayMs | Metric::RttMs
+        )
     }
 
     /// The default tolerance; an entry's `tolerance` overrides the parts it gives.
@@ -282,6 +290,7 @@ impl Metric {
     /// | `loss_ratio` | 0.1 point | 25 % | losses are few and bursty and printed to one or two figures (0.7 %, 1.2 %); 0.1 % of a 200 s run at 1 Mbit/s is ~20 packets, one drop-tail overflow |
     /// | `queuing_delay_ms`, mean or percentile | 2 ms | 20 % | percentiles of RTCP-sampled RTTs rest on few samples in the tail; 2 ms is ten 1200-byte packets at 50 Mbit/s. At 1–3 Mbit/s one packet is 3–10 ms: those entries raise the floor to 10 ms in the data |
     /// | `queuing_delay_ms`, stddev | 2 ms | 30 % | a single run's second moment is noisier than its mean |
+    /// | `rtt_ms` | as `queuing_delay_ms` | | the same samples with the propagation delay added |
     /// | `queuing_delay_exceedance` | 1 point | 10 % | shares of a single run (TMA24); 1 point keeps "0 %" from failing on a few late packets |
     /// | `jain` | 0.05 | – | printed to two decimals; two flows splitting 61/39 instead of 50/50 lose 0.046 |
     /// | `threshold_gain` | – | 5 % | one cell of MMSys16 Fig. 8's grid (200 log steps over four decades) is 10^(4/200) = 4.7 % |
@@ -290,8 +299,10 @@ impl Metric {
             Metric::ThroughputMbps => (0.0, 0.10),
             Metric::Utilisation => (5.0, 0.0),
             Metric::LossRatio => (0.1, 0.25),
-            Metric::QueuingDelayMs if statistic == Some(Statistic::Stddev) => (2.0, 0.30),
-            Metric::QueuingDelayMs => (2.0, 0.20),
+            Metric::QueuingDelayMs | Metric::RttMs if statistic == Some(Statistic::Stddev) => {
+                (2.0, 0.30)
+            }
+            Metric::QueuingDelayMs | Metric::RttMs => (2.0, 0.20),
             Metric::QueuingDelayExceedance => (1.0, 0.10),
             Metric::Jain => (0.05, 0.0),
             Metric::ThresholdGain => (0.0, 0.05),
@@ -607,7 +618,7 @@ impl Checker<'_> {
                     return Err(self.err(
                         span,
                         &format!("{at}.statistic"),
-                        "only throughput_mbps and queuing_delay_ms take a statistic",
+                        "only throughput_mbps, queuing_delay_ms and rtt_ms take a statistic",
                     ));
                 }
                 _ => {}
