@@ -1,11 +1,13 @@
 //! Shipped scenario presets: the seed papers' experiments (files in `netlab/scenarios/`).
 //!
-//! - MMSys16 §6.1–6.5 (Carlucci et al., "Analysis and design of the Google Congestion Control
-//!   for WebRTC"): RTT 50 ms, DT/300, capacity schedules, GCC vs GCC, vs 99 TCP, vs on/off TCP,
-//!   reverse TCP.
+//! - MMSys16 §4.2 and §6.1–6.5 (Carlucci et al., "Analysis and design of the Google Congestion
+//!   Control for WebRTC"): RTT 50 ms; §4.2's adaptive threshold at 1 Mb/s over a 150 ms
+//!   drop-tail (Figs. 9–10) and against one CUBIC flow over 350 ms (Fig. 11); §6's DT/300,
+//!   capacity schedules, GCC vs GCC, vs 99 TCP, vs on/off TCP, reverse TCP.
 //! - CCR16 §4.1–4.2 (Carlucci et al., "Controlling queuing delays for real-time communication"),
 //!   Table 1 settings: DT/300, CoDel (13 ms at 1 Mb/s, else 5 ms), PIE (20 ms / 30 ms), SFQ
-//!   (300 ms, as packets), FQ-CoDel (13 ms).
+//!   (300 ms, as packets), FQ-CoDel (13 ms); §4.2 at every flow count of its two cases
+//!   (n_TCP ∈ {3, 5, 8} at 10 Mb/s; n_TCP ∈ {1, 4, 9, 49, 99} at n_TCP + 1 Mb/s).
 //! - TMA24 §IV (cloud gaming, HTB vs L4S): 50 Mb/s, RTT 30 ms, DT 250 packets, HTB two classes,
 //!   DualPI2 with limit 1000; SCReAM with ECT(1) at the paper's 30 Mbit/s (the model
 //!   encoder) against a rate-stepped Cubic or BBR TCP flow; §III-B's cellular runs over a
