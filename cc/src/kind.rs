@@ -4,9 +4,9 @@
 use cg_types::Bitrate;
 use serde::{Deserialize, Serialize};
 
-use crate::gcc::GccConfig;
+use crate::gcc::{GccConfig, GccTuning};
 use crate::scream::ScreamConfig;
-use crate::{ControllerConfig, FeedbackKind};
+use crate::{ConfigError, ControllerConfig, FeedbackKind};
 
 /// Which congestion controller runs, and with it which feedback the receiver sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -92,6 +92,34 @@ impl ControllerKind {
                 max_bitrate: max,
                 ..ScreamConfig::default()
             }),
+        }
+    }
+}
+
+impl ControllerKind {
+    /// As [`Self::config`], with GCC's settings changed by `tuning`. A tuning for SCReAM is
+    /// refused (field `gcc`): it would do nothing.
+    pub fn tuned_config(
+        self,
+        start: Bitrate,
+        min: Bitrate,
+        max: Bitrate,
+        tuning: &GccTuning,
+    ) -> Result<Box<dyn ControllerConfig>, ConfigError> {
+        match self.gcc_config(start, min, max) {
+            Some(mut gcc) => {
+                tuning.apply(&mut gcc)?;
+                Ok(Box::new(gcc))
+            }
+            None => {
+                ConfigError::check(
+                    tuning.is_default(),
+                    "gcc",
+                    tuning,
+                    "no GCC settings for SCReAM",
+                )?;
+                Ok(self.config(start, min, max))
+            }
         }
     }
 }

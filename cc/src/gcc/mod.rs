@@ -221,6 +221,7 @@ mod sender;
 pub mod standing;
 pub mod threshold;
 mod time;
+mod tuning;
 
 pub use config::{
     ArrivalFilterModel, GccConfig, GccMode, GroupSendTime, Grouping, LossModel, ThresholdModel,
@@ -230,3 +231,4 @@ pub use detector::Signal;
 pub use rate_control::{IncreaseMode, RateState};
 pub use receiver::GccReceiver;
 pub use sender::{GccController, GccStats};
+pub use tuning::{GccTuning, ThresholdChoice};
