@@ -37,6 +37,11 @@ pub struct ReceiverConfig {
     /// GCC-REMB: the estimator's highest value. Default 100 Mbit/s: the sender applies its
     /// own maximum, so the receiver does not cap what it reports.
     pub max_bitrate: Bitrate,
+    /// GCC-REMB: the estimator's threshold and filter settings over the defaults
+    /// (`--gcc-*`). Refused with another controller (send-side GCC runs its estimator in
+    /// cg-send; SCReAM has none). Default: none.
+    #[serde(default)]
+    pub gcc: cg_cc::gcc::GccTuning,
     /// A sender silent this long is forgotten; the next datagram from anyone starts a new
     /// session. Default 3 s.
     #[serde(with = "humantime_serde")]
@@ -74,6 +79,7 @@ impl Default for ReceiverConfig {
             start_bitrate: Bitrate::kbps(300),
             min_bitrate: Bitrate::kbps(50),
             max_bitrate: Bitrate::mbps(100),
+            gcc: cg_cc::gcc::GccTuning::default(),
             peer_timeout: Duration::from_secs(3),
             stats_interval: Duration::from_millis(100),
             media_ssrc: cg_rtp::ReceiverConfig::default().media_ssrc,
@@ -96,6 +102,16 @@ impl ReceiverConfig {
                 self.min_bitrate, self.start_bitrate, self.max_bitrate
             )));
         }
+        if self.controller != ControllerKind::GccRemb && !self.gcc.is_default() {
+            return Err(Error::Config(format!(
+                "the --gcc-* settings belong to GCC's delay-based estimator, which with --cc {} \
+                 runs in cg-send (or does not exist): give them to cg-send",
+                self.controller
+            )));
+        }
+        self.try_controller_config()
+            .and_then(|c| c.validate())
+            .map_err(|e| Error::Config(format!("controller: {e}")))?;
         if self.stats_interval.is_zero() || self.peer_timeout.is_zero() {
             return Err(Error::Config(
                 "stats interval and peer timeout must be positive".into(),
@@ -143,9 +159,24 @@ impl ReceiverConfig {
 
     /// The controller's configuration within this receiver's bounds: the feedback it wants
     /// and its receive-side estimator, if it has one.
+    /// ([`Self::validate`] refuses wrong GCC settings; without it they are left out.)
     pub fn controller_config(&self) -> Box<dyn cg_cc::ControllerConfig> {
-        self.controller
-            .config(self.start_bitrate, self.min_bitrate, self.max_bitrate)
+        self.try_controller_config().unwrap_or_else(|_| {
+            self.controller
+                .config(self.start_bitrate, self.min_bitrate, self.max_bitrate)
+        })
+    }
+
+    /// The controller's configuration with [`Self::gcc`] applied, or why not.
+    pub fn try_controller_config(
+        &self,
+    ) -> Result<Box<dyn cg_cc::ControllerConfig>, cg_cc::ConfigError> {
+        self.controller.tuned_config(
+            self.start_bitrate,
+            self.min_bitrate,
+            self.max_bitrate,
+            &self.gcc,
+        )
     }
 
     /// The cg-rtp receiver configuration (the feedback the controller wants).

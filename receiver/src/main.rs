@@ -38,6 +38,8 @@ struct Args {
     /// The sender's congestion controller (decides the feedback): gcc-remb, gcc, scream.
     #[arg(long, default_value = "gcc-remb", value_name = "CC")]
     cc: String,
+    #[command(flatten)]
+    gcc: cg_app::cli::GccArgs,
     /// Codec of the stream: vp8, h264, h265, or model (from `cg-send --codec model`: frames
     /// are checked and counted, not decoded; not with --webrtc whip).
     #[arg(long, default_value = "vp8")]
@@ -183,6 +185,7 @@ fn config(a: &Args) -> Result<ReceiverConfig, Error> {
         },
         peer_timeout: a.peer_timeout,
         start_bitrate: a.start_bitrate,
+        gcc: a.gcc.tuning(),
         stats_interval: a.stats_interval,
         ..ReceiverConfig::default()
     };

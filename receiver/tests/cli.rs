@@ -73,6 +73,11 @@ fn help_lists_every_option() {
         "--json",
         "--stats-file",
         "--peer-timeout",
+        "--gcc-threshold",
+        "--gcc-ku",
+        "--gcc-kd",
+        "--gcc-static-gamma-ms",
+        "--gcc-kalman-q",
     ] {
         assert!(h.contains(opt), "cg-recv --help lacks {opt}:\n{h}");
     }
@@ -153,6 +158,59 @@ fn unknown_codec_controller_and_ecn_are_clear_errors() {
     let o = run(&recv_bin(), &["--codec", "av1"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown codec"), "{}", stderr(&o));
+}
+
+#[test]
+fn gcc_settings_go_where_the_estimator_runs_and_wrong_ones_are_clear_errors() {
+    let refused = |bin: &PathBuf, args: &[&str], want: &str| {
+        let o = run(bin, args);
+        assert!(!o.status.success(), "{args:?} was accepted");
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    };
+    let to = ["--to", "127.0.0.1:9"];
+    // REMB: the estimator runs in cg-recv; send-side: in cg-send.
+    refused(
+        &send_bin(),
+        &[&to[..], &["--gcc-ku", "0.1"]].concat(),
+        "give them to cg-recv",
+    );
+    refused(
+        &recv_bin(),
+        &["--cc", "gcc", "--gcc-kd", "0.1"],
+        "give them to cg-send",
+    );
+    refused(
+        &recv_bin(),
+        &["--cc", "scream", "--gcc-kalman-q", "0.1"],
+        "give them to cg-send",
+    );
+    refused(
+        &send_bin(),
+        &[&to[..], &["--cc", "scream", "--gcc-ku", "0.1"]].concat(),
+        "no GCC settings for SCReAM",
+    );
+    // Wrong values and combinations, by name.
+    refused(
+        &recv_bin(),
+        &["--gcc-threshold", "fixed"],
+        "expected adaptive or static",
+    );
+    refused(&recv_bin(), &["--gcc-ku=-1"], "k_up");
+    refused(
+        &recv_bin(),
+        &["--gcc-threshold", "static", "--gcc-ku", "0.1"],
+        "k_up",
+    );
+    refused(
+        &recv_bin(),
+        &["--gcc-static-gamma-ms", "0.5"],
+        "static_gamma_ms",
+    );
+    refused(
+        &send_bin(),
+        &[&to[..], &["--cc", "gcc", "--gcc-kalman-q", "0"]].concat(),
+        "kalman_q",
+    );
 }
 
 #[test]

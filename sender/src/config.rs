@@ -46,6 +46,11 @@ pub struct SenderConfig {
     pub min_bitrate: Bitrate,
     /// Highest target the controller may choose. Default 5 Mbit/s.
     pub max_bitrate: Bitrate,
+    /// GCC's threshold and filter settings over the kind's defaults (`--gcc-*`). They act
+    /// here only send-side (`gcc`): with `gcc-remb` they belong to the receiver, and SCReAM
+    /// has none; both refuse them. Default: none.
+    #[serde(default)]
+    pub gcc: cg_cc::gcc::GccTuning,
     /// A new controller target is passed to the encoder only when it differs from the last one
     /// given by at least this fraction (the session's `SenderEvent::TargetBitrate`, with
     /// [`min_bitrate`](Self::min_bitrate) as the floor and the idle rate while the circuit
@@ -119,6 +124,7 @@ impl Default for SenderConfig {
             start_bitrate: Bitrate::kbps(300),
             min_bitrate: Bitrate::kbps(50),
             max_bitrate: Bitrate::mbps(5),
+            gcc: cg_cc::gcc::GccTuning::default(),
             rate_change_threshold: 0.0,
             key_frame_min_interval: Duration::from_millis(500),
             pacer_max_queue_delay: None,
@@ -137,9 +143,17 @@ impl Default for SenderConfig {
 impl SenderConfig {
     /// Checks what a session cannot run with (before anything is opened).
     pub fn validate(&self) -> Result<(), Error> {
-        // The bit-rate bounds, as the controller built from them checks them.
-        self.controller_config()
-            .validate()
+        if self.controller == ControllerKind::GccRemb && !self.gcc.is_default() {
+            return Err(Error::Config(
+                "the --gcc-* settings belong to GCC's delay-based estimator, which runs in \
+                 cg-recv with --cc gcc-remb: give them to cg-recv"
+                    .into(),
+            ));
+        }
+        // The bit-rate bounds and the GCC settings, as the controller built from them checks
+        // them.
+        self.try_controller_config()
+            .and_then(|c| c.validate())
             .map_err(|e| Error::Config(format!("controller: {e}")))?;
         if self.ecn.is_ce() {
             return Err(Error::Config(
@@ -216,9 +230,26 @@ impl SenderConfig {
         }
     }
 
-    /// The congestion controller's configuration.
+    /// The congestion controller's configuration ([`Self::validate`] refuses what
+    /// [`Self::try_controller_config`] refuses; without it, wrong GCC settings are left out).
     pub fn controller_config(&self) -> Box<dyn cg_cc::ControllerConfig> {
-        match self.controller {
+        self.try_controller_config().unwrap_or_else(|_| {
+            self.controller
+                .config(self.start_bitrate, self.min_bitrate, self.max_bitrate)
+        })
+    }
+
+    /// The congestion controller's configuration with [`Self::gcc`] applied, or why not.
+    pub fn try_controller_config(
+        &self,
+    ) -> Result<Box<dyn cg_cc::ControllerConfig>, cg_cc::ConfigError> {
+        let tuned = self.controller.tuned_config(
+            self.start_bitrate,
+            self.min_bitrate,
+            self.max_bitrate,
+            &self.gcc,
+        )?;
+        Ok(match self.controller {
             // SCReAM is tuned to the stream: its ECN and frame period.
             ControllerKind::Scream => Box::new(ScreamConfig {
                 start_bitrate: self.start_bitrate,
@@ -228,8 +259,8 @@ impl SenderConfig {
                 frame_period: Duration::from_secs(1) / self.frame_rate.max(1),
                 ..ScreamConfig::default()
             }),
-            k => k.config(self.start_bitrate, self.min_bitrate, self.max_bitrate),
-        }
+            _ => tuned,
+        })
     }
 }
 

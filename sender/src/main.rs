@@ -53,6 +53,8 @@ struct Args {
     /// cg-recv must be given the same.
     #[arg(long, default_value = "gcc-remb", value_name = "CC")]
     cc: String,
+    #[command(flatten)]
+    gcc: cg_sender::cli::GccArgs,
     /// ECN marking of media packets: off, ect0 (classic ECN), l4s (ECT(1)).
     #[arg(long, default_value = "off", value_name = "MODE")]
     ecn: String,
@@ -326,6 +328,7 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         start_bitrate: a.start_bitrate,
         min_bitrate: a.min_bitrate,
         max_bitrate: a.max_bitrate,
+        gcc: a.gcc.tuning(),
         rtcp_timeout: a.rtcp_timeout,
         feedback_timeout: match a.feedback_timeout.as_str() {
             "auto" => None,

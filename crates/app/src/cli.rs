@@ -97,3 +97,40 @@ pub fn main<E: std::fmt::Display>(name: &str, run: impl FnOnce() -> Result<(), E
         }
     }
 }
+
+/// GCC's settings on the command line (cg-send's and cg-recv's `--gcc-*` options): the
+/// over-use threshold model and its gains, and the arrival-time filter's `Q`. They belong to
+/// the delay-based estimator, which runs in cg-recv with `--cc gcc-remb` and in cg-send with
+/// `--cc gcc`; each program refuses them where they would do nothing.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct GccArgs {
+    /// GCC's over-use threshold: `adaptive` (MMSys16 eq. 17–18, the default) or `static` (the
+    /// 2013 paper's γ̄, MMSys16 Figs. 9(a) and 11(a))
+    #[arg(long, value_name = "MODEL")]
+    pub gcc_threshold: Option<cg_cc::gcc::ThresholdChoice>,
+    /// The adaptive threshold's ku (MMSys16 eq. 18, per ms; default 0.01)
+    #[arg(long, value_name = "K")]
+    pub gcc_ku: Option<f64>,
+    /// The adaptive threshold's kd (MMSys16 eq. 18, per ms; default 0.00018)
+    #[arg(long, value_name = "K")]
+    pub gcc_kd: Option<f64>,
+    /// The static threshold's γ̄ in ms (default 25/60 ms, the 2013 paper's)
+    #[arg(long, value_name = "MS")]
+    pub gcc_static_gamma_ms: Option<f64>,
+    /// The arrival-time Kalman filter's state noise Q (MMSys16 eq. 15, ms²; default 1e-3)
+    #[arg(long, value_name = "Q")]
+    pub gcc_kalman_q: Option<f64>,
+}
+
+impl GccArgs {
+    /// The settings given.
+    pub fn tuning(&self) -> cg_cc::gcc::GccTuning {
+        cg_cc::gcc::GccTuning {
+            threshold: self.gcc_threshold,
+            k_up: self.gcc_ku,
+            k_down: self.gcc_kd,
+            static_gamma_ms: self.gcc_static_gamma_ms,
+            kalman_q: self.gcc_kalman_q,
+        }
+    }
+}
