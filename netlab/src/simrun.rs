@@ -11,8 +11,9 @@
 //! What a scenario may use here:
 //! - flows of kind `cg` (GCC-REMB, GCC, SCReAM; their `send_args` give `--start-bitrate`,
 //!   `--min-bitrate`, `--max-bitrate`, `--fps`, `--key-interval`, for the size profile
-//!   `--pattern camera|game`, and — simulator-only, for sweeps — GCC's adaptive-threshold
-//!   gains `--gcc-ku` and `--gcc-kd`, MMSys16 eq. 18);
+//!   `--pattern camera|game`; GCC's `--gcc-*` settings ([`SIM_GCC_ARGS`]) are read where the
+//!   real programs take them — `recv_args` for GCC-REMB, `send_args` for send-side GCC — and
+//!   refused on the other side, as cg-send and cg-recv refuse them);
 //! - `tcp` (CUBIC, Reno, or BBR v1 as the kernel's `tcp_bbr.c`, with `start`, `stop`,
 //!   `on`/`off` periods and `rate`/`rate_steps` as an application limit);
 //! - `udp` (constant bit rate with its `rate`/`rate_steps`, `size`, `ecn`, `start`, `stop`);
@@ -27,7 +28,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cg_cc::ControllerKind;
-use cg_cc::gcc::ThresholdModel;
+use cg_cc::gcc::GccTuning;
 use cg_cc::sim::{
     self, AnyReceiver, AnySender, CbrConfig, EncoderConfig, ReceiverConfig, SenderConfig, TcpConfig,
 };
@@ -41,6 +42,27 @@ use crate::runner::RunInfo;
 use crate::scenario::{Direction, EcnSetting, FlowKind, FlowSpec, Scenario, TcpCc, WebRtcMode};
 use crate::{Error, Result};
 
+/// The cg-send options the simulator reads from `send_args` (others are ignored: the
+/// picture, the codec and the like have no meaning for the model encoder).
+pub const SIM_SEND_ARGS: [&str; 6] = [
+    "--start-bitrate",
+    "--min-bitrate",
+    "--max-bitrate",
+    "--fps",
+    "--key-interval",
+    "--pattern",
+];
+
+/// GCC's settings (cg-send's and cg-recv's `--gcc-*` options), read from the side whose
+/// program runs GCC's delay-based estimator.
+pub const SIM_GCC_ARGS: [&str; 5] = [
+    "--gcc-threshold",
+    "--gcc-ku",
+    "--gcc-kd",
+    "--gcc-static-gamma-ms",
+    "--gcc-kalman-q",
+];
+
 /// cg-send's defaults for what `send_args` may set.
 struct CgArgs {
     start: Bitrate,
@@ -49,12 +71,62 @@ struct CgArgs {
     fps: u32,
     key_interval: u32,
     camera_like: bool,
-    /// GCC's adaptive-threshold gains (MMSys16 eq. 18), simulator-only options for sweeps.
-    ku: Option<f64>,
-    kd: Option<f64>,
+    /// GCC's settings, from the side that runs the estimator.
+    gcc: GccTuning,
 }
 
-fn cg_args(f: &FlowSpec) -> Result<CgArgs> {
+/// `(option, value)` pairs of `args` for the options in `known` (`--x v` or `--x=v`).
+fn options<'a>(args: &'a [String], known: &[&str]) -> Vec<(&'a str, String)> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(k) = it.next() {
+        let (k, inline) = match k.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_owned())),
+            None => (k.as_str(), None),
+        };
+        if known.contains(&k) {
+            let v = inline.unwrap_or_else(|| it.next().cloned().unwrap_or_default());
+            out.push((k, v));
+        }
+    }
+    out
+}
+
+/// GCC's `--gcc-*` settings in `args`.
+fn gcc_tuning(f: &FlowSpec, args: &[String]) -> Result<GccTuning> {
+    let mut t = GccTuning::default();
+    for (k, v) in options(args, &SIM_GCC_ARGS) {
+        let bad = || Error::NotAvailable(format!("flow {}: {k} {v:?} does not parse", f.name));
+        let num = || v.parse::<f64>().map_err(|_| bad());
+        match k {
+            "--gcc-threshold" => t.threshold = Some(v.parse().map_err(|_| bad())?),
+            "--gcc-ku" => t.k_up = Some(num()?),
+            "--gcc-kd" => t.k_down = Some(num()?),
+            "--gcc-static-gamma-ms" => t.static_gamma_ms = Some(num()?),
+            _ => t.kalman_q = Some(num()?),
+        }
+    }
+    Ok(t)
+}
+
+fn cg_args(f: &FlowSpec, kind: ControllerKind) -> Result<CgArgs> {
+    // Where the real programs take GCC's settings, and where they refuse them.
+    let (here, there, program) = match kind {
+        ControllerKind::GccRemb => (&f.recv_args, &f.send_args, "cg-send"),
+        _ => (&f.send_args, &f.recv_args, "cg-recv"),
+    };
+    if !gcc_tuning(f, there)?.is_default() {
+        return Err(Error::NotAvailable(format!(
+            "flow {}: {program} refuses the --gcc-* settings with controller {kind}: they \
+             belong to the {} args",
+            f.name,
+            if kind == ControllerKind::GccRemb {
+                "recv"
+            } else {
+                "send"
+            }
+        )));
+    }
     let mut a = CgArgs {
         start: Bitrate::kbps(300),
         min: Bitrate::kbps(50),
@@ -62,8 +134,7 @@ fn cg_args(f: &FlowSpec) -> Result<CgArgs> {
         fps: 30,
         key_interval: 3000,
         camera_like: false,
-        ku: None,
-        kd: None,
+        gcc: gcc_tuning(f, here)?,
     };
     let bad = |what: &str, v: &str| {
         Error::NotAvailable(format!(
@@ -71,30 +142,7 @@ fn cg_args(f: &FlowSpec) -> Result<CgArgs> {
             f.name
         ))
     };
-    let mut it = f.send_args.iter();
-    while let Some(k) = it.next() {
-        let (k, inline) = match k.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_owned())),
-            None => (k.as_str(), None),
-        };
-        let takes_value = matches!(
-            k,
-            "--start-bitrate"
-                | "--min-bitrate"
-                | "--max-bitrate"
-                | "--fps"
-                | "--key-interval"
-                | "--pattern"
-                | "--gcc-ku"
-                | "--gcc-kd"
-        );
-        if !takes_value {
-            continue;
-        }
-        let v = match inline {
-            Some(v) => v,
-            None => it.next().cloned().unwrap_or_default(),
-        };
+    for (k, v) in options(&f.send_args, &SIM_SEND_ARGS) {
         let rate = |v: &str| v.parse::<Bitrate>().map_err(|_| bad(k, v));
         match k {
             "--start-bitrate" => a.start = rate(&v)?,
@@ -102,19 +150,7 @@ fn cg_args(f: &FlowSpec) -> Result<CgArgs> {
             "--max-bitrate" => a.max = rate(&v)?,
             "--fps" => a.fps = v.parse().map_err(|_| bad(k, &v))?,
             "--key-interval" => a.key_interval = v.parse().map_err(|_| bad(k, &v))?,
-            "--pattern" => a.camera_like = matches!(v.as_str(), "camera" | "game"),
-            "--gcc-ku" | "--gcc-kd" => {
-                let g: f64 = v.parse().map_err(|_| bad(k, &v))?;
-                if !(g.is_finite() && g > 0.0) {
-                    return Err(bad(k, &v));
-                }
-                if k == "--gcc-ku" {
-                    a.ku = Some(g);
-                } else {
-                    a.kd = Some(g);
-                }
-            }
-            _ => {}
+            _ => a.camera_like = matches!(v.as_str(), "camera" | "game"),
         }
     }
     Ok(a)
@@ -187,7 +223,10 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                 }
                 let kind = ControllerKind::from_name(&f.controller)
                     .map_err(|e| unsupported(f, &e.to_string()))?;
-                let a = cg_args(f)?;
+                let a = cg_args(f, kind)?;
+                // Wrong GCC settings are refused here, before anything runs.
+                kind.tuned_config(a.start, a.min, a.max, &a.gcc)
+                    .map_err(|e| unsupported(f, &format!("controller: {e}")))?;
                 let ecn = ecn_of(f.ecn);
                 let make = move |now: Instant| -> Result<(AnySender, AnyReceiver)> {
                     let fps = a.fps.max(1);
@@ -215,18 +254,9 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                             frame_period: Duration::from_secs(1) / fps,
                             ..cg_cc::scream::ScreamConfig::default()
                         }),
-                        k => match k.gcc_config(a.start, a.min, a.max) {
-                            Some(mut gcc) => {
-                                if let ThresholdModel::Adaptive { k_up, k_down, .. } =
-                                    &mut gcc.threshold
-                                {
-                                    *k_up = a.ku.unwrap_or(*k_up);
-                                    *k_down = a.kd.unwrap_or(*k_down);
-                                }
-                                Box::new(gcc)
-                            }
-                            None => k.config(a.start, a.min, a.max),
-                        },
+                        k => k
+                            .tuned_config(a.start, a.min, a.max, &a.gcc)
+                            .map_err(|e| Error::NotAvailable(format!("controller: {e}")))?,
                     };
                     let err =
                         |e: cg_cc::ConfigError| Error::NotAvailable(format!("controller: {e}"));
@@ -660,12 +690,34 @@ rate = "500k"
     fn the_threshold_gains_reach_gcc_and_change_the_run() {
         let sc = scenario(GCC_VS_CUBIC);
         let mut f = sc.flows[0].clone();
-        f.send_args
-            .extend(["--gcc-ku", "0.1", "--gcc-kd=0.05"].map(String::from));
-        let a = cg_args(&f).unwrap();
-        assert_eq!((a.ku, a.kd), (Some(0.1), Some(0.05)));
+        f.send_args.extend(
+            ["--gcc-ku", "0.1", "--gcc-kd=0.05", "--gcc-kalman-q", "0.01"].map(String::from),
+        );
+        let a = cg_args(&f, ControllerKind::Gcc).unwrap();
+        assert_eq!(
+            (a.gcc.k_up, a.gcc.k_down, a.gcc.kalman_q),
+            (Some(0.1), Some(0.05), Some(0.01))
+        );
+        // Send-side GCC's estimator runs in cg-send: cg-recv refuses them, and so do we.
+        let e = cg_args(&f, ControllerKind::GccRemb)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("cg-send refuses") && e.contains("recv args"),
+            "{e}"
+        );
+        let mut g = sc.flows[0].clone();
+        g.recv_args
+            .extend(["--gcc-threshold", "static"].map(String::from));
+        assert!(cg_args(&g, ControllerKind::Gcc).is_err());
+        let t = cg_args(&g, ControllerKind::GccRemb).unwrap().gcc;
+        assert_eq!(t.threshold, Some(cg_cc::gcc::ThresholdChoice::Static));
         f.send_args.extend(["--gcc-kd", "-1"].map(String::from));
-        assert!(cg_args(&f).is_err(), "a negative gain is refused");
+        let mut bad = scenario(GCC_VS_CUBIC);
+        bad.flows[0] = f.clone();
+        let e = plan(&bad).err().unwrap().to_string();
+        assert!(e.contains("k_down"), "a negative gain is refused: {e}");
         // The same scenario with other gains runs differently.
         let dir = std::env::temp_dir().join(format!("netlab-sim-k-{}", std::process::id()));
         let rate = |args: &[&str]| {

@@ -12,12 +12,12 @@
 //!
 //! [[axis]]
 //! name = "ku"
-//! send_arg = "--gcc-ku"                # appended, with the value, to every cg flow's send_args
+//! recv_arg = "--gcc-ku"                # appended, with the value, to every cg flow's recv_args (GCC-REMB: the estimator runs in cg-recv)
 //! log = { from = 1e-5, to = 0.1, n = 20 }   # or lin = {…}, or values = [...]
 //!
 //! [[axis]]
 //! name = "kd"
-//! send_arg = "--gcc-kd"
+//! recv_arg = "--gcc-kd"
 //! log = { from = 1e-5, to = 0.1, n = 20 }
 //! ```
 //!
@@ -369,6 +369,33 @@ impl Grid {
                         ));
                     }
                 }
+                (None, true) if sim => {
+                    // The simulator ignores the options it has no model for (the picture,
+                    // the codec…): an axis over one would run the same point again and again.
+                    use crate::simrun::{SIM_GCC_ARGS, SIM_SEND_ARGS};
+                    let read = |o: &Option<String>, known: &[&str]| {
+                        o.as_deref().is_none_or(|o| known.contains(&o))
+                    };
+                    let send: Vec<&str> =
+                        SIM_SEND_ARGS.iter().chain(&SIM_GCC_ARGS).copied().collect();
+                    for (o, f, known) in [
+                        (&a.send_arg, "send_arg", &send[..]),
+                        (&a.recv_arg, "recv_arg", &SIM_GCC_ARGS[..]),
+                    ] {
+                        if !read(o, known) {
+                            return Err(err(
+                                span.clone(),
+                                &field(f),
+                                format!(
+                                    "`{}`: the simulator does not read it (it reads {}); run \
+                                     this grid with backend = \"namespaces\"",
+                                    o.as_deref().unwrap_or_default(),
+                                    known.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                }
                 (None, true) => {}
             }
             if let Some(u) = &a.unit
@@ -493,7 +520,7 @@ impl Grid {
             sim,
             axes,
         };
-        grid.check_keys(&|axis: usize, on_key: bool, m: String| {
+        let blame = |axis: usize, on_key: bool, m: String| {
             let (k, v) = &spans[axis];
             let (span, f) = if on_key {
                 (k.clone(), "key")
@@ -501,8 +528,48 @@ impl Grid {
                 (v.clone(), "values")
             };
             err(span, &format!("axis[{axis}].{f}"), m)
-        })?;
+        };
+        grid.check_keys(&blame)?;
+        grid.check_args(&blame)?;
         Ok(grid)
+    }
+
+    /// For a simulated grid, checks each scenario with each value of each argument axis on its
+    /// own (the key axes at their first value) as the simulator will get it: a GCC setting
+    /// on the side whose program refuses it, or a value that does not parse, is refused here
+    /// rather than in every point.
+    fn check_args(&self, blame: &dyn Fn(usize, bool, String) -> Error) -> Result<()> {
+        if !self.sim {
+            return Ok(());
+        }
+        let first: Vec<(usize, usize)> = (0..self.axes.len())
+            .filter(|a| self.axes[*a].key.is_some())
+            .map(|a| (a, 0))
+            .collect();
+        for (s, (spec, _, _)) in self.scenarios.iter().enumerate() {
+            let Ok(base) = self.with_keys(s, &first) else {
+                continue; // check_keys has said why.
+            };
+            for (a, ax) in self
+                .axes
+                .iter()
+                .enumerate()
+                .filter(|(_, ax)| ax.key.is_none())
+            {
+                for v in &ax.values {
+                    let mut sc = base.clone();
+                    append_arg(&mut sc, ax, v);
+                    if let Err(e) = crate::simrun::check(&sc) {
+                        return Err(blame(
+                            a,
+                            false,
+                            format!("scenario `{spec}` with {} = {v}: {e}", ax.name),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Checks every scenario with the key axes' values set: each value on its own, then every
@@ -652,18 +719,23 @@ impl Grid {
         let mut sc = self.with_keys(s, &set).map_err(|e| match e {
             KeyError::Path(_, m) | KeyError::Refused(m) => m,
         })?;
-        for f in sc.flows.iter_mut().filter(|f| f.kind == FlowKind::Cg) {
-            for a in self.axes.iter().filter(|a| a.key.is_none()) {
-                let v = p.values[&a.name].written(a.unit.as_deref());
-                if let Some(arg) = &a.send_arg {
-                    f.send_args.extend([arg.clone(), v.clone()]);
-                }
-                if let Some(arg) = &a.recv_arg {
-                    f.recv_args.extend([arg.clone(), v]);
-                }
-            }
+        for a in self.axes.iter().filter(|a| a.key.is_none()) {
+            append_arg(&mut sc, a, &p.values[&a.name]);
         }
         Ok((sc, self.scenarios[s].2.clone()))
+    }
+}
+
+/// Appends argument axis `a`'s option with `value` to every cg flow of `sc`.
+fn append_arg(sc: &mut Scenario, a: &Axis, value: &AxisValue) {
+    let v = value.written(a.unit.as_deref());
+    for f in sc.flows.iter_mut().filter(|f| f.kind == FlowKind::Cg) {
+        if let Some(arg) = &a.send_arg {
+            f.send_args.extend([arg.clone(), v.clone()]);
+        }
+        if let Some(arg) = &a.recv_arg {
+            f.recv_args.extend([arg.clone(), v.clone()]);
+        }
     }
 }
 
@@ -1077,11 +1149,11 @@ name = "t"
 scenarios = ["preset:mmsys16-6.1-variable-capacity"]
 [[axis]]
 name = "ku"
-send_arg = "--gcc-ku"
+recv_arg = "--gcc-ku"
 log = { from = 0.001, to = 0.1, n = 3 }
 [[axis]]
 name = "kd"
-send_arg = "--gcc-kd"
+recv_arg = "--gcc-kd"
 values = [0.0001, 0.001]
 "#;
 
@@ -1103,7 +1175,7 @@ values = [0.0001, 0.001]
             (&ku[1], &AxisValue::Number(0.001))
         );
         let (sc, _) = g.scenario_of(&p).unwrap();
-        let args = &sc.flows[0].send_args;
+        let args = &sc.flows[0].recv_args;
         assert_eq!(
             &args[args.len() - 4..],
             ["--gcc-ku", "0.01", "--gcc-kd", "0.001"]
@@ -1137,9 +1209,21 @@ values = [0.0001, 0.001]
                 8,
             ),
             (
-                GRID.replace("send_arg = \"--gcc-kd\"", "sendarg = \"--gcc-kd\""),
-                "sendarg",
+                GRID.replace("recv_arg = \"--gcc-kd\"", "recvarg = \"--gcc-kd\""),
+                "recvarg",
                 10,
+            ),
+            (
+                // GCC-REMB's estimator runs in cg-recv: cg-send refuses its settings.
+                GRID.replace("recv_arg = \"--gcc-kd\"", "send_arg = \"--gcc-kd\""),
+                "axis[1].values",
+                11,
+            ),
+            (
+                // The simulator has no model of the picture: an axis over it runs one point.
+                GRID.replace("recv_arg = \"--gcc-kd\"", "send_arg = \"--width\""),
+                "axis[1].send_arg",
+                8,
             ),
             (format!("{GRID}backend = \"cloud\"\n"), "backend", 0),
         ];
@@ -1187,7 +1271,7 @@ key = "flows.tcp.count"
 lin = { from = 1, to = 5, n = 3 }
 [[axis]]
 name = "ku"
-send_arg = "--gcc-ku"
+recv_arg = "--gcc-ku"
 values = [0.01]
 "#;
 
@@ -1216,7 +1300,7 @@ values = [0.01]
             cg_link::qdisc::QdiscConfig::Pie(_)
         ));
         // The count is written as an integer, the delay with its unit, and the point's
-        // scenario text says which point it is; the send_arg axis still reaches cg-send.
+        // scenario text says which point it is; the recv_arg axis still reaches cg-recv.
         assert!(
             sc.source.contains("count = 3")
                 && sc.source.contains("delay = \"40ms\"")
@@ -1228,7 +1312,7 @@ values = [0.01]
         );
         let cg = sc.flows.iter().find(|f| f.kind == FlowKind::Cg).unwrap();
         assert_eq!(
-            &cg.send_args[cg.send_args.len() - 2..],
+            &cg.recv_args[cg.recv_args.len() - 2..],
             ["--gcc-ku", "0.01"]
         );
         // The base scenarios are untouched.
@@ -1393,7 +1477,12 @@ values = [150, 300]
         names.sort();
         assert_eq!(
             names,
-            ["ccr16-fig5-codel", "ccr16-fig5-pie", "mmsys16-fig8"]
+            [
+                "ccr16-fig5-codel",
+                "ccr16-fig5-pie",
+                "mmsys16-fig7",
+                "mmsys16-fig8"
+            ]
         );
         // CCR16 Fig. 5's points set CoDel's and PIE's targets.
         let g = Grid::load(&dir.join("ccr16-fig5-pie.toml")).unwrap();

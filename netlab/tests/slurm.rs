@@ -211,11 +211,11 @@ name = "slurm-test"
 scenarios = ["short.toml"]
 [[axis]]
 name = "ku"
-send_arg = "--gcc-ku"
+recv_arg = "--gcc-ku"
 log = { from = 1e-4, to = 0.1, n = 3 }
 [[axis]]
 name = "kd"
-send_arg = "--gcc-kd"
+recv_arg = "--gcc-kd"
 log = { from = 1e-4, to = 0.1, n = 2 }
 "#;
 
