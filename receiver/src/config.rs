@@ -109,7 +109,13 @@ impl ReceiverConfig {
                 self.controller
             )));
         }
-        self.try_controller_config()
+        self.controller
+            .tuned_config(
+                self.start_bitrate,
+                self.min_bitrate,
+                self.max_bitrate,
+                &self.gcc,
+            )
             .and_then(|c| c.validate())
             .map_err(|e| Error::Config(format!("controller: {e}")))?;
         if self.stats_interval.is_zero() || self.peer_timeout.is_zero() {
@@ -158,25 +164,13 @@ impl ReceiverConfig {
     }
 
     /// The controller's configuration within this receiver's bounds: the feedback it wants
-    /// and its receive-side estimator, if it has one.
-    /// ([`Self::validate`] refuses wrong GCC settings; without it they are left out.)
+    /// and its receive-side estimator, if it has one, with [`Self::gcc`] applied
+    /// ([`Self::validate`] refuses wrong GCC settings; unchecked, they are left out).
     pub fn controller_config(&self) -> Box<dyn cg_cc::ControllerConfig> {
-        self.try_controller_config().unwrap_or_else(|_| {
-            self.controller
-                .config(self.start_bitrate, self.min_bitrate, self.max_bitrate)
-        })
-    }
-
-    /// The controller's configuration with [`Self::gcc`] applied, or why not.
-    pub fn try_controller_config(
-        &self,
-    ) -> Result<Box<dyn cg_cc::ControllerConfig>, cg_cc::ConfigError> {
-        self.controller.tuned_config(
-            self.start_bitrate,
-            self.min_bitrate,
-            self.max_bitrate,
-            &self.gcc,
-        )
+        let (start, min, max) = (self.start_bitrate, self.min_bitrate, self.max_bitrate);
+        self.controller
+            .tuned_config(start, min, max, &self.gcc)
+            .unwrap_or_else(|_| self.controller.config(start, min, max))
     }
 
     /// The cg-rtp receiver configuration (the feedback the controller wants).
