@@ -726,6 +726,11 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
             only.unwrap_or("")
         )));
     }
+    // The sweep is read at the end: a grid that no longer loads is refused now, not after
+    // the runs.
+    if let Some(dir) = &opts.sweep {
+        crate::sweep::Grid::load(&dir.join("grid.toml"))?;
+    }
     std::fs::create_dir_all(&opts.out).map_err(|e| Error::Output {
         path: opts.out.clone(),
         detail: e.to_string(),
@@ -857,6 +862,32 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
 mod tests {
     use super::*;
     use crate::papers::Better;
+
+    #[test]
+    fn a_sweep_that_does_not_load_is_refused_before_anything_runs() {
+        let tmp = std::env::temp_dir().join(format!("netlab-repro-sweep-{}", std::process::id()));
+        let (sweep, out) = (tmp.join("sweep"), tmp.join("out"));
+        std::fs::create_dir_all(&sweep).unwrap();
+        std::fs::write(sweep.join("grid.toml"), "name = \"g\"\nscenarios = []\n").unwrap();
+        let opts = Options {
+            out: out.clone(),
+            only: Some("mmsys16-6.1".into()),
+            sim: true,
+            sweep: Some(sweep),
+            run: RunRequest {
+                out: out.clone(),
+                base: PathBuf::new(),
+                coalesce: std::time::Duration::from_micros(100),
+                skip_rtt_check: false,
+                quiet: true,
+                forwarder_rt: None,
+            },
+        };
+        let e = super::run(&opts).unwrap_err().to_string();
+        assert!(e.contains("grid.toml"), "{e}");
+        assert!(!out.exists(), "nothing ran");
+        std::fs::remove_dir_all(&tmp).ok();
+    }
 
     #[test]
     fn patterns_match_substrings_and_globs() {
