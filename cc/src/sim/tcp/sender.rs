@@ -88,9 +88,9 @@ pub struct TcpSender {
     /// always in flight, so at most `DUP_THRESH − 1` acknowledged slots follow it and the
     /// length is bounded by the window.
     una: u64,
-    slots: VecDeque<Slot>,
-    /// Each slot's send state, in step with `slots`.
-    sent_state: VecDeque<SendState>,
+    /// Each tracked segment's fate, and what the delivery-rate estimator remembers of it
+    /// (BBR's flows only).
+    slots: VecDeque<(Slot, Option<SendState>)>,
     in_flight: u32,
     /// The `DUP_THRESH` highest segments acknowledged, highest first.
     highest_acked: [Option<u64>; DUP_THRESH],
@@ -126,9 +126,10 @@ pub struct TcpSender {
     app_credit: f64,
     app_filled: Instant,
     app_limit: Option<f64>,
-    /// Delivery-rate estimation (`tcp_rate.c`): segments delivered (acknowledged for the
-    /// first time), when the last was, the send time of the newest segment delivered, and
-    /// `delivered + in_flight` when the application last held the flow (0: not held).
+    /// Delivery-rate estimation (`tcp_rate.c`, kept for BBR only): segments delivered
+    /// (acknowledged for the first time), when the last was, the send time of the newest
+    /// segment delivered, and `delivered + in_flight` when the application last held the flow
+    /// (0: not held).
     delivered: u64,
     delivered_time: Instant,
     first_sent_time: Instant,
@@ -159,7 +160,6 @@ impl TcpSender {
             next_seq: 0,
             una: 0,
             slots: VecDeque::new(),
-            sent_state: VecDeque::new(),
             in_flight: 0,
             highest_acked: [None; DUP_THRESH],
             cwnd: f64::from(cfg.initial_window),
@@ -252,13 +252,13 @@ impl TcpSender {
         }
         let prior_in_flight = u64::from(self.in_flight);
         let lost_before = self.segments_lost;
-        let index = ack
+        let tracked = ack
             .seq
             .checked_sub(self.una)
-            .and_then(|i| usize::try_from(i).ok());
-        let state = index.and_then(|i| self.sent_state.get(i)).copied();
-        let slot = index.and_then(|i| self.slots.get_mut(i));
-        let fresh = match slot {
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| self.slots.get_mut(i));
+        let state = tracked.as_ref().and_then(|t| t.1);
+        let fresh = match tracked.map(|t| &mut t.0) {
             Some(s @ Slot::InFlight) => {
                 *s = Slot::Acked;
                 self.in_flight -= 1;
@@ -281,7 +281,11 @@ impl TcpSender {
             return;
         }
         self.segments_acked += 1;
-        let sample = self.deliver(state, now);
+        let sample = self
+            .bbr
+            .is_some()
+            .then(|| self.deliver(state, now))
+            .flatten();
         self.note_acked(ack.seq);
         self.detect_losses(now);
         if self.bbr.is_some() {
@@ -420,7 +424,7 @@ impl TcpSender {
             let below = threshold.saturating_sub(self.una);
             let n = usize::try_from(below).map_or(self.slots.len(), |b| b.min(self.slots.len()));
             let mut new_event = false;
-            for (i, s) in self.slots.iter_mut().take(n).enumerate() {
+            for (i, (s, _)) in self.slots.iter_mut().take(n).enumerate() {
                 if *s == Slot::InFlight {
                     *s = Slot::Lost;
                     self.in_flight -= 1;
@@ -432,9 +436,8 @@ impl TcpSender {
                 self.reduce(CongestionCause::Loss, now);
             }
         }
-        while self.slots.front().is_some_and(|s| *s != Slot::InFlight) {
+        while self.slots.front().is_some_and(|s| s.0 != Slot::InFlight) {
             self.slots.pop_front();
-            self.sent_state.pop_front();
             self.una += 1;
         }
     }
@@ -515,7 +518,6 @@ impl TcpSender {
         self.segments_lost += u64::from(self.in_flight);
         self.in_flight = 0;
         self.slots.clear();
-        self.sent_state.clear();
         self.una = self.next_seq;
         self.rtt.back_off();
         let before = self.cwnd;
@@ -688,7 +690,11 @@ impl Endpoint for TcpSender {
         self.fill_app(now);
         if !self.may_send(now) {
             // `tcp_rate_check_app_limited`: the application, not the window, holds the flow.
-            if self.started && !self.app_ready() && self.in_flight < self.cwnd.floor() as u32 {
+            if self.bbr.is_some()
+                && self.started
+                && !self.app_ready()
+                && self.in_flight < self.cwnd.floor() as u32
+            {
                 self.app_limited_until = (self.delivered + u64::from(self.in_flight)).max(1);
             }
             return None;
@@ -696,26 +702,27 @@ impl Endpoint for TcpSender {
         if self.app_limit.is_some() {
             self.app_credit -= self.cfg.mss.as_bytes_f64();
         }
-        if self.in_flight == 0 {
-            // `tcp_rate_skb_sent`: a new flight starts its intervals now.
-            self.first_sent_time = now;
-            self.delivered_time = now;
-        }
-        if let Some(b) = &self.bbr {
+        // BBR paces, and samples the delivery rate (`tcp_rate_skb_sent`).
+        let state = self.bbr.as_ref().map(|b| {
             let rate = b.pacing_rate().max(1.0);
             let gap = Duration::from_secs_f64(self.cfg.mss.as_bytes_f64() / rate);
             self.next_departure = self.next_departure.max(now) + gap;
-        }
+            if self.in_flight == 0 {
+                // A new flight starts its intervals now.
+                self.first_sent_time = now;
+                self.delivered_time = now;
+            }
+            SendState {
+                sent: now,
+                delivered: self.delivered,
+                delivered_time: self.delivered_time,
+                first_sent_time: self.first_sent_time,
+                app_limited: self.app_limited_until != 0,
+            }
+        });
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.slots.push_back(Slot::InFlight);
-        self.sent_state.push_back(SendState {
-            sent: now,
-            delivered: self.delivered,
-            delivered_time: self.delivered_time,
-            first_sent_time: self.first_sent_time,
-            app_limited: self.app_limited_until != 0,
-        });
+        self.slots.push_back((Slot::InFlight, state));
         self.in_flight += 1;
         self.segments_sent += 1;
         if self.rto_at.is_none() {
