@@ -63,6 +63,13 @@ impl ControllerKind {
         }
     }
 
+    /// Whether GCC's delay-based estimator — the Kalman filter and the threshold, and so
+    /// [`GccTuning`] — runs at the receiver (GCC-REMB); with send-side GCC it runs at the
+    /// sender, and SCReAM has none.
+    pub const fn delay_estimator_at_receiver(self) -> bool {
+        matches!(self, ControllerKind::GccRemb)
+    }
+
     /// The GCC configuration for this kind with the given bounds (`None` for SCReAM).
     pub fn gcc_config(self, start: Bitrate, min: Bitrate, max: Bitrate) -> Option<GccConfig> {
         let base = match self {
@@ -147,6 +154,12 @@ mod tests {
             );
             let receive_side = c.build_receive_side(now).unwrap();
             assert_eq!(receive_side.is_some(), k == ControllerKind::GccRemb, "{k}");
+            // The tuning goes where the estimator is built.
+            assert_eq!(
+                k.delay_estimator_at_receiver(),
+                receive_side.is_some(),
+                "{k}"
+            );
         }
     }
 

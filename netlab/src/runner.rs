@@ -715,11 +715,7 @@ impl Launch<'_> {
                 s("--size"),
                 s(f.size),
                 s("--ecn"),
-                s(match f.ecn {
-                    crate::scenario::EcnSetting::NotEct => "not-ect",
-                    crate::scenario::EcnSetting::Ect0 => "ect0",
-                    crate::scenario::EcnSetting::Ect1 => "ect1",
-                }),
+                s(f.ecn.ecn()),
             ],
         };
         a.extend([

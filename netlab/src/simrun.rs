@@ -39,7 +39,7 @@ use cg_types::{Bitrate, Ecn};
 use crate::emu::record::{Dir, FlowEntry};
 use crate::report::{self, Summary};
 use crate::runner::RunInfo;
-use crate::scenario::{Direction, EcnSetting, FlowKind, FlowSpec, Scenario, TcpCc, WebRtcMode};
+use crate::scenario::{Direction, FlowKind, FlowSpec, Scenario, TcpCc, WebRtcMode};
 use crate::{Error, Result};
 
 /// The cg-send options the simulator reads from `send_args` (others are ignored: the
@@ -111,20 +111,16 @@ fn gcc_tuning(f: &FlowSpec, args: &[String]) -> Result<GccTuning> {
 
 fn cg_args(f: &FlowSpec, kind: ControllerKind) -> Result<CgArgs> {
     // Where the real programs take GCC's settings, and where they refuse them.
-    let (here, there, program) = match kind {
-        ControllerKind::GccRemb => (&f.recv_args, &f.send_args, "cg-send"),
-        _ => (&f.send_args, &f.recv_args, "cg-recv"),
+    let (here, there, program, side) = if kind.delay_estimator_at_receiver() {
+        (&f.recv_args, &f.send_args, "cg-send", "recv")
+    } else {
+        (&f.send_args, &f.recv_args, "cg-recv", "send")
     };
     if !gcc_tuning(f, there)?.is_default() {
         return Err(Error::NotAvailable(format!(
             "flow {}: {program} refuses the --gcc-* settings with controller {kind}: they \
-             belong to the {} args",
-            f.name,
-            if kind == ControllerKind::GccRemb {
-                "recv"
-            } else {
-                "send"
-            }
+             belong to the {side} args",
+            f.name
         )));
     }
     let mut a = CgArgs {
@@ -173,14 +169,6 @@ enum Make {
     Cbr(CbrConfig),
 }
 
-fn ecn_of(e: EcnSetting) -> Ecn {
-    match e {
-        EcnSetting::NotEct => Ecn::NotEct,
-        EcnSetting::Ect0 => Ecn::Ect0,
-        EcnSetting::Ect1 => Ecn::Ect1,
-    }
-}
-
 fn unsupported(f: &FlowSpec, why: &str) -> Error {
     Error::NotAvailable(format!(
         "flow {} cannot run in simulated time: {why}",
@@ -227,7 +215,7 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                 // Wrong GCC settings are refused here, before anything runs.
                 kind.tuned_config(a.start, a.min, a.max, &a.gcc)
                     .map_err(|e| unsupported(f, &format!("controller: {e}")))?;
-                let ecn = ecn_of(f.ecn);
+                let ecn = f.ecn.ecn();
                 let make = move |now: Instant| -> Result<(AnySender, AnyReceiver)> {
                     let fps = a.fps.max(1);
                     let base = if a.camera_like {
@@ -344,7 +332,7 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                 let cfg = CbrConfig {
                     rate,
                     size: cg_types::DataSize::bytes(f.size as u64 + 28),
-                    ecn: ecn_of(f.ecn),
+                    ecn: f.ecn.ecn(),
                     start: Duration::ZERO,
                     stop: Some(f.stop.saturating_sub(f.start).max(Duration::from_millis(1))),
                 };

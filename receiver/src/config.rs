@@ -102,7 +102,7 @@ impl ReceiverConfig {
                 self.min_bitrate, self.start_bitrate, self.max_bitrate
             )));
         }
-        if self.controller != ControllerKind::GccRemb && !self.gcc.is_default() {
+        if !self.controller.delay_estimator_at_receiver() && !self.gcc.is_default() {
             return Err(Error::Config(format!(
                 "the --gcc-* settings belong to GCC's delay-based estimator, which with --cc {} \
                  runs in cg-send (or does not exist): give them to cg-send",

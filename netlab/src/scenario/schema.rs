@@ -259,6 +259,17 @@ pub enum EcnSetting {
     Ect1,
 }
 
+impl EcnSetting {
+    /// The code point.
+    pub fn ecn(self) -> cg_types::Ecn {
+        match self {
+            EcnSetting::NotEct => cg_types::Ecn::NotEct,
+            EcnSetting::Ect0 => cg_types::Ecn::Ect0,
+            EcnSetting::Ect1 => cg_types::Ecn::Ect1,
+        }
+    }
+}
+
 /// TCP congestion control (TCP_CONGESTION).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]

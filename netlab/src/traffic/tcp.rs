@@ -104,7 +104,8 @@ fn capped_write_len(budget: f64, mss: usize, chunk: usize) -> usize {
     if !budget.is_finite() {
         return chunk;
     }
-    (budget.max(0.0) as usize).min(chunk) / mss.max(1) * mss.max(1)
+    let mss = mss.max(1);
+    (budget.max(0.0) as usize).min(chunk) / mss * mss
 }
 
 /// Connects with `cc` set before the handshake (so it governs the whole connection).
