@@ -43,12 +43,13 @@
 //!   paced at 1.5 × target, every frame overruns the bottleneck once the target passes 2/3 of
 //!   it, DualPI2's 1 ms step marks the frame tails, and the flow settles near 56–68 % of the
 //!   link (the reference code measured 68 %; this model without the cap 56–60 %, seeds
-//!   21–22); with the cap, held for good once marks arrive ([`ScreamConfig::l4s_pacing_hold`])
-//!   and 5 % under the bottleneck for an RTT after each mark ([`ScreamConfig::l4s_mark_drain`]),
-//!   89.8–94.4 % with an L-queue p99 ≤ 0.42 ms (TMA24 scenario, seeds 21–28; a 5 s hold and
+//!   21–22); with the cap, held for good once marks arrive ([`ScreamConfig::l4s_pacing_hold`]),
+//!   5 % under the bottleneck for an RTT after each mark ([`ScreamConfig::l4s_mark_drain`])
+//!   and the window held within 2 % of the cap's rate ([`ScreamConfig::l4s_window_slack`]),
+//!   92.7–95.3 % with an L-queue p99 ≤ 0.46 ms (TMA24 scenario, seeds 21–36; a 5 s hold and
 //!   no drain gave 82.7–89.2 % and p99 up to 10.4 ms). `None` restores the plain rule. After
-//!   the capacity rises no train outruns the bottleneck and the estimate holds the flow down
-//!   (issue #19, see [`ScreamConfig::l4s_pacing_hold`]).
+//!   the capacity rises no train paced at the cap outruns the bottleneck, and the estimate
+//!   holds the flow down (issue #19, see [`ScreamConfig::l4s_pacing_hold`]).
 //! - **Pacing follows the media rate** as well as the target (`max(target, RTP rate)`, as the
 //!   reference's `rateRtpAvg` does): an encoder that lags a falling target is not throttled.
 //! - **The RTP-queue integral samples the queue at frame arrivals** (the draft's "per frame"):
@@ -521,6 +522,18 @@ impl Scream {
         } else {
             0.0
         };
+        if let Some(cap_bps) = self.l4s_cap_bps()
+            && let Some(slack) = cfg.l4s_window_slack
+        {
+            // The L4S cap's window bound ([`ScreamConfig::l4s_window_slack`]).
+            let mss = self.mss();
+            let bound = (1.0 + slack) * cap_bps / 8.0
+                * rtt_c
+                * (cfg.rate_margin + self.media.rate_adjust + self.media.frame_size_dev)
+                * (mss + cfg.packet_overhead.as_bytes_f64())
+                / mss.max(1.0);
+            self.cwnd = self.cwnd.min(bound.max(self.min_cwnd()));
+        }
         let hard_cap = 4.0 * max_bytes_per_rtt * (cfg.rate_margin + cfg.max_rate_adjust + dev_max)
             + 2.0 * self.mss();
         self.cwnd = self
@@ -631,6 +644,12 @@ impl Scream {
                 Bitrate::from_bps_f64(self.target.as_bps_f64() / 2.0).max(cfg.min_bitrate);
         }
         self.update_pacing();
+    }
+
+    /// The L4S pacing cap's rate while it is in force ([`ScreamConfig::l4s_pacing_cap`]).
+    fn l4s_cap_bps(&self) -> Option<f64> {
+        let cap = self.cfg.l4s_pacing_cap.filter(|_| self.l4s_congested)?;
+        Some(cap * self.bottleneck.estimate()?)
     }
 
     fn update_pacing(&mut self) {

@@ -129,6 +129,30 @@ pub fn extra(stats: &cg_cc::ControllerStats, name: &str) -> f64 {
     stats.extra_value(name).unwrap_or(f64::NAN)
 }
 
+/// The `p`th percentile of the media (RTP) queue delay of flow `flow`'s sender samples
+/// between `from` and `to`, ms (SCReAM's `rtp_queue_delay_ms`; NaN without samples).
+pub fn rtp_queue_percentile(
+    s: &Sim<SimSender, SimReceiver>,
+    flow: usize,
+    from: Instant,
+    to: Instant,
+    p: f64,
+) -> f64 {
+    let mut v: Vec<f64> = s
+        .sender(flow)
+        .samples()
+        .iter()
+        .filter(|smp| smp.time >= from && smp.time < to)
+        .map(|smp| extra(&smp.stats, "rtp_queue_delay_ms"))
+        .filter(|d| d.is_finite())
+        .collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[((p / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
 /// With `TRACE=from-to` (seconds since `start`), prints flow `flow`'s sender samples in that
 /// window (rate, window, queues, SCReAM's state) to look at one run by hand.
 pub fn trace_if_asked(s: &Sim<SimSender, SimReceiver>, flow: usize, start: Instant) {
