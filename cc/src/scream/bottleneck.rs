@@ -15,25 +15,12 @@
 //! - samples are averaged (EWMA ½), not maximised: the quantisation error is symmetric, a
 //!   maximum would keep only the overestimates.
 //!
-//! Only the part of a train up to its most delayed packet (relative to its sending) counts:
-//! up to there the bottleneck's queue grew, so the link was busy all along and the bytes over
-//! the span are its rate. Packets after it may have met an empty queue and arrived at the
-//! sender's pace; counting them read the rate low (49.7 and 47.8 for a 50 Mbit/s link,
-//! seeds 22 and 26 of the TMA24 case, against 50.0 now).
-//!
-//! A train that arrived as fast as it was sent is no sample, but if it was sent faster than
-//! the estimate it shows the bottleneck is at least as fast as the train arrived (or was
-//! sent, whichever is less): the estimate is raised to that. This is how a flow finds room
-//! another flow left: trains paced at its share arrive unstretched, and the window's slack
-//! over the cap ([`ScreamConfig::l4s_window_slack`](super::ScreamConfig::l4s_window_slack))
-//! sends some a little faster. Measured (two L4S flows at 20 Mbit/s, seeds 1–8): Jain
-//! 0.920–0.965 with the raise, 0.818–0.902 without. Quantisation can read such a train a few
-//! per cent fast; the next trains paced above the link are stretched and their samples pull
-//! the estimate back, and meanwhile the marks hold the window.
-//!
-//! The estimate does not expire. If the capacity falls, trains paced at the old rate outrun
-//! the new bottleneck and their samples pull the estimate down within a few frames. If it
-//! rises, only the slack's trains raise it, 2 % at a time (issue #19, see
+//! The estimate does not expire: while the cap holds the pacing rate below it, no train
+//! outruns the bottleneck and nothing new is learnt. If the capacity falls, trains paced at
+//! the old rate outrun the new bottleneck and their samples pull the estimate down within a
+//! few frames. If it rises, no train outruns it any more; the target may grow past the cap
+//! (the pacing rate never goes below the target), but the pacer then runs at the target, the
+//! media queue grows and its integral holds the target down (issue #19, see
 //! [`ScreamConfig::l4s_pacing_hold`](super::ScreamConfig::l4s_pacing_hold)).
 
 use std::time::Duration;
@@ -54,20 +41,6 @@ struct Train {
     first_sent: i64,
     last_sent: i64,
     /// Bytes after the first packet (the first one's bytes arrived before `first_at`).
-    bytes: u64,
-    packets: u32,
-    /// The train up to its packet that lagged its sending the most: the bottleneck's queue
-    /// grew until then, so it was busy all along.
-    busy: Busy,
-}
-
-/// The part of a train up to its most delayed packet.
-#[derive(Debug, Clone, Copy, Default)]
-struct Busy {
-    /// `(arrival − first arrival) − (sent − first sent)` of that packet, µs.
-    lag: i64,
-    at: i64,
-    sent: i64,
     bytes: u64,
     packets: u32,
 }
@@ -93,18 +66,6 @@ impl BottleneckRate {
             t.last_sent = sent_us;
             t.bytes = t.bytes.saturating_add(size);
             t.packets = t.packets.saturating_add(1);
-            let lag = arrival_us
-                .saturating_sub(t.first_at)
-                .saturating_sub(sent_us.saturating_sub(t.first_sent));
-            if lag >= t.busy.lag {
-                t.busy = Busy {
-                    lag,
-                    at: arrival_us,
-                    sent: sent_us,
-                    bytes: t.bytes,
-                    packets: t.packets,
-                };
-            }
             return;
         }
         self.close();
@@ -115,53 +76,27 @@ impl BottleneckRate {
             last_sent: sent_us,
             bytes: 0,
             packets: 1,
-            busy: Busy {
-                lag: 0,
-                at: arrival_us,
-                sent: sent_us,
-                bytes: 0,
-                packets: 1,
-            },
         });
     }
 
     fn close(&mut self) {
         let Some(t) = self.train.take() else { return };
-        let min_span = MIN_SPAN.as_micros() as i64;
         // Times come from the network (arrival) and may be anything: saturate.
-        let b = t.busy;
-        let busy_r = b.at.saturating_sub(t.first_at);
-        let busy_s = b.sent.saturating_sub(t.first_sent);
-        // Outran the bottleneck: up to its most delayed packet the train took longer to arrive
-        // than to send, by more than one tick, so the bottleneck was busy all that time.
-        if b.packets < MIN_PACKETS || busy_r < min_span {
+        let span_r = t.last_at.saturating_sub(t.first_at);
+        let span_s = t.last_sent.saturating_sub(t.first_sent);
+        if t.packets < MIN_PACKETS || span_r < MIN_SPAN.as_micros() as i64 {
             return;
         }
-        if busy_r <= busy_s.saturating_add(TICK_US) {
-            self.raise(&t);
+        // Outran the bottleneck: arrival took longer than sending, by more than one tick.
+        if span_r <= span_s.saturating_add(TICK_US) {
             return;
         }
-        let r = b.bytes as f64 * 8e6 / busy_r as f64;
+        let r = t.bytes as f64 * 8e6 / span_r as f64;
         self.estimate_bps = match self.estimate() {
             Some(old) => 0.5 * old + 0.5 * r,
             None => r,
         };
         self.sampled = true;
-    }
-
-    /// A train that arrived as fast as it was sent: if it was sent faster than the estimate,
-    /// the bottleneck is at least as fast as it arrived (and as it was sent).
-    fn raise(&mut self, t: &Train) {
-        let span_r = t.last_at.saturating_sub(t.first_at);
-        let span_s = t.last_sent.saturating_sub(t.first_sent);
-        if !self.sampled || t.packets < MIN_PACKETS || span_r < MIN_SPAN.as_micros() as i64 {
-            return;
-        }
-        let sent = t.bytes as f64 * 8e6 / span_s.max(1) as f64;
-        let r = (t.bytes as f64 * 8e6 / span_r as f64).min(sent);
-        if sent > self.estimate_bps && r > self.estimate_bps {
-            self.estimate_bps = r;
-        }
     }
 
     /// The bottleneck rate, bit/s, once a train has measured it.
@@ -229,29 +164,6 @@ mod tests {
             t = train(&mut b, t, 40, 1200, 0.95 * before, 20e6) + 20_000;
         }
         assert_eq!(b.estimate(), Some(before));
-    }
-
-    #[test]
-    fn packets_after_the_queue_drained_do_not_read_the_rate_low() {
-        // A frame's first half outruns a 20 Mbit/s bottleneck, its second half is sent at
-        // 15 Mbit/s: the queue drains and the tail arrives at the sender's pace, joined to the
-        // train. Only the part while the queue grew is the bottleneck's rate.
-        let mut b = BottleneckRate::default();
-        let service = 1200.0 * 8e6 / 20e6;
-        let mut t0 = 0.0;
-        for _ in 0..4 {
-            let (mut free, mut sent) = (t0, t0);
-            for k in 0..80 {
-                let done = f64::max(free, sent) + service;
-                free = done;
-                let arrival = ((done + 50_000.0) / 1e6 * 1024.0).floor() / 1024.0 * 1e6;
-                b.on_acked(arrival as i64, sent as i64, 1200);
-                sent += 1200.0 * 8e6 / if k < 40 { 30e6 } else { 15e6 };
-            }
-            t0 = sent + 20_000.0;
-        }
-        let e = b.estimate().expect("sampled");
-        assert!((e - 20e6).abs() < 0.6e6, "estimate {e}");
     }
 
     #[test]

@@ -43,13 +43,17 @@
 //!   paced at 1.5 × target, every frame overruns the bottleneck once the target passes 2/3 of
 //!   it, DualPI2's 1 ms step marks the frame tails, and the flow settles near 56–68 % of the
 //!   link (the reference code measured 68 %; this model without the cap 56–60 %, seeds
-//!   21–22); with the cap, held for good once marks arrive ([`ScreamConfig::l4s_pacing_hold`]),
-//!   5 % under the bottleneck for an RTT after each mark ([`ScreamConfig::l4s_mark_drain`])
-//!   and the window held within 2 % of the cap's rate ([`ScreamConfig::l4s_window_slack`]),
-//!   92.7–95.3 % with an L-queue p99 ≤ 0.46 ms (TMA24 scenario, seeds 21–36; a 5 s hold and
+//!   21–22); with the cap, held for good once marks arrive ([`ScreamConfig::l4s_pacing_hold`])
+//!   and 5 % under the bottleneck for an RTT after each mark ([`ScreamConfig::l4s_mark_drain`]),
+//!   89.8–94.4 % with an L-queue p99 ≤ 0.42 ms (TMA24 scenario, seeds 21–28; a 5 s hold and
 //!   no drain gave 82.7–89.2 % and p99 up to 10.4 ms). `None` restores the plain rule. After
-//!   the capacity rises no train paced at the cap outruns the bottleneck, and the estimate
-//!   holds the flow down (issue #19, see [`ScreamConfig::l4s_pacing_hold`]).
+//!   the capacity rises no train outruns the bottleneck and the estimate holds the flow down
+//!   (issue #19, see [`ScreamConfig::l4s_pacing_hold`]).
+//! - **The long-idle restore keeps the flight's rate** ([`ScreamConfig::idle_restore_keeps_rate`]):
+//!   after a quiet spell the first L4S mark pulls the window down to the one whose target is
+//!   the rate in flight, not to the bytes in flight (which also divided the target by
+//!   `rate_margin + rate_adjust`, up to 1.7). TMA24 case, seeds 21–28: U 0.925–0.944 against
+//!   0.898–0.944.
 //! - **Pacing follows the media rate** as well as the target (`max(target, RTP rate)`, as the
 //!   reference's `rateRtpAvg` does): an encoder that lags a falling target is not throttled.
 //! - **The RTP-queue integral samples the queue at frame arrivals** (the draft's "per frame"):
@@ -277,6 +281,17 @@ impl Scream {
         s.target = s.cfg.start_bitrate;
         s.update_pacing();
         Ok(s)
+    }
+
+    /// Window bytes per byte of flight that give the target the flight's rate: the target's
+    /// divisor (`media::target_bitrate`, margin + integral term + frame-size term) and its
+    /// packet-overhead factor.
+    fn window_per_rate(&self) -> f64 {
+        let cfg = &self.cfg;
+        let mss = self.mss();
+        (cfg.rate_margin + self.media.rate_adjust + self.media.frame_size_dev)
+            * (mss + cfg.packet_overhead.as_bytes_f64())
+            / mss.max(1.0)
     }
 
     /// The ECN code point the transport should send media with.
@@ -522,18 +537,6 @@ impl Scream {
         } else {
             0.0
         };
-        if let Some(cap_bps) = self.l4s_cap_bps()
-            && let Some(slack) = cfg.l4s_window_slack
-        {
-            // The L4S cap's window bound ([`ScreamConfig::l4s_window_slack`]).
-            let mss = self.mss();
-            let bound = (1.0 + slack) * cap_bps / 8.0
-                * rtt_c
-                * (cfg.rate_margin + self.media.rate_adjust + self.media.frame_size_dev)
-                * (mss + cfg.packet_overhead.as_bytes_f64())
-                / mss.max(1.0);
-            self.cwnd = self.cwnd.min(bound.max(self.min_cwnd()));
-        }
         let hard_cap = 4.0 * max_bytes_per_rtt * (cfg.rate_margin + cfg.max_rate_adjust + dev_max)
             + 2.0 * self.mss();
         self.cwnd = self
@@ -575,6 +578,12 @@ impl Scream {
                     } else {
                         self.max_bif_prev
                     } as f64;
+                    let used = if cfg.idle_restore_keeps_rate {
+                        // The window whose target is the flight's rate (`media.rs`).
+                        used * self.window_per_rate()
+                    } else {
+                        used
+                    };
                     if used > 0.0 {
                         self.cwnd = self.cwnd.min(used);
                     }
@@ -644,12 +653,6 @@ impl Scream {
                 Bitrate::from_bps_f64(self.target.as_bps_f64() / 2.0).max(cfg.min_bitrate);
         }
         self.update_pacing();
-    }
-
-    /// The L4S pacing cap's rate while it is in force ([`ScreamConfig::l4s_pacing_cap`]).
-    fn l4s_cap_bps(&self) -> Option<f64> {
-        let cap = self.cfg.l4s_pacing_cap.filter(|_| self.l4s_congested)?;
-        Some(cap * self.bottleneck.estimate()?)
     }
 
     fn update_pacing(&mut self) {
@@ -1154,6 +1157,44 @@ mod tests {
         assert!(a > alpha);
         let cut = 1.0 - after / before;
         assert!(cut > 0.0 && cut <= a / 2.0 + 1e-9, "cut {cut}, α {a}");
+    }
+
+    /// After a quiet spell the first L4S mark restarts the window from the flight: the draft
+    /// takes the bytes in flight as the window, which divides the target by `rate_margin` on
+    /// top of the back-off; `idle_restore_keeps_rate` keeps the window whose target is the
+    /// flight's rate.
+    #[test]
+    fn the_first_mark_after_a_quiet_spell_keeps_the_flights_rate() {
+        let after_marks = |keeps_rate: bool| {
+            let mut d = Driver::new(ScreamConfig {
+                idle_restore_keeps_rate: keeps_rate,
+                ..ScreamConfig::default()
+            });
+            // A window's worth an RTT for 3.3 s without a mark, then the source falls to 40
+            // packets (48 kB) an RTT: the window outgrows what is in flight.
+            for _ in 0..110 {
+                let n = (d.s.cwnd / 1200.0).ceil() as u64;
+                d.round(n, 0, 0, Duration::ZERO, 30 * MS);
+            }
+            for _ in 0..5 {
+                d.round(40, 0, 0, Duration::ZERO, 30 * MS);
+            }
+            assert!(d.s.cwnd > 60_000.0, "window {}", d.s.cwnd);
+            d.round(40, 4, 0, Duration::ZERO, 30 * MS);
+            assert_eq!(d.s.last_event, Some(Congestion::L4sCe));
+            (d.s.cwnd, d.s.target_bitrate().as_bps_f64(), d.s.l4s_alpha())
+        };
+        let flight = 48_000.0;
+        let rate = flight * 8.0 / 0.031; // the flight's rate over sRTT (+1 ms, `media.rs`)
+        let (w, target, alpha) = after_marks(true);
+        assert!(w > 1.2 * flight * (1.0 - alpha / 2.0) - 1.0, "window {w}");
+        assert!(
+            (target / rate - (1.0 - alpha / 2.0)).abs() < 0.02,
+            "{target} of {rate}"
+        );
+        let (w, target, _) = after_marks(false);
+        assert!(w <= flight, "window {w}");
+        assert!(target < 0.85 * rate, "{target} of {rate}");
     }
 
     #[test]
