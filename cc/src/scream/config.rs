@@ -285,7 +285,8 @@ pub struct ScreamConfig {
     /// the window. A cap left on does cost when the capacity rises: no train outruns a faster
     /// link, so the estimate stays low, and the pacer runs at the target, where the
     /// media-queue integral holds the target down — 50 → 25 → 50 Mbit/s, 0.55–0.69 of the link
-    /// 10–15 s after the return (seeds 41–48; the draft's pacing without the cap: 0.54–0.63;
+    /// 10–15 s after the return (0.55–0.63 with [`idle_restore_keeps_rate`](Self::idle_restore_keeps_rate);
+    /// seeds 41–48; the draft's pacing without the cap: 0.54–0.63;
     /// ignored test `l4s_follows_capacity_down_and_back_up_through_dualpi2`, issue #19).
     /// Raising the estimate to 1.25 × an acknowledged rate 3 % above it gave 0.64–0.84 there
     /// but, with the real encoder in netlab, a 20 Mbit/s L4S run at U 0.765 and three times the
