@@ -209,9 +209,11 @@ pub struct ScreamConfig {
     /// and the first marks took a third off the rate (TMA24 case, seed 22: 51.8 → 32 Mbit/s,
     /// twice in 20 s). Measured (`scream_scenarios`, L4S alone through DualPI2 at 50 Mbit/s,
     /// seeds 21–36): U 0.910–0.949, L-queue p99 ≤ 0.98 ms, against 0.898–0.949 and ≤ 0.70
-    /// ms with the draft's rule; two L4S flows and the capacity dip unchanged (they seldom go
-    /// that long without a mark); in netlab with the real encoder (VP8, 20 Mbit/s DualPI2,
-    /// two runs) U 0.929 / 0.931 against 0.918–0.935.
+    /// ms with the draft's rule; two L4S flows unchanged (a mark seldom waits that long
+    /// there); the 50 → 25 → 50 Mbit/s dip 0.78–0.84 at 25 and 0.55–0.63 after the return,
+    /// against 0.75–0.83 and 0.55–0.69; against CUBIC through DualPI2 at 50 Mbit/s 0.307–0.352
+    /// of the link, against 0.313–0.352. In netlab with real pacing (VP8, 20 Mbit/s DualPI2,
+    /// two runs) U 0.929 / 0.931 against 0.860–0.935 (four runs).
     pub idle_restore_keeps_rate: bool,
     /// Damp the window increase as `qdelay_avg` approaches T/4 when L4S is not in use
     /// (reference `increment *= max(0.1, 1 − qdelay_avg / (T/4))`). Default (draft) false;
