@@ -206,7 +206,7 @@ pub struct ScreamConfig {
     /// Reason: the target is the window's rate divided by `rate_margin + rate_adjust`, so a
     /// window cut to the flight alone cuts the target by that divisor on top of the L4S
     /// back-off. After a quiet spell the media-queue integral is often near its 0.5 ceiling,
-    /// and the first marks took a third off the rate (TMA24 case, seed 22: 51.8 → 32 Mbit/s,
+    /// and the first marks took nearly 40 % off the rate (TMA24 case, seed 22: 51.8 → 32 Mbit/s,
     /// twice in 20 s). Measured (`scream_scenarios`, L4S alone through DualPI2 at 50 Mbit/s,
     /// seeds 21–36): U 0.910–0.949, L-queue p99 ≤ 0.98 ms, against 0.898–0.949 and ≤ 0.70
     /// ms with the draft's rule; two L4S flows unchanged (a mark seldom waits that long
