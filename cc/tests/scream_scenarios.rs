@@ -31,12 +31,17 @@ use common::extra;
 const FPS: f64 = 60.0;
 
 fn sender_cfg(ecn: Ecn, max: Bitrate, seed: u64) -> SenderConfig {
+    sender_cfg_from(EncoderConfig::default(), ecn, max, seed)
+}
+
+/// [`sender_cfg`] with another source (`EncoderConfig::camera()`).
+fn sender_cfg_from(source: EncoderConfig, ecn: Ecn, max: Bitrate, seed: u64) -> SenderConfig {
     SenderConfig {
         encoder: EncoderConfig {
             fps: FPS,
             max_rate: max,
             seed,
-            ..EncoderConfig::default()
+            ..source
         },
         ecn,
         ..SenderConfig::default()
@@ -59,8 +64,17 @@ fn add_flow(
     seed: u64,
     now: Instant,
 ) {
+    add_flow_from(s, cfg, sender_cfg(cfg.ecn, encoder_max, seed), now);
+}
+
+fn add_flow_from(
+    s: &mut Sim<SimSender, SimReceiver>,
+    cfg: &ScreamConfig,
+    sender: SenderConfig,
+    now: Instant,
+) {
     let (tx, rx) = sim::pair(
-        sender_cfg(cfg.ecn, encoder_max, seed),
+        sender,
         ReceiverConfig::default(),
         cfg.build(now).expect("a valid config"),
         None,
@@ -438,8 +452,8 @@ struct L4sRun {
 }
 
 /// TMA24 §IV-D: one cloud-gaming flow marking ECT(1) through DualPI2 (L-queue limit 1000
-/// packets, rest default) at 50 Mbit/s, RTT 30 ms, 60 fps, encoder seed `20 + seed`.
-fn l4s_alone_at_50mbps(seed: u64) -> L4sRun {
+/// packets, rest default) at 50 Mbit/s, RTT 30 ms, 60 fps, `source` with seed `20 + seed`.
+fn l4s_alone_at_50mbps(seed: u64, source: EncoderConfig) -> L4sRun {
     let start = Instant::now();
     let cap = Bitrate::mbps(50);
     let fwd = LinkConfig::constant(cap).with_qdisc(QdiscConfig::Dualpi2(DualPi2Config {
@@ -449,7 +463,8 @@ fn l4s_alone_at_50mbps(seed: u64) -> L4sRun {
     let (f, r) = links(fwd, Duration::from_millis(15));
     let mut s = Sim::new(f, r, start);
     let cfg = scream_cfg(Ecn::Ect1, Bitrate::mbps(100));
-    add_flow(&mut s, &cfg, Bitrate::mbps(100), 20 + seed, start);
+    let sender = sender_cfg_from(source, cfg.ecn, Bitrate::mbps(100), 20 + seed);
+    add_flow_from(&mut s, &cfg, sender, start);
     let end = start + Duration::from_secs(30);
     s.run_until(end);
     common::trace_if_asked(&s, 0, start);
@@ -480,16 +495,14 @@ fn l4s_alone_at_50mbps(seed: u64) -> L4sRun {
     run
 }
 
-/// Issue #19's goal on every seed: U ≥ 0.90 and an L-queue p99 ≤ 1 ms; issue #5's median (≤ 1
-/// ms) and loss (≤ 0.1 %); and, so that the link is not filled from a standing media queue,
-/// the sender's media-queue delay p95 under SCReAM's own discard limit (100 ms). Measured
-/// (seeds 21–28): U 0.925–0.944, p99 ≤ 0.98 ms, media queue p95 31–68 ms; seeds 29–36 U
-/// 0.910–0.949, p99 ≤ 0.70 ms.
-#[test]
-fn l4s_through_dualpi2_at_50mbps_fills_the_link_with_the_l_queue_under_a_millisecond() {
+/// Checks every seed of the TMA24 case with `source` against issue #19's goal (U ≥ 0.90, an
+/// L-queue p99 ≤ 1 ms), issue #5's median (≤ 1 ms) and loss (≤ 0.1 %), and, so that the link is
+/// not filled from a standing media queue, the sender's media-queue delay p95 under SCReAM's
+/// own discard limit (100 ms).
+fn judge_l4s_alone(source: EncoderConfig) {
     let mut failures = Vec::new();
     for seed in common::seeds() {
-        let run = l4s_alone_at_50mbps(seed);
+        let run = l4s_alone_at_50mbps(seed, source.clone());
         let seed = 20 + seed;
         let checks = [
             (run.p50 <= 1.0, format!("median {:.2} ms", run.p50)),
@@ -506,6 +519,21 @@ fn l4s_through_dualpi2_at_50mbps_fills_the_link_with_the_l_queue_under_a_millise
         }
     }
     judge(failures);
+}
+
+/// [`judge_l4s_alone`] with the RFC 8593 model source. Measured (seeds 21–28): U 0.925–0.944,
+/// p99 ≤ 0.98 ms, media queue p95 31–68 ms; seeds 29–36 U 0.910–0.949, p99 ≤ 0.70 ms.
+#[test]
+fn l4s_through_dualpi2_at_50mbps_fills_the_link_with_the_l_queue_under_a_millisecond() {
+    judge_l4s_alone(EncoderConfig::default());
+}
+
+/// [`judge_l4s_alone`] with the camera-like source (10× key frames, a 3–5× frame about once a
+/// second).
+#[test]
+#[ignore = "issue #19's hard case: U 0.903–0.999 and L-queue p99 ≤ 1.00 ms, but the media queue's p95 is 152–296 ms (seeds 21–28): paced at the link's rate by the L4S cap, a 10× frame takes ~170 ms to leave and the queue behind it stands (without the cap: U 0.44, L-queue p99 7–16 ms)"]
+fn l4s_with_camera_content_keeps_the_media_queue_under_100ms() {
+    judge_l4s_alone(EncoderConfig::camera());
 }
 
 #[test]
