@@ -30,12 +30,9 @@ use common::extra;
 
 const FPS: f64 = 60.0;
 
-fn sender_cfg(ecn: Ecn, max: Bitrate, seed: u64) -> SenderConfig {
-    sender_cfg_from(EncoderConfig::default(), ecn, max, seed)
-}
-
-/// [`sender_cfg`] with another source (`EncoderConfig::camera()`).
-fn sender_cfg_from(source: EncoderConfig, ecn: Ecn, max: Bitrate, seed: u64) -> SenderConfig {
+/// A sender of `source` (`EncoderConfig::default()`, the RFC 8593 model, or
+/// `EncoderConfig::camera()`) at [`FPS`].
+fn sender_cfg(source: EncoderConfig, ecn: Ecn, max: Bitrate, seed: u64) -> SenderConfig {
     SenderConfig {
         encoder: EncoderConfig {
             fps: FPS,
@@ -64,7 +61,8 @@ fn add_flow(
     seed: u64,
     now: Instant,
 ) {
-    add_flow_from(s, cfg, sender_cfg(cfg.ecn, encoder_max, seed), now);
+    let sender = sender_cfg(EncoderConfig::default(), cfg.ecn, encoder_max, seed);
+    add_flow_from(s, cfg, sender, now);
 }
 
 fn add_flow_from(
@@ -463,7 +461,7 @@ fn l4s_alone_at_50mbps(seed: u64, source: EncoderConfig) -> L4sRun {
     let (f, r) = links(fwd, Duration::from_millis(15));
     let mut s = Sim::new(f, r, start);
     let cfg = scream_cfg(Ecn::Ect1, Bitrate::mbps(100));
-    let sender = sender_cfg_from(source, cfg.ecn, Bitrate::mbps(100), 20 + seed);
+    let sender = sender_cfg(source, cfg.ecn, Bitrate::mbps(100), 20 + seed);
     add_flow_from(&mut s, &cfg, sender, start);
     let end = start + Duration::from_secs(30);
     s.run_until(end);

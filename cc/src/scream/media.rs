@@ -77,14 +77,32 @@ pub struct TargetInputs {
     pub max: Bitrate,
 }
 
+impl TargetInputs {
+    /// The share of a packet that is media (`mss / (mss + overhead)`).
+    fn media_share(&self) -> f64 {
+        self.mss / (self.mss + self.overhead).max(1.0)
+    }
+
+    /// What the window's rate is divided by: margin, integral term and `frame_size_dev`.
+    fn divisor(&self) -> f64 {
+        (self.margin + self.rate_adjust + self.frame_size_dev).max(0.1)
+    }
+
+    /// Window bytes per byte of flight for which the target is the flight's rate (the
+    /// inverse of [`target_bitrate`]'s factors for a window of many packets).
+    pub fn window_per_rate(&self) -> f64 {
+        self.divisor() / self.media_share().max(f64::MIN_POSITIVE)
+    }
+}
+
 /// The encoder's target.
 pub fn target_bitrate(i: &TargetInputs) -> Bitrate {
     let rtt = (i.srtt.as_secs_f64() + 0.001).clamp(0.001, 0.2);
     let ratio = (i.mss / i.cwnd.max(1.0)).min(1.0);
     let mut rate = 8.0 * i.cwnd / rtt;
     rate *= 1.0 - (ratio - 0.1).clamp(0.0, 0.2);
-    rate *= i.mss / (i.mss + i.overhead).max(1.0);
-    rate /= (i.margin + i.rate_adjust + i.frame_size_dev).max(0.1);
+    rate *= i.media_share();
+    rate /= i.divisor();
     Bitrate::from_bps_f64(rate).clamp(i.min, i.max)
 }
 
@@ -307,6 +325,15 @@ mod tests {
         i.overhead = 20.0;
         let want = 10e6 * 1200.0 / 1220.0 / 1.25;
         assert!((target_bitrate(&i).as_bps_f64() - want).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_window_of_the_flight_times_window_per_rate_targets_the_flights_rate() {
+        let mut i = inputs();
+        (i.margin, i.rate_adjust, i.frame_size_dev, i.overhead) = (1.2, 0.4, 0.1, 20.0);
+        // 100 kB in flight over a 100 ms path (srtt + 1 ms): 8 Mbit/s.
+        i.cwnd = 100_000.0 * i.window_per_rate();
+        assert!((target_bitrate(&i).as_bps_f64() - 8e6).abs() < 1.0);
     }
 
     #[test]

@@ -284,15 +284,20 @@ impl Scream {
         Ok(s)
     }
 
-    /// Window bytes per byte of flight that give the target the flight's rate: the target's
-    /// divisor (`media::target_bitrate`, margin + integral term + frame-size term) and its
-    /// packet-overhead factor.
-    fn window_per_rate(&self) -> f64 {
+    /// What `media::target_bitrate` computes the target from.
+    fn target_inputs(&self) -> TargetInputs {
         let cfg = &self.cfg;
-        let mss = self.mss();
-        (cfg.rate_margin + self.media.rate_adjust + self.media.frame_size_dev)
-            * (mss + cfg.packet_overhead.as_bytes_f64())
-            / mss.max(1.0)
+        TargetInputs {
+            cwnd: self.cwnd,
+            srtt: self.delay.srtt,
+            mss: self.mss(),
+            overhead: cfg.packet_overhead.as_bytes_f64(),
+            margin: cfg.rate_margin,
+            rate_adjust: self.media.rate_adjust,
+            frame_size_dev: self.media.frame_size_dev,
+            min: cfg.min_bitrate,
+            max: cfg.max_bitrate,
+        }
     }
 
     /// The ECN code point the transport should send media with.
@@ -581,7 +586,7 @@ impl Scream {
                     } as f64;
                     let used = if cfg.idle_restore_keeps_rate {
                         // The window whose target is the flight's rate (`media.rs`).
-                        used * self.window_per_rate()
+                        used * self.target_inputs().window_per_rate()
                     } else {
                         used
                     };
@@ -637,17 +642,7 @@ impl Scream {
 
     fn update_rates(&mut self) {
         let cfg = &self.cfg;
-        self.target = media::target_bitrate(&TargetInputs {
-            cwnd: self.cwnd,
-            srtt: self.delay.srtt,
-            mss: self.mss(),
-            overhead: cfg.packet_overhead.as_bytes_f64(),
-            margin: cfg.rate_margin,
-            rate_adjust: self.media.rate_adjust,
-            frame_size_dev: self.media.frame_size_dev,
-            min: cfg.min_bitrate,
-            max: cfg.max_bitrate,
-        });
+        self.target = media::target_bitrate(&self.target_inputs());
         if self.qdelay_target.draining() {
             // Competing-flow drain test (`competing.rs`): half the rate for a few RTTs.
             self.target =

@@ -129,7 +129,7 @@ pub fn extra(stats: &cg_cc::ControllerStats, name: &str) -> f64 {
     stats.extra_value(name).unwrap_or(f64::NAN)
 }
 
-/// The `p`th percentile of the media (RTP) queue delay of flow `flow`'s sender samples
+/// The `p`th percentile of the media (RTP) queue delay in flow `flow`'s sender samples
 /// between `from` and `to`, ms (SCReAM's `rtp_queue_delay_ms`; NaN without samples).
 pub fn rtp_queue_percentile(
     s: &Sim<SimSender, SimReceiver>,
@@ -138,19 +138,17 @@ pub fn rtp_queue_percentile(
     to: Instant,
     p: f64,
 ) -> f64 {
-    let mut v: Vec<f64> = s
+    let mut v: Vec<Duration> = s
         .sender(flow)
         .samples()
         .iter()
         .filter(|smp| smp.time >= from && smp.time < to)
         .map(|smp| extra(&smp.stats, "rtp_queue_delay_ms"))
-        .filter(|d| d.is_finite())
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .map(|d| Duration::from_secs_f64(d / 1e3))
         .collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[((p / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
+    v.sort();
+    metrics::percentile(&v, p).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
 }
 
 /// With `TRACE=from-to` (seconds since `start`), prints flow `flow`'s sender samples in that
