@@ -108,12 +108,11 @@ pub fn run_and_report(sc: &Scenario, req: &RunRequest) -> Result<Summary> {
     let promoter = req.forwarder_rt.filter(|_| may_forward).map(|prio| {
         let root = child.id();
         let raw = out.join("raw");
-        let quiet = req.quiet;
         std::thread::spawn(move || {
             let alive = || std::path::Path::new(&format!("/proc/{root}")).exists();
+            // Reported even with --quiet: the run's timing is not a bottleneck's.
             if let Err(why) =
                 crate::rt::promote_forwarder(root, &raw, prio, Duration::from_secs(60), alive)
-                && !quiet
             {
                 eprintln!("netlab: forwarder left at normal priority: {why}");
             }

@@ -9,9 +9,16 @@
 //! Inside the run's user namespace the forwarder cannot raise its own scheduling class
 //! (`SCHED_FIFO` needs `CAP_SYS_NICE` in the initial namespace). `netlab` outside does, when it
 //! runs as root: [`promote_forwarder`] finds the forwarder among the runner's descendants and
-//! moves all its threads to `SCHED_FIFO`. The endpoints stay at normal priority. Without the
-//! privilege this does nothing and the run goes on (the forwarder reports its scheduling
-//! class in `forwarder.json`).
+//! moves all its threads to `SCHED_FIFO`. The endpoints stay at normal priority.
+//!
+//! Under cgroup v1 with real-time group scheduling, a process in any `cpu` cgroup but the root
+//! has no real-time runtime (`cpu.rt_runtime_us` is 0 by default) and `SCHED_FIFO` is refused
+//! even to root: a service manager, a CI runner or a container puts netlab in such a group.
+//! Then the forwarder, and only it, is moved to the root `cpu` cgroup and promoted there.
+//! A forwarder left at normal priority turns a paced flow into bursts and stretched trains
+//! (an L4S flow through DualPI2 at 20 Mbit/s then fills half the link), so a refusal is
+//! always reported, and the forwarder records its class in `forwarder.json` (`scheduling`
+//! in `summary.json`), which the end-to-end tests check.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -103,6 +110,17 @@ pub fn promote_forwarder(
         if let Some(pid) = found {
             return match make_fifo(pid, priority) {
                 Ok(()) => Ok(pid),
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                    let moved = move_to_root_cpu_cgroup(pid).map_err(|why| {
+                        format!("SCHED_FIFO for the forwarder refused ({e}), and {why}")
+                    })?;
+                    make_fifo(pid, priority).map(|()| pid).map_err(|e2| {
+                        format!(
+                            "SCHED_FIFO for the forwarder refused ({e}), and again after moving it \
+                             from cpu cgroup {moved} to the root one ({e2})"
+                        )
+                    })
+                }
                 Err(e) => Err(format!("SCHED_FIFO for the forwarder refused: {e}")),
             };
         }
@@ -128,6 +146,48 @@ pub fn own_policy() -> String {
     }
 }
 
+/// The cgroup v1 `cpu` controller's path of `pid` (from `/proc/PID/cgroup`, a line such as
+/// `4:cpu,cpuacct:/system.slice/x.service`), `None` without one (cgroup v2 only).
+fn cpu_cgroup_v1(proc_cgroup: &str) -> Option<&str> {
+    proc_cgroup.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        controllers.split(',').any(|c| c == "cpu").then_some(path)
+    })
+}
+
+/// Where the cgroup v1 `cpu` controller is mounted, from `/proc/self/mountinfo` (a `cgroup`
+/// file system whose super options name `cpu`).
+fn cpu_mount_v1(mountinfo: &str) -> Option<&str> {
+    mountinfo.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        let mut post = post.split_whitespace();
+        let (fstype, _source, opts) = (post.next()?, post.next()?, post.next()?);
+        (fstype == "cgroup" && opts.split(',').any(|o| o == "cpu"))
+            .then(|| pre.split_whitespace().nth(4))
+            .flatten()
+    })
+}
+
+/// Moves `pid` to the root of the cgroup v1 `cpu` hierarchy, where real-time runtime is
+/// granted; returns the group it left, or why it could not.
+fn move_to_root_cpu_cgroup(pid: u32) -> Result<String, String> {
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .map_err(|e| format!("its cgroup is unreadable ({e})"))?;
+    let from = cpu_cgroup_v1(&cg)
+        .ok_or("it has no cgroup v1 cpu controller to leave")?
+        .to_owned();
+    if from == "/" {
+        return Err("it is in the root cpu cgroup already".into());
+    }
+    let info = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("/proc/self/mountinfo is unreadable ({e})"))?;
+    let mount = cpu_mount_v1(&info).ok_or("the cgroup v1 cpu controller is not mounted here")?;
+    std::fs::write(format!("{mount}/cgroup.procs"), pid.to_string())
+        .map_err(|e| format!("moving it out of cpu cgroup {from} failed ({e})"))?;
+    Ok(from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +211,20 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert!(found, "sleep (a grandchild of this test) was not found");
+    }
+
+    #[test]
+    fn the_cpu_cgroup_and_its_mount_are_read_from_proc_files() {
+        let cg = "12:pids:/a\n4:cpu,cpuacct:/system.slice/ci.service\n0::/user.slice\n";
+        assert_eq!(cpu_cgroup_v1(cg), Some("/system.slice/ci.service"));
+        assert_eq!(cpu_cgroup_v1("4:cpuset:/\n0::/x\n"), None);
+        let mi = "30 25 0:26 / /sys/fs/cgroup/cpuset rw,nosuid - cgroup cgroup rw,cpuset\n\
+                  31 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct\n";
+        assert_eq!(cpu_mount_v1(mi), Some("/sys/fs/cgroup/cpu,cpuacct"));
+        assert_eq!(
+            cpu_mount_v1("29 1 0:25 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"),
+            None
+        );
     }
 
     #[test]
