@@ -15,6 +15,14 @@
 //!   reach the receiver as a complete-looking frame without its end.
 //! - Padding while a probe ([`cg_cc::ControllerEvent::Probe`]) is active and the media queue
 //!   is empty, at the probe's rate.
+//! - Keeps up with its input: for rate-based controllers (GCC) it never paces slower than
+//!   [`PacerConfig::input_rate_floor`] × the media queued over the last
+//!   [`INPUT_WINDOW`]. The controller's rate counts media bits and the pacer wire bytes,
+//!   encoders overshoot their target, and a pacing rate derived from a stale capacity
+//!   estimate can sit under both: a pacer slower than its input holds a backlog that grows
+//!   without bound, hidden from the delay-based detector, until the queue bound drops
+//!   seconds of video at once. A window-based controller (SCReAM) owns its media queue (its
+//!   rate adjustment and discards act on it), so its pacing rate is taken as given.
 //!
 //! Leaky bucket: after a packet of size `s` the next may leave `s / rate` later. A late
 //! wake-up may catch up by at most [`PacerConfig::max_lag`], and never to before the packet
@@ -47,7 +55,17 @@ pub struct PacerConfig {
     /// Largest number of packets queued (media + retransmissions); beyond it new media frames
     /// are refused. Default 10 000.
     pub max_packets: usize,
+    /// For rate-based controllers, the pacing rate is at least this × the media rate queued
+    /// over the last [`INPUT_WINDOW`] (`None`: the controller's rate alone). Default 1.1:
+    /// above an encoder's usual overshoot, and under GCC's own 1.5 × pacing factor when a
+    /// key frame raises the input rate.
+    pub input_rate_floor: Option<f64>,
 }
+
+/// The window over which the pacer measures its input rate.
+pub const INPUT_WINDOW: Duration = Duration::from_secs(1);
+/// Input is counted in buckets this long (at most `INPUT_WINDOW / INPUT_BUCKET` kept).
+const INPUT_BUCKET: Duration = Duration::from_millis(10);
 
 impl Default for PacerConfig {
     fn default() -> Self {
@@ -56,6 +74,7 @@ impl Default for PacerConfig {
             max_lag: Duration::from_millis(1),
             min_rate: Bitrate::kbps(50),
             max_packets: 10_000,
+            input_rate_floor: Some(1.1),
         }
     }
 }
@@ -122,6 +141,12 @@ pub struct Pacer<T> {
     /// The frame of the last media packet released: while its packets head the media queue
     /// it is being sent and is never dropped.
     leaving: Option<u64>,
+    /// Safety reduction applied last, to the floor too (the circuit breaker's and feedback
+    /// loss's factor, RFC 8083 / RFC 8888 §5): keeping up never overrides it.
+    reduction: f64,
+    /// Media bytes queued per [`INPUT_BUCKET`] (bucket start, bytes), the last
+    /// [`INPUT_WINDOW`] of them.
+    input: VecDeque<(Instant, DataSize)>,
 }
 
 impl<T> Pacer<T> {
@@ -138,12 +163,24 @@ impl<T> Pacer<T> {
             padding_size,
             window_blocked: false,
             leaving: None,
+            reduction: 1.0,
+            input: VecDeque::new(),
         }
     }
 
     /// Sets the pacing rate.
     pub fn set_rate(&mut self, rate: Bitrate) {
         self.rate = rate;
+    }
+
+    /// Scales the pacing rate, input-rate floor included, by `factor` in `[0, 1]` (a safety
+    /// reduction: the circuit breaker's, feedback loss's). Default 1.
+    pub fn set_reduction(&mut self, factor: f64) {
+        self.reduction = if factor.is_finite() {
+            factor.clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
     }
 
     /// Starts (or replaces) a padding probe.
@@ -168,10 +205,36 @@ impl<T> Pacer<T> {
         match class {
             PacketClass::Media => {
                 self.media_bytes += q.size;
+                self.count_input(q.size, q.enqueued);
                 self.media.push_back(q);
             }
             PacketClass::Retransmission => self.rtx.push_back(q),
         }
+    }
+
+    fn count_input(&mut self, size: DataSize, at: Instant) {
+        match self.input.back_mut() {
+            Some((start, bytes)) if at < *start + INPUT_BUCKET => *bytes += size,
+            _ => self.input.push_back((at, size)),
+        }
+        while self
+            .input
+            .front()
+            .is_some_and(|(start, _)| at.saturating_duration_since(*start) > INPUT_WINDOW)
+        {
+            self.input.pop_front();
+        }
+    }
+
+    /// The media rate queued over the last [`INPUT_WINDOW`] before `now`.
+    pub fn input_rate(&self, now: Instant) -> Bitrate {
+        let bytes: u64 = self
+            .input
+            .iter()
+            .filter(|(start, _)| now.saturating_duration_since(*start) <= INPUT_WINDOW)
+            .map(|(_, b)| b.as_bytes())
+            .sum();
+        Bitrate::from_bps_f64(bytes as f64 * 8.0 / INPUT_WINDOW.as_secs_f64())
     }
 
     /// Enforces the queue-delay bound; returns what was dropped (frames > 0 means the caller
@@ -262,7 +325,7 @@ impl<T> Pacer<T> {
                     // catch-up when the window reopens.
                     let ready = if self.window_blocked { now } else { q.enqueued };
                     self.window_blocked = false;
-                    self.charge(q.size, ready, now);
+                    self.charge(q.size, ready, now, allowance.is_none());
                     Some(Release::Packet(class, q))
                 }
                 None => {
@@ -312,9 +375,18 @@ impl<T> Pacer<T> {
         }
     }
 
-    /// Books `size` bytes sent at `now` for a packet queued at `enqueued`.
-    fn charge(&mut self, size: DataSize, enqueued: Instant, now: Instant) {
-        let rate = self.rate.max(self.config.min_rate);
+    /// Books `size` bytes sent at `now` for a packet queued at `enqueued`; a rate-based
+    /// controller's rate is raised to the input-rate floor.
+    fn charge(&mut self, size: DataSize, enqueued: Instant, now: Instant, rate_based: bool) {
+        let floor = match self.config.input_rate_floor {
+            Some(k) if rate_based => self.input_rate(now).mul_f64(k),
+            _ => Bitrate::ZERO,
+        };
+        let rate = self
+            .rate
+            .max(floor)
+            .mul_f64(self.reduction)
+            .max(self.config.min_rate);
         let gap = rate.time_to_send(size).unwrap_or(Duration::ZERO);
         // Catch up at most `max_lag`, and not to before the packet existed.
         let earliest = now
@@ -411,6 +483,65 @@ mod tests {
             }
         }
         out
+    }
+
+    /// 30 fps frames of 20 × 1000 B (4.8 Mbit/s) through a pacer set to 4.5 Mbit/s for 10 s;
+    /// the media queue's delay at the end and the largest seen once the input window is full.
+    fn backlog_after_10s(config: PacerConfig, allowance: Option<DataSize>) -> (Duration, Duration) {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(config, Bitrate::kbps(4_500), DataSize::bytes(255));
+        let frame = Duration::from_secs(1) / 30;
+        let (mut now, mut worst) = (t0, Duration::ZERO);
+        for f in 0..300u64 {
+            for _ in 0..20 {
+                p.enqueue(
+                    PacketClass::Media,
+                    Queued {
+                        item: 0,
+                        size: DataSize::bytes(1000),
+                        frame: f,
+                        enqueued: now,
+                    },
+                );
+            }
+            let next_frame = t0 + frame * (f as u32 + 1);
+            while now < next_frame {
+                while let Some(Release::Packet(..)) = p.poll(now, allowance) {}
+                if now >= t0 + 2 * INPUT_WINDOW {
+                    worst = worst.max(p.media_delay(now));
+                }
+                now = p.poll_timeout().map_or(next_frame, |t| {
+                    t.max(now + Duration::from_micros(1)).min(next_frame)
+                });
+            }
+        }
+        (p.media_delay(now), worst)
+    }
+
+    #[test]
+    fn a_rate_based_pacer_keeps_up_with_input_faster_than_its_rate() {
+        // The controller's rate is below what the encoder gives: no backlog builds.
+        let (end, worst) = backlog_after_10s(PacerConfig::default(), None);
+        assert!(end <= Duration::from_millis(40), "backlog {end:?}");
+        assert!(
+            worst <= Duration::from_millis(50),
+            "worst backlog {worst:?}"
+        );
+        // Without the floor it grows by ~6 % of the elapsed time (the difference of rates).
+        let off = PacerConfig {
+            input_rate_floor: None,
+            max_queue_delay: Duration::from_secs(5),
+            ..PacerConfig::default()
+        };
+        let (end, _) = backlog_after_10s(off, None);
+        assert!(end >= Duration::from_millis(400), "backlog {end:?}");
+        // A window-based controller's pacing rate is taken as given.
+        let window = PacerConfig {
+            max_queue_delay: Duration::from_secs(5),
+            ..PacerConfig::default()
+        };
+        let (end, _) = backlog_after_10s(window, Some(DataSize::bytes(1 << 30)));
+        assert!(end >= Duration::from_millis(400), "backlog {end:?}");
     }
 
     #[test]

@@ -456,11 +456,8 @@ impl SenderSession {
             return None;
         }
         self.enforce_queue_bound(now);
-        self.pacer.set_rate(
-            self.controller
-                .pacing_rate()
-                .mul_f64(self.breaker.rate_factor()),
-        );
+        self.pacer.set_rate(self.controller.pacing_rate());
+        self.pacer.set_reduction(self.breaker.rate_factor());
         let allowance = self.controller.send_allowance();
         let release = self.pacer.poll(now, allowance)?;
         let t = match release {
