@@ -169,8 +169,18 @@ enum Cmd {
         t0_ns: u64,
         #[arg(long)]
         start: f64,
+        /// The nice value to run the command at (`[load] endpoint_nice`).
+        #[arg(long, allow_hyphen_values = true)]
+        nice: Option<i32>,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<String>,
+    },
+    #[command(name = "__hog", hide = true)]
+    Hog {
+        #[arg(long, allow_hyphen_values = true)]
+        nice: i32,
+        #[arg(long)]
+        duty: f64,
     },
     #[command(name = "__probe", hide = true)]
     Probe {
@@ -468,15 +478,24 @@ fn real_main(args: Args) -> Result<(), Error> {
         Cmd::ExecAt {
             t0_ns,
             start,
+            nice,
             command,
         } => {
             use std::os::unix::process::CommandExt;
+            if let Some(n) = nice {
+                cg_netlab::rt::set_nice(n)?;
+            }
             traffic::sleep_until_mono(t0_ns + (start.max(0.0) * 1e9) as u64);
             let (prog, rest) = command
                 .split_first()
                 .ok_or_else(|| Error::Process("__exec-at: no command".into()))?;
             let e = std::process::Command::new(prog).args(rest).exec();
             Err(Error::io(format!("exec {prog}"), e))
+        }
+        Cmd::Hog { nice, duty } => {
+            cg_netlab::rt::set_nice(nice)?;
+            cg_netlab::rt::hog(duty, traffic::stop_on_stdin_eof());
+            Ok(())
         }
         Cmd::Probe { dst, count, gap_ms } => {
             let r = traffic::probe::probe(dst, count, Duration::from_millis(gap_ms))?;

@@ -146,6 +146,33 @@ pub fn own_policy() -> String {
     }
 }
 
+/// Sets this process's nice value (absolute, −20…19; raising priority needs root).
+pub fn set_nice(nice: i32) -> crate::Result<()> {
+    // SAFETY: setpriority on our own process; no pointers.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice.clamp(-20, 19)) } != 0 {
+        return Err(crate::Error::last_os(format!("setpriority({nice})")));
+    }
+    Ok(())
+}
+
+/// A busy loop (`[load]`): busy for `duty` of every 10 ms, asleep for the rest, until `stop`.
+pub fn hog(duty: f64, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    const PERIOD: Duration = Duration::from_millis(10);
+    let busy = PERIOD.mul_f64(duty.clamp(0.0, 1.0));
+    let mut x = 0u64;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let start = Instant::now();
+        while start.elapsed() < busy {
+            for _ in 0..1000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        if let Some(rest) = PERIOD.checked_sub(start.elapsed()).filter(|r| !r.is_zero()) {
+            std::thread::sleep(rest);
+        }
+    }
+}
+
 /// The cgroup v1 `cpu` controller's path of `pid` (from `/proc/PID/cgroup`, a line such as
 /// `4:cpu,cpuacct:/system.slice/x.service`), `None` without one (cgroup v2 only).
 fn cpu_cgroup_v1(proc_cgroup: &str) -> Option<&str> {

@@ -76,18 +76,10 @@ const RTT_EARLY_MS: f64 = 1.0;
 /// ...and above it (ms): more is a wrong delay or an overloaded emulator.
 const RTT_LATE_MS: f64 = 3.0;
 
+/// Runs netlab itself with `args` (a helper, or `__exec-at` in front of a program) in
+/// namespace `ns`.
 fn spawn_in(ns: &str, args: &[String], name: &str, pipe_out: bool) -> Result<Helper> {
     let exe = std::env::current_exe().map_err(|e| Error::io("current_exe", e))?;
-    spawn_prog_in(ns, &exe, args, name, pipe_out)
-}
-
-fn spawn_prog_in(
-    ns: &str,
-    exe: &Path,
-    args: &[String],
-    name: &str,
-    pipe_out: bool,
-) -> Result<Helper> {
     // Helpers inherit the run's priority (nice −15 as root, see `isolate`): a starved
     // traffic generator would distort the measurement as much as a starved forwarder.
     let mut cmd = Command::new("ip");
@@ -157,6 +149,16 @@ pub fn run(opts: &RunOptions) -> Result<()> {
     }
     let setup_s = setup_start.elapsed().as_secs_f64();
 
+    // The load runs from before t0 to the end, beside everything (the RTT check above ran
+    // without it: it checks the path, not the host).
+    if let Some(l) = sc.load {
+        for i in 0..l.hogs {
+            let args = [s("__hog"), s("--nice"), s(l.nice), s("--duty"), s(l.duty)];
+            procs
+                .helpers
+                .push(spawn_in(&topo.ns(0), &args, &format!("hog {i}"), false)?);
+        }
+    }
     let launch = Launch {
         sc: &sc,
         topo: &topo,
@@ -486,16 +488,30 @@ impl Launch<'_> {
         ]);
     }
 
-    /// The prefix that runs a program at `start` after t0.
+    /// The prefix that runs a media endpoint (cg-send, cg-recv, Chromium) at `start` after
+    /// t0, at `[load] endpoint_nice` when the scenario loads the host.
     fn exec_at(&self, start: Duration) -> Vec<String> {
-        vec![
+        self.exec_prefix(self.t0_ns, start)
+    }
+
+    /// The same, started at once (before t0: a receiver listening when its sender starts).
+    fn exec_now(&self) -> Vec<String> {
+        self.exec_prefix(0, Duration::ZERO)
+    }
+
+    fn exec_prefix(&self, t0_ns: u64, start: Duration) -> Vec<String> {
+        let mut v = vec![
             s("__exec-at"),
             s("--t0-ns"),
-            s(self.t0_ns),
+            s(t0_ns),
             s("--start"),
             s(start.as_secs_f64()),
-            s("--"),
-        ]
+        ];
+        if let Some(l) = self.sc.load {
+            v.extend([s("--nice"), s(l.endpoint_nice)]);
+        }
+        v.push(s("--"));
+        v
     }
 
     /// The flow's receiving end, started before any sender: a sink, or cg-recv for a plain
@@ -507,10 +523,11 @@ impl Launch<'_> {
             FlowKind::Cg if f.webrtc != WebRtcMode::Off => return Ok(()),
             FlowKind::Cg => {
                 let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-                let a = self.cg_recv_args(f, format!("0.0.0.0:{}", f.port));
-                procs.cg_receivers.push(spawn_prog_in(
+                let mut a = self.exec_now();
+                a.push(recv.display().to_string());
+                a.extend(self.cg_recv_args(f, format!("0.0.0.0:{}", f.port)));
+                procs.cg_receivers.push(spawn_in(
                     &self.topo.ns(f.to),
-                    &recv,
                     &a,
                     &format!("cg-recv {}", f.name),
                     false,

@@ -194,6 +194,11 @@ pub fn check(sc: &Scenario) -> Result<()> {
 }
 
 fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
+    if sc.load.is_some() {
+        return Err(Error::NotAvailable(
+            "[load] needs real processes: CPU load has no meaning in simulated time".into(),
+        ));
+    }
     let mut out = Vec::new();
     for (i, f) in sc.flows.iter().enumerate() {
         let reversed = f.direction == Direction::Reverse;
@@ -633,6 +638,9 @@ rate = "500k"
         let bad = GCC_VS_CUBIC.replace("\"--max-bitrate\", \"2M\"", "\"--max-bitrate\", \"lots\"");
         let e = plan(&scenario(&bad)).err().unwrap().to_string();
         assert!(e.contains("--max-bitrate") && e.contains("lots"), "{e}");
+        let loaded = format!("{GCC_VS_CUBIC}\n[load]\n");
+        let e = plan(&scenario(&loaded)).err().unwrap().to_string();
+        assert!(e.contains("[load]"), "{e}");
     }
 
     #[test]

@@ -349,6 +349,79 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
 // Issue #14: the papers' scenarios on camera-like and game-like content, 1280×720 at 30 fps
 // VP8, judged from t ≥ 10 s on what the bottleneck delivered and what the viewer saw.
 
+/// Issue #37: 1280×720 camera video capped at 5 Mbit/s over a clean 50 Mbit/s link, send-side
+/// GCC, on a busy host (`[load]`: two busy loops at nice 19, the endpoints at nice 0 as a user
+/// starts them). The real-time path must hold no backlog: glass-to-glass p95 (cg-recv's, over
+/// its last 256 frames) stays low from 15 s to the end, no run of frames is dropped at once,
+/// and nearly every frame is decoded. The bound (150 ms) has about twice the margin over the
+/// worst p95 measured with the fix (60–83 ms, 8 runs, 2026-11-28). Without the pacer keeping up
+/// with its input, GCC's pacing rate can sit under the encoder's wire rate and the pacer's
+/// queue grows (one of two such runs reached 214 ms); whether it does depends on GCC's
+/// capacity estimate, so the mechanism's own guard is the pacer's unit test
+/// `a_rate_based_pacer_keeps_up_with_input_faster_than_its_rate`.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
+fn camera_720p_on_a_busy_host_keeps_glass_to_glass_latency_low() {
+    let fwd = r#"capacity = "50Mbit"
+delay = "1ms""#;
+    let args = r#""--width", "1280", "--height", "720", "--fps", "30", "--pattern", "camera", "--max-bitrate", "5M""#;
+    let toml = scenario("cg-busy-host", 40, fwd, "gcc", "not_ect", args)
+        .replace("@DELAY@", "1ms")
+        .replace("@START@", "300k")
+        + "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
+    run_checked(
+        "busy-host",
+        &toml,
+        |_| {},
+        |_s, out| {
+            let t0 = t0(out);
+            let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
+            let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
+            let (Some(ls), Some(lr)) = (sent.last(), recv.last()) else {
+                return Err("no cg statistics".into());
+            };
+            let p95: Vec<f64> = recv
+                .iter()
+                .filter(|l| run_t(l, t0) >= 15.0)
+                .map(|l| num(l, "g2g_p95_ms"))
+                .collect();
+            // NaN (no frame decoded in a window) fails the bound: `max` keeps it.
+            let worst =
+                p95.iter().copied().fold(
+                    f64::NEG_INFINITY,
+                    |a, b| if b.is_nan() { b } else { a.max(b) },
+                );
+            let (dropped, frames) = (num(ls, "frames_dropped"), num(ls, "frames_encoded"));
+            let decoded = num(lr, "frames_decoded");
+            eprintln!(
+                "busy host, 720p camera, GCC: g2g p95 from 15 s: worst {worst:.1} ms over {} records, last {:.1} ms; sender dropped {dropped} of {frames} frames; decoded {decoded}",
+                p95.len(),
+                p95.last().copied().unwrap_or(f64::NAN)
+            );
+            let mut why = Vec::new();
+            if p95.is_empty() || worst.is_nan() || worst > 150.0 {
+                why.push(format!(
+                    "glass-to-glass p95 reached {worst:.1} ms (> 150 ms)"
+                ));
+            }
+            if dropped.is_nan() || dropped > 3.0 {
+                why.push(format!("the sender dropped {dropped} frames (> 3)"));
+            }
+            if !(frames > 0.0 && decoded >= 0.97 * frames) {
+                why.push(format!("decoded {decoded} of {frames} frames (< 97 %)"));
+            }
+            if why.is_empty() {
+                Ok(())
+            } else {
+                Err(why.join("; "))
+            }
+        },
+    );
+}
+
 /// A capacity drop on camera video: the encoder must scale the picture down (the fixed
 /// 1280×720 VP8 stream cannot go below about 340 kbit/s on it), the receiver must follow the
 /// new size, and the picture must not freeze for a second outside the 2 s after the drop.

@@ -43,6 +43,44 @@ pub struct RawScenario {
     /// How metrics are computed.
     #[serde(default)]
     pub metrics: RawMetrics,
+    /// CPU load beside the endpoints (a busy host: the game beside the encoder); none by
+    /// default.
+    pub load: Option<Spanned<RawLoad>>,
+}
+
+/// `[load]`: busy loops on the run's cores, and the priority the media endpoints run at.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoad {
+    /// How many busy loops (default 2, one per core here).
+    #[serde(default = "two")]
+    pub hogs: Spanned<u32>,
+    /// Their nice value, −20…19 (default 19: the lowest priority).
+    #[serde(default = "nineteen")]
+    pub nice: Spanned<i32>,
+    /// The share of each 10 ms a loop is busy, (0, 1] (default 1).
+    #[serde(default = "whole")]
+    pub duty: Spanned<f64>,
+    /// The nice value cg-send, cg-recv and Chromium run at, −20…19 (default 0, as a user
+    /// starts them; without `[load]` they run at the run's own −15).
+    #[serde(default = "zero")]
+    pub endpoint_nice: Spanned<i32>,
+}
+
+fn two() -> Spanned<u32> {
+    Spanned::new(0..0, 2)
+}
+
+fn nineteen() -> Spanned<i32> {
+    Spanned::new(0..0, 19)
+}
+
+fn zero() -> Spanned<i32> {
+    Spanned::new(0..0, 0)
+}
+
+fn whole() -> Spanned<f64> {
+    Spanned::new(0..0, 1.0)
 }
 
 fn one() -> u64 {
