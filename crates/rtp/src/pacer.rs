@@ -529,7 +529,7 @@ mod tests {
         );
         // Without the floor it grows by ~6 % of the elapsed time (the difference of rates).
         let off = PacerConfig {
-            input_rate_floor: Some(1.1),
+            input_rate_floor: None,
             max_queue_delay: Duration::from_secs(5),
             ..PacerConfig::default()
         };
