@@ -55,12 +55,13 @@ pub const SIM_SEND_ARGS: [&str; 6] = [
 
 /// GCC's settings (cg-send's and cg-recv's `--gcc-*` options), read from the side whose
 /// program runs GCC's delay-based estimator.
-pub const SIM_GCC_ARGS: [&str; 5] = [
+pub const SIM_GCC_ARGS: [&str; 6] = [
     "--gcc-threshold",
     "--gcc-ku",
     "--gcc-kd",
     "--gcc-static-gamma-ms",
     "--gcc-kalman-q",
+    "--gcc-arrival-burst",
 ];
 
 /// cg-send's defaults for what `send_args` may set.
@@ -103,6 +104,9 @@ fn gcc_tuning(f: &FlowSpec, args: &[String]) -> Result<GccTuning> {
             "--gcc-ku" => t.k_up = Some(num()?),
             "--gcc-kd" => t.k_down = Some(num()?),
             "--gcc-static-gamma-ms" => t.static_gamma_ms = Some(num()?),
+            "--gcc-arrival-burst" => {
+                t.arrival_burst = Some(cg_cc::gcc::parse_on_off(&v).map_err(|_| bad())?)
+            }
             _ => t.kalman_q = Some(num()?),
         }
     }
@@ -687,12 +691,25 @@ rate = "500k"
         let sc = scenario(GCC_VS_CUBIC);
         let mut f = sc.flows[0].clone();
         f.send_args.extend(
-            ["--gcc-ku", "0.1", "--gcc-kd=0.05", "--gcc-kalman-q", "0.01"].map(String::from),
+            [
+                "--gcc-ku",
+                "0.1",
+                "--gcc-kd=0.05",
+                "--gcc-kalman-q",
+                "0.01",
+                "--gcc-arrival-burst=on",
+            ]
+            .map(String::from),
         );
         let a = cg_args(&f, ControllerKind::Gcc).unwrap();
         assert_eq!(
-            (a.gcc.k_up, a.gcc.k_down, a.gcc.kalman_q),
-            (Some(0.1), Some(0.05), Some(0.01))
+            (
+                a.gcc.k_up,
+                a.gcc.k_down,
+                a.gcc.kalman_q,
+                a.gcc.arrival_burst
+            ),
+            (Some(0.1), Some(0.05), Some(0.01), Some(true))
         );
         // Send-side GCC's estimator runs in cg-send: cg-recv refuses them, and so do we.
         let e = cg_args(&f, ControllerKind::GccRemb)

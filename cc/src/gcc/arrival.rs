@@ -9,6 +9,13 @@
 //! Times are signed microseconds on two clocks (send times on the sender's, arrival times on
 //! the receiver's); only differences are used, so the offset between the clocks cancels.
 //!
+//! A packet that arrives in a burst with the group being built joins it whatever its key
+//! ([`ArrivalBurst`], libwebrtc's `InterArrivalDelta::BelongsToBurst`): a receiver host that
+//! was not scheduled for a while reads the packets queued meanwhile all at once, and their
+//! arrival times then say nothing about the path. Split into groups, the late first group
+//! reads as queuing and the ones bunched behind it as a drain, a swing of the whole stall
+//! that the filter takes for over-use.
+//!
 //! Bad input: a packet sent before the current group started (reordering, duplicated
 //! feedback) is ignored, as libwebrtc's `InterArrival` does; a group whose arrival goes
 //! backwards or lies more than `max_gap` away from the previous one, or whose `dm` is larger
@@ -18,7 +25,7 @@
 
 use std::time::Duration;
 
-use crate::gcc::config::GroupSendTime;
+use crate::gcc::config::{ArrivalBurst, GroupSendTime};
 
 /// How a packet is attached to a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +64,7 @@ struct Group {
     frame: Option<u64>,
     first_send_us: i64,
     last_send_us: i64,
+    first_arrival_us: i64,
     last_arrival_us: i64,
     size_bytes: u64,
 }
@@ -67,10 +75,28 @@ impl Group {
             frame,
             first_send_us: send_us,
             last_send_us: send_us,
+            first_arrival_us: arrival_us,
             last_arrival_us: arrival_us,
             size_bytes: size,
         }
     }
+
+    /// Whether a packet sent at `send_us` and arrived at `arrival_us` arrived in a burst with
+    /// this group: within `burst.max_gap` of its last arrival, sooner after it than it was
+    /// sent (the path did not delay it more than the group's last packet), and the group no
+    /// longer than `burst.max_duration` with it.
+    fn in_burst(&self, burst: ArrivalBurst, send_us: i64, arrival_us: i64) -> bool {
+        let arrival_delta = arrival_us.saturating_sub(self.last_arrival_us);
+        let send_delta = send_us.saturating_sub(self.last_send_us);
+        send_delta == 0
+            || (arrival_delta.saturating_sub(send_delta) < 0
+                && arrival_delta <= micros(burst.max_gap)
+                && arrival_us.saturating_sub(self.first_arrival_us) < micros(burst.max_duration))
+    }
+}
+
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
 /// Gathers packets into groups and yields [`GroupDelta`]s as groups complete.
@@ -79,6 +105,7 @@ pub struct InterArrival {
     max_gap_us: i64,
     max_jump_us: i64,
     send_time: GroupSendTime,
+    burst: Option<ArrivalBurst>,
     current: Option<Group>,
     previous: Option<Group>,
     resets: u64,
@@ -89,9 +116,10 @@ impl InterArrival {
     /// packet's send time stands for the group.
     pub fn new(max_gap: Duration, send_time: GroupSendTime) -> Self {
         InterArrival {
-            max_gap_us: i64::try_from(max_gap.as_micros()).unwrap_or(i64::MAX),
+            max_gap_us: micros(max_gap),
             max_jump_us: i64::MAX,
             send_time,
+            burst: None,
             current: None,
             previous: None,
             resets: 0,
@@ -100,7 +128,13 @@ impl InterArrival {
 
     /// Also restarts where `|dm|` exceeds `jump`.
     pub fn with_max_delay_jump(mut self, jump: Duration) -> Self {
-        self.max_jump_us = i64::try_from(jump.as_micros()).unwrap_or(i64::MAX);
+        self.max_jump_us = micros(jump);
+        self
+    }
+
+    /// Also merges arrival bursts into the group being built ([`ArrivalBurst`]).
+    pub fn with_arrival_burst(mut self, burst: Option<ArrivalBurst>) -> Self {
+        self.burst = burst;
         self
     }
 
@@ -128,11 +162,10 @@ impl InterArrival {
         }
         let same_group = match key {
             GroupKey::Frame(f) => cur.frame == Some(f),
-            GroupKey::Burst { span } => {
-                let span_us = i64::try_from(span.as_micros()).unwrap_or(i64::MAX);
-                send_us.saturating_sub(cur.first_send_us) <= span_us
-            }
-        };
+            GroupKey::Burst { span } => send_us.saturating_sub(cur.first_send_us) <= micros(span),
+        } || self
+            .burst
+            .is_some_and(|b| cur.in_burst(b, send_us, arrival_us));
         if same_group {
             cur.last_send_us = cur.last_send_us.max(send_us);
             cur.last_arrival_us = cur.last_arrival_us.max(arrival_us);
@@ -242,6 +275,74 @@ mod tests {
             .expect("second group complete");
         assert_eq!(d.send_delta_ms, 10.0);
         assert_eq!(d.arrival_delta_ms, 8.0);
+    }
+
+    /// `dm`s (ms, rounded) of frames given as (send ms, arrival ms), one packet each.
+    fn frame_dms(mut ia: InterArrival, frames: &[(i64, i64)]) -> Vec<i64> {
+        let mut dms = Vec::new();
+        for (f, &(s, a)) in frames.iter().enumerate() {
+            if let Some(d) = ia.on_packet(s * 1000, a * 1000, 1000, GroupKey::Frame(f as u64)) {
+                dms.push(d.dm_ms().round() as i64);
+            }
+        }
+        dms
+    }
+
+    /// The receiving host was not scheduled from 70 to 135 ms: the frames sent at 66 and 99 ms
+    /// were read with the one sent at 132 ms, all at 135 ms. Merged, the stall is no `dm`; split,
+    /// it swings +36 then −33 ms.
+    #[test]
+    fn a_receiver_stall_s_burst_joins_one_group() {
+        let frames = [
+            (0, 3),
+            (33, 36),
+            (66, 135),
+            (99, 135),
+            (132, 135),
+            (165, 168),
+            (198, 201),
+            (231, 234),
+        ];
+        let ia = || InterArrival::new(GAP, GroupSendTime::Last);
+        let merged = frame_dms(
+            ia().with_arrival_burst(Some(ArrivalBurst::LIBWEBRTC)),
+            &frames,
+        );
+        let split = frame_dms(ia(), &frames);
+        assert_eq!(split, vec![0, 66, -33, -33, 0, 0]);
+        // Groups: 0 | 33 | 66+99+132 | 165 | 198 | (231 incomplete).
+        assert_eq!(merged, vec![0, 0, 0, 0]);
+    }
+
+    /// A burst is only what arrives sooner than it was sent, within 5 ms, for 100 ms at most.
+    #[test]
+    fn only_early_close_and_short_arrivals_are_a_burst() {
+        let ia = || {
+            InterArrival::new(GAP, GroupSendTime::Last)
+                .with_arrival_burst(Some(ArrivalBurst::LIBWEBRTC))
+        };
+        // 6 ms after the previous frame's arrival: two groups, the drain is a dm.
+        assert_eq!(
+            frame_dms(ia(), &[(0, 0), (33, 50), (66, 56), (99, 89), (132, 122)]),
+            vec![17, -27, 0]
+        );
+        // Queuing grows (each frame later than it was sent after the previous): no merge.
+        assert_eq!(
+            frame_dms(ia(), &[(0, 0), (2, 4), (4, 8), (6, 12)]),
+            vec![2, 2]
+        );
+        // Back-to-back arrivals 2 ms apart of frames sent 33 ms apart merge for < 100 ms of
+        // arrival time only: 0..98 ms is one group of 50 frames, 100 ms starts the next.
+        let frames: Vec<(i64, i64)> = (0..110).map(|i| (i * 33, i * 2)).collect();
+        let mut ia = ia();
+        let mut first = None;
+        for (f, &(s, a)) in frames.iter().enumerate() {
+            if let Some(d) = ia.on_packet(s * 1000, a * 1000, 1000, GroupKey::Frame(f as u64)) {
+                first.get_or_insert(d);
+            }
+        }
+        let d = first.expect("two groups of 50 frames complete");
+        assert_eq!((d.send_delta_ms, d.arrival_delta_ms), (50.0 * 33.0, 100.0));
     }
 
     #[test]

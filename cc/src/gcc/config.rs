@@ -56,6 +56,28 @@ pub enum Grouping {
     },
 }
 
+/// When a packet joins the group being built because it arrived in a burst with it, whatever
+/// its frame or send time (libwebrtc's `InterArrivalDelta::BelongsToBurst`): it arrived at
+/// most `max_gap` after the group's last packet, sooner after it than it was sent after it,
+/// and the group spans at most `max_duration` of arrival time with it. Such arrival times are
+/// the receiver's (its host read queued packets at once after a scheduling stall), not the
+/// path's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrivalBurst {
+    /// Longest arrival gap to the group's last packet. libwebrtc: `kBurstDeltaThreshold`, 5 ms.
+    pub max_gap: Duration,
+    /// Longest arrival span of a merged group. libwebrtc: `kMaxBurstDuration`, 100 ms.
+    pub max_duration: Duration,
+}
+
+impl ArrivalBurst {
+    /// libwebrtc's constants: 5 ms, 100 ms.
+    pub const LIBWEBRTC: ArrivalBurst = ArrivalBurst {
+        max_gap: Duration::from_millis(5),
+        max_duration: Duration::from_millis(100),
+    };
+}
+
 /// Which send time stands for a group's `Ti` in eq. (4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GroupSendTime {
@@ -162,6 +184,13 @@ pub struct GccConfig {
     pub grouping: Grouping,
     /// Which send time represents a group in eq. (4). Default [`GroupSendTime::Last`].
     pub group_send_time: GroupSendTime,
+    /// Arrival bursts merged into one group ([`ArrivalBurst`]); `None` groups by
+    /// [`GccConfig::grouping`] alone, as MMSys16 §3.3 does. Default `None`: the rule cannot
+    /// tell a receiving host's stall from a bottleneck queue draining (its packets also
+    /// arrive back to back, sooner than they were sent), so it also hides drains from the
+    /// filter and changes the rate's course through capacity changes, where cg's bounds were
+    /// set without it. [`ArrivalBurst::LIBWEBRTC`] is libwebrtc's choice.
+    pub arrival_burst: Option<ArrivalBurst>,
     /// A gap between group arrivals longer than this (or arrival time going backwards)
     /// restarts the delta computation of eq. (4) instead of feeding a meaningless `dm`.
     /// Default 3 s (libwebrtc's `kArrivalTimeOffsetThresholdMs`).
@@ -454,6 +483,7 @@ impl Default for GccConfig {
             max_bitrate: Bitrate::mbps(2),
             grouping: Grouping::Frame,
             group_send_time: GroupSendTime::Last,
+            arrival_burst: None,
             max_group_gap: Duration::from_secs(3),
             max_delay_jump: Duration::from_millis(500),
             filter: ArrivalFilterModel::Scalar,

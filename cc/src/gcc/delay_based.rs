@@ -148,7 +148,8 @@ impl DelayBasedController {
         let threshold = Threshold::new(c.threshold);
         DelayBasedController {
             inter_arrival: InterArrival::new(c.max_group_gap, c.group_send_time)
-                .with_max_delay_jump(c.max_delay_jump),
+                .with_max_delay_jump(c.max_delay_jump)
+                .with_arrival_burst(c.arrival_burst),
             filter,
             stats: DelayBasedStats {
                 m: c.kalman_m0,

@@ -224,11 +224,12 @@ mod time;
 mod tuning;
 
 pub use config::{
-    ArrivalFilterModel, GccConfig, GccMode, GroupSendTime, Grouping, LossModel, ThresholdModel,
+    ArrivalBurst, ArrivalFilterModel, GccConfig, GccMode, GroupSendTime, Grouping, LossModel,
+    ThresholdModel,
 };
 pub use delay_based::{DelayBasedController, DelayBasedStats};
 pub use detector::Signal;
 pub use rate_control::{IncreaseMode, RateState};
 pub use receiver::GccReceiver;
 pub use sender::{GccController, GccStats};
-pub use tuning::{GccTuning, ThresholdChoice};
+pub use tuning::{GccTuning, ThresholdChoice, parse_on_off};

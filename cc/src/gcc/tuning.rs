@@ -1,6 +1,6 @@
 //! The GCC settings a user changes from the command line — the over-use threshold model and
 //! its gains (MMSys16 §4.2, eq. 17–18, Figs. 8–11), and the arrival-time filter's `Q`
-//! (eq. 15, Fig. 7) — over a kind's defaults. cg-send and cg-recv take them as `--gcc-*`
+//! (eq. 15, Fig. 7), whether arrival bursts merge into one group — over a kind's defaults. cg-send and cg-recv take them as `--gcc-*`
 //! options (in REMB mode the threshold and the filter run at the receiver, so give them to
 //! cg-recv; send-side, to cg-send), and netlab's simulator from a flow's `send_args`.
 
@@ -30,6 +30,15 @@ impl std::str::FromStr for ThresholdChoice {
     }
 }
 
+/// `on` / `off` (also `true` / `false`) as a switch, for the `--gcc-*` switches.
+pub fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        other => Err(format!("`{other}`: expected on or off")),
+    }
+}
+
 /// Changes to a [`GccConfig`]; `None` keeps the kind's default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -44,6 +53,9 @@ pub struct GccTuning {
     pub static_gamma_ms: Option<f64>,
     /// `Q` of the scalar Kalman filter (eq. 15, ms²; default 1e-3).
     pub kalman_q: Option<f64>,
+    /// Whether arrival bursts join the group being built ([`super::config::ArrivalBurst`],
+    /// libwebrtc's constants); default off, grouping as MMSys16 §3.3 does.
+    pub arrival_burst: Option<bool>,
 }
 
 impl GccTuning {
@@ -98,6 +110,15 @@ impl GccTuning {
         if let Some(q) = self.kalman_q {
             c.kalman_q = q;
         }
+        match self.arrival_burst {
+            Some(false) => c.arrival_burst = None,
+            Some(true) => {
+                c.arrival_burst = c
+                    .arrival_burst
+                    .or(Some(super::config::ArrivalBurst::LIBWEBRTC));
+            }
+            None => {}
+        }
         c.validate()
     }
 }
@@ -122,6 +143,17 @@ mod tests {
             panic!("still adaptive");
         };
         assert_eq!((k_up, k_down, c.kalman_q), (0.1, 0.000_18, 0.1));
+        for (on, want) in [
+            (true, Some(super::super::config::ArrivalBurst::LIBWEBRTC)),
+            (false, None),
+        ] {
+            let t = GccTuning {
+                arrival_burst: Some(on),
+                ..GccTuning::default()
+            };
+            t.apply(&mut c).unwrap();
+            assert_eq!(c.arrival_burst, want);
+        }
 
         let mut c = GccConfig::send_side();
         let t = GccTuning {
