@@ -145,8 +145,10 @@ pub struct Pacer<T> {
     /// loss's factor, RFC 8083 / RFC 8888 §5): keeping up never overrides it.
     reduction: f64,
     /// Media bytes queued per [`INPUT_BUCKET`] (bucket start, bytes), the last
-    /// [`INPUT_WINDOW`] of them.
+    /// [`INPUT_WINDOW`] of them, oldest first (bucket starts only grow).
     input: VecDeque<(Instant, DataSize)>,
+    /// Their sum, so the rate is read without summing the window per packet.
+    input_bytes: DataSize,
 }
 
 impl<T> Pacer<T> {
@@ -165,6 +167,7 @@ impl<T> Pacer<T> {
             leaving: None,
             reduction: 1.0,
             input: VecDeque::new(),
+            input_bytes: DataSize::ZERO,
         }
     }
 
@@ -217,23 +220,25 @@ impl<T> Pacer<T> {
             Some((start, bytes)) if at < *start + INPUT_BUCKET => *bytes += size,
             _ => self.input.push_back((at, size)),
         }
-        while self
-            .input
-            .front()
-            .is_some_and(|(start, _)| at.saturating_duration_since(*start) > INPUT_WINDOW)
+        self.input_bytes += size;
+        while let Some(&(start, bytes)) = self.input.front()
+            && at.saturating_duration_since(start) > INPUT_WINDOW
         {
             self.input.pop_front();
+            self.input_bytes -= bytes;
         }
     }
 
-    /// The media rate queued over the last [`INPUT_WINDOW`] before `now`.
+    /// The media rate queued over the last [`INPUT_WINDOW`] before `now`: the running sum
+    /// less the oldest buckets that have left the window since the last packet came in.
     pub fn input_rate(&self, now: Instant) -> Bitrate {
-        let bytes: u64 = self
+        let expired: u64 = self
             .input
             .iter()
-            .filter(|(start, _)| now.saturating_duration_since(*start) <= INPUT_WINDOW)
+            .take_while(|(start, _)| now.saturating_duration_since(*start) > INPUT_WINDOW)
             .map(|(_, b)| b.as_bytes())
             .sum();
+        let bytes = self.input_bytes.as_bytes().saturating_sub(expired);
         Bitrate::from_bps_f64(bytes as f64 * 8.0 / INPUT_WINDOW.as_secs_f64())
     }
 
@@ -542,6 +547,25 @@ mod tests {
         };
         let (end, _) = backlog_after_10s(window, Some(DataSize::bytes(1 << 30)));
         assert!(end >= Duration::from_millis(400), "backlog {end:?}");
+    }
+
+    /// The input rate covers the last second: 1250 B every 10 ms is 1 Mbit/s, read the same
+    /// whenever it is read, and it falls as the buckets leave the window with no new input.
+    #[test]
+    fn the_input_rate_is_the_last_second_s_media() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(1),
+            DataSize::bytes(255),
+        );
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        for i in 0..300u64 {
+            p.enqueue(PacketClass::Media, q(i, ms(10 * i)));
+        }
+        assert_eq!(p.input_rate(ms(2_995)), Bitrate::mbps(1));
+        assert_eq!(p.input_rate(ms(3_495)), Bitrate::kbps(500));
+        assert_eq!(p.input_rate(ms(4_000)), Bitrate::ZERO);
     }
 
     #[test]
