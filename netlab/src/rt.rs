@@ -16,8 +16,8 @@
 //! even to root: a service manager, a CI runner or a container puts netlab in such a group.
 //! Then the forwarder, and only it, is moved to the root `cpu` cgroup and promoted there.
 //! A forwarder left at normal priority turns a paced flow into bursts and stretched trains
-//! (an L4S flow through DualPI2 at 20 Mbit/s then fills half the link), so a refusal is
-//! always reported, and the forwarder records its class in `forwarder.json` (`scheduling`
+//! (an L4S flow's marks and rate then measure the forwarder, not the controller), so a
+//! refusal is always reported, and the forwarder records its class in `forwarder.json` (`scheduling`
 //! in `summary.json`), which the end-to-end tests check.
 
 use std::path::Path;
