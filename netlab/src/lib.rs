@@ -53,5 +53,6 @@ pub mod sweep;
 pub mod sys;
 pub mod topology;
 pub mod traffic;
+pub mod viewer;
 
 pub use error::{Error, Result};

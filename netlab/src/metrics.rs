@@ -145,6 +145,9 @@ pub struct FlowSummary {
     pub n_dd: Option<u64>,
     /// cg flows: the controller's mean target rate within the window, Mb/s.
     pub target_mbps: Option<f64>,
+    /// cg flows: what the viewer (cg-recv or a browser) saw within the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewer: Option<crate::viewer::ViewerSummary>,
     /// Time series.
     #[serde(skip)]
     pub bins: Vec<FlowBin>,
@@ -374,12 +377,13 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
                 }
             }
         }
-        let (mut n_dd, mut target_mbps) = (None, None);
+        let (mut n_dd, mut target_mbps, mut viewer) = (None, None, None);
         if f.kind == FlowKind::Cg {
             let cg = cg_send_stats(&raw.join(format!("cg-send-{}.jsonl", f.name)));
             let t0_ns = crate::runner::read_info(raw.parent().unwrap_or(raw))
                 .map(|i| i.t0_ns)
                 .unwrap_or(0);
+            viewer = crate::viewer::summarise(raw, &f.name, t0_ns, (w0, end));
             let mut per_bin: Vec<(f64, f64, u32, u32)> = vec![(0.0, 0.0, 0, 0); nbins];
             let (mut first_ndd, mut last_ndd) = (None, None);
             let (mut tsum, mut tn) = (0.0, 0u32);
@@ -509,6 +513,7 @@ pub fn compute(sc: &Scenario, raw: &Path) -> Result<Metrics> {
             duplicates: copies[fi],
             n_dd,
             target_mbps,
+            viewer,
             bins: std::mem::take(&mut bins[fi]),
         });
     }

@@ -277,6 +277,27 @@ pub fn table(s: &Summary) -> String {
             f.n_dd.map_or("-".into(), |n| n.to_string())
         );
     }
+    for (name, v) in m
+        .flows
+        .iter()
+        .filter_map(|f| Some((&f.name, f.viewer.as_ref()?)))
+    {
+        let opt = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.0}"));
+        let _ = writeln!(
+            t,
+            "{name}: viewer ({}) {:.1} fps (lowest {}), {} freezes ({:.2} s frozen), {} resolution switches, held {}, jitter buffer {} ms, glass-to-glass median {} ms max {} ms",
+            v.viewer,
+            v.fps,
+            opt(v.fps_min),
+            v.freezes,
+            v.frozen_s,
+            v.resolution_switches,
+            v.held_size.map_or("-".into(), |(w, h)| format!("{w}×{h}")),
+            opt(v.jitter_buffer_ms),
+            opt(v.g2g_ms.as_ref().map(|d| d.p50)),
+            opt(v.g2g_max_ms),
+        );
+    }
     if let Some(fw) = &s.forwarder {
         let _ = writeln!(
             t,

@@ -20,7 +20,9 @@
 //!   ends and the next sender is accepted: a restarted `cg-send` gets through.
 //! - Every reassembled frame goes to the decoder with the sender's capture time (mapped
 //!   through both sides' NTP clocks, which on one host are the same system clock), so the
-//!   decoder measures glass-to-glass latency; freezes are gaps over 3 frame intervals.
+//!   decoder measures glass-to-glass latency; freezes are counted both as gaps over 3
+//!   nominal frame intervals and by WebRTC's rule, as a browser counts them
+//!   ([`cg_media::FreezeDetector`]).
 //! - The decoder's key-frame requests (after a loss or decode error) become PLIs
 //!   (`ReceiverSession::request_key_frame`).
 //! - WebRTC mode ([`ReceiverConfig::whep_url`], [`ReceiverConfig::whip_http`]): the same

@@ -110,8 +110,15 @@ fn run(args: Args) -> Result<(), Error> {
             (false, None) => "",
         };
         eprintln!(
-            "cg-recv: done after {:.1} s: {} frames decoded, {} lost, {} freezes (longest {:.0} ms){ending}",
-            last.t, last.frames_decoded, last.frames_lost, last.freezes, last.longest_freeze_ms
+            "cg-recv: done after {:.1} s: {} frames decoded, {} lost, {} freezes (longest {:.0} ms; by WebRTC's rule {}, {:.0} ms frozen), {} resolution switches{ending}",
+            last.t,
+            last.frames_decoded,
+            last.frames_lost,
+            last.freezes,
+            last.longest_freeze_ms,
+            last.webrtc_freezes,
+            last.webrtc_freeze_total_ms,
+            last.resolution_switches
         );
         Ok(())
     })

@@ -58,10 +58,23 @@ pub struct Stats {
     pub decoded_fps: u32,
     /// Decoder errors.
     pub decode_errors: u64,
-    /// Freezes so far (gaps over 3 frame intervals between decoded frames).
+    /// Freezes so far (gaps over 3 nominal frame intervals between decoded frames).
     pub freezes: u64,
+    /// Their summed duration, ms.
+    #[serde(default)]
+    pub freeze_total_ms: f64,
     /// Longest freeze so far, ms.
     pub longest_freeze_ms: f64,
+    /// Freezes so far by WebRTC's rule (a gap of at least max(3 × mean, mean + 150 ms) over
+    /// the last 30 gaps: a browser's `freezeCount`).
+    #[serde(default)]
+    pub webrtc_freezes: u64,
+    /// Their summed duration, ms (`totalFreezesDuration`).
+    #[serde(default)]
+    pub webrtc_freeze_total_ms: f64,
+    /// Times the decoded picture size changed so far.
+    #[serde(default)]
+    pub resolution_switches: u64,
     /// Time without a new frame right now, when longer than a freeze, ms.
     pub stall_ms: Option<f64>,
     /// Freezes that ended in the last interval.
@@ -69,6 +82,9 @@ pub struct Stats {
     /// Glass-to-glass latency (capture at the sender to decoded here; exact on one host),
     /// median over the frames decoded in the last interval, ms.
     pub g2g_ms: Option<f64>,
+    /// Glass-to-glass latency, the largest over the frames decoded in the last interval, ms.
+    #[serde(default)]
+    pub g2g_max_ms: Option<f64>,
     /// Glass-to-glass latency, 95th percentile over the decoder's recent window, ms.
     pub g2g_p95_ms: Option<f64>,
     /// Key-frame requests (PLI) sent.
@@ -91,7 +107,7 @@ impl Stats {
     /// A one-line human summary for a terminal status line.
     pub fn status_line(&self) -> String {
         format!(
-            "{:7.1}s rate {:>6} loss {:>5} jitter {:>6} g2g {:>6} {}x{}@{} frames {} decoded / {} lost, freezes {} (max {:.0}ms){}",
+            "{:7.1}s rate {:>6} loss {:>5} jitter {:>6} g2g {:>6} {}x{}@{} frames {} decoded / {} lost, freezes {} (max {:.0}ms, WebRTC {}){}",
             self.t,
             kbps(self.recv_rate_bps),
             pct(self.loss),
@@ -104,6 +120,7 @@ impl Stats {
             self.frames_lost,
             self.freezes,
             self.longest_freeze_ms,
+            self.webrtc_freezes,
             match &self.peer {
                 Some(p) => format!("  from {p}"),
                 None => "  waiting for a sender".to_owned(),

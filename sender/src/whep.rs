@@ -17,7 +17,7 @@
 //!
 //! The viewer page at `/` plays the stream and posts `getStats()` back to
 //! `/whep/{id}/stats`; with [`WhepConfig::report_file`] each report is written as one JSON
-//! line `{"viewer": id, "t": seconds, "report": …}`.
+//! line `{"viewer": id, "t": seconds, "mono_ns": CLOCK_MONOTONIC ns, "report": …}`.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -362,6 +362,7 @@ fn write_report(f: &mut std::fs::File, id: &str, start: Instant, json: &[u8]) {
     let line = serde_json::json!({
         "viewer": id,
         "t": start.elapsed().as_secs_f64(),
+        "mono_ns": cg_media::HostTime::now().as_nanos(),
         "report": report,
     });
     if let Err(e) = writeln!(f, "{line}") {

@@ -105,6 +105,13 @@ pub struct DecoderStats {
     pub freeze_total: Duration,
     /// The longest.
     pub longest_freeze: Duration,
+    /// Freezes by WebRTC's rule (gap ≥ max(3 × mean, mean + 150 ms), as a browser's
+    /// `freezeCount`; [`crate::FreezeDetector`]).
+    pub webrtc_freezes: u64,
+    /// Their total duration (`totalFreezesDuration`).
+    pub webrtc_freeze_total: Duration,
+    /// Times the decoded size changed from one frame to the next.
+    pub resolution_switches: u64,
     /// The most recent freezes, oldest first (at most `max_freeze_records`).
     pub recent_freezes: Vec<Freeze>,
     /// An ongoing freeze: time since the last decoded frame, when that is already a freeze.
@@ -167,6 +174,7 @@ struct State {
     latencies: VecDeque<Duration>,
     last_latency: Option<Duration>,
     last_size: Option<(u32, u32)>,
+    resolution_switches: u64,
     frames_pushed: u64,
     frames_decoded: u64,
     decode_errors: u64,
@@ -209,6 +217,7 @@ impl Decoder {
                 latencies: VecDeque::new(),
                 last_latency: None,
                 last_size: None,
+                resolution_switches: 0,
                 frames_pushed: 0,
                 frames_decoded: 0,
                 decode_errors: 0,
@@ -374,6 +383,9 @@ impl Decoder {
             freezes: s.freeze.count(),
             freeze_total: s.freeze.total(),
             longest_freeze: s.freeze.longest(),
+            webrtc_freezes: s.freeze.webrtc().0,
+            webrtc_freeze_total: s.freeze.webrtc().1,
+            resolution_switches: s.resolution_switches,
             recent_freezes: s.freeze.recent().copied().collect(),
             current_stall: s.freeze.current_stall(HostTime::now()),
             last_size: s.last_size,
@@ -527,6 +539,9 @@ impl Inner {
             s.latencies.push_back(l);
         }
         if size.is_some() {
+            if s.last_size.is_some_and(|last| Some(last) != size) {
+                s.resolution_switches += 1;
+            }
             s.last_size = size;
         }
         let (width, height) = s.last_size.unwrap_or((0, 0));

@@ -14,11 +14,16 @@ pub struct Freeze {
     pub duration: Duration,
 }
 
-/// Counts freezes: gaps between decoded frames longer than `intervals` nominal frame
-/// intervals (3 in issue #8; WebRTC's `freezeCount` uses max(3 × mean interval, mean +
-/// 150 ms) on measured intervals, which at a steady frame rate is the same for ≥ 20 fps).
+/// Counts freezes by two rules at once:
+/// - cg's: a gap between decoded frames longer than `intervals` nominal frame intervals
+///   (3 in issue #8), which holds the stream to its nominal rate;
+/// - WebRTC's (`freezeCount` / `totalFreezesDuration` of webrtc-stats, as libwebrtc's
+///   `VideoQualityObserver` counts them): a gap of at least max(3 × mean, mean + 150 ms),
+///   the mean taken over the last 30 gaps including this one, once 5 are known. A browser
+///   reports this one, so the two viewers are compared on it.
 ///
-/// A sans-IO block: time comes in with each frame. Keeps the last `max_records` freezes.
+/// A sans-IO block: time comes in with each frame. Keeps the last `max_records` freezes
+/// (by cg's rule).
 #[derive(Debug, Clone)]
 pub struct FreezeDetector {
     threshold: Duration,
@@ -28,6 +33,43 @@ pub struct FreezeDetector {
     longest: Duration,
     recent: VecDeque<Freeze>,
     max_records: usize,
+    webrtc: WebRtcFreezes,
+}
+
+/// WebRTC's freeze rule on measured gaps ([`FreezeDetector`]).
+#[derive(Debug, Clone, Default)]
+struct WebRtcFreezes {
+    gaps: VecDeque<Duration>,
+    sum: Duration,
+    count: u64,
+    total: Duration,
+}
+
+impl WebRtcFreezes {
+    /// libwebrtc's `kAvgInterframeDelaysWindowSizeFrames`.
+    const WINDOW: usize = 30;
+    /// libwebrtc's `kMinFrameSamplesToDetectFreeze`.
+    const MIN_SAMPLES: usize = 5;
+    /// libwebrtc's `kMinIncreaseForFreezeMs`.
+    const MIN_INCREASE: Duration = Duration::from_millis(150);
+
+    fn on_gap(&mut self, gap: Duration) {
+        if self.gaps.len() == Self::WINDOW
+            && let Some(old) = self.gaps.pop_front()
+        {
+            self.sum -= old;
+        }
+        self.gaps.push_back(gap);
+        self.sum += gap;
+        if self.gaps.len() < Self::MIN_SAMPLES {
+            return;
+        }
+        let mean = self.sum / self.gaps.len() as u32;
+        if gap >= (mean * 3).max(mean + Self::MIN_INCREASE) {
+            self.count += 1;
+            self.total += gap;
+        }
+    }
 }
 
 impl FreezeDetector {
@@ -41,6 +83,7 @@ impl FreezeDetector {
             longest: Duration::ZERO,
             recent: VecDeque::new(),
             max_records,
+            webrtc: WebRtcFreezes::default(),
         }
     }
 
@@ -48,6 +91,7 @@ impl FreezeDetector {
     pub fn on_frame(&mut self, now: HostTime) -> Option<Freeze> {
         let last = self.last.replace(now.max(self.last.unwrap_or(now)))?;
         let gap = now.checked_duration_since(last)?;
+        self.webrtc.on_gap(gap);
         if gap <= self.threshold {
             return None;
         }
@@ -86,6 +130,11 @@ impl FreezeDetector {
     /// The longest.
     pub fn longest(&self) -> Duration {
         self.longest
+    }
+
+    /// Freezes by WebRTC's rule so far, and their summed duration.
+    pub fn webrtc(&self) -> (u64, Duration) {
+        (self.webrtc.count, self.webrtc.total)
     }
 
     /// The most recent ones, oldest first.
@@ -158,6 +207,33 @@ mod tests {
         assert_eq!(d.count(), 19);
         assert_eq!(d.recent().count(), 4);
         assert_eq!(d.recent().next().unwrap().started_at, t(1500));
+    }
+
+    /// WebRTC's rule measures the stream's own rate: at 10 frames/s a 250 ms gap is no
+    /// freeze (under mean + 150 ms), at 30 frames/s it is; the first 4 gaps judge nothing.
+    #[test]
+    fn webrtc_s_rule_is_relative_to_the_measured_frame_rate() {
+        let run = |interval: u64, gaps_before: u64, last: u64| {
+            let mut d = FreezeDetector::new(Duration::from_millis(33), 3, 8);
+            let mut now = 0;
+            d.on_frame(t(now));
+            for _ in 0..gaps_before {
+                now += interval;
+                d.on_frame(t(now));
+            }
+            d.on_frame(t(now + last));
+            (d.count(), d.webrtc())
+        };
+        // 10 frames/s: mean (29·100 + 250)/30 = 105 ms, threshold 315 ms.
+        assert_eq!(run(100, 40, 250), (40 + 1, (0, Duration::ZERO)));
+        // 30 frames/s: mean (29·33 + 250)/30 ≈ 40 ms, threshold 190 ms.
+        assert_eq!(run(33, 40, 250), (1, (1, Duration::from_millis(250))));
+        // Only 3 gaps before it: too few to judge by WebRTC's rule.
+        assert_eq!(run(33, 3, 250).1, (0, Duration::ZERO));
+        // The gap itself is in the mean: after 4 gaps of 33 ms, 250 ms is a freeze (mean
+        // 76 ms, threshold 229 ms) and 220 ms is not (mean 70 ms, threshold 220.4 ms).
+        assert_eq!(run(33, 4, 250).1.0, 1);
+        assert_eq!(run(33, 4, 220).1.0, 0);
     }
 
     #[test]

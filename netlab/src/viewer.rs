@@ -1,0 +1,283 @@
+//! What the viewer of a cg flow saw, on the same metrics whichever program watched: cg-recv's
+//! statistics (`cg-recv-<flow>.jsonl`) or a browser's `getStats()` reports posted back through
+//! cg-send's viewer page (`viewer-<flow>.jsonl`, the `inbound-rtp` video record).
+//!
+//! Counters are taken as differences across the statistics window: from the last record before
+//! it (or zero, when the viewer started inside it) to the last record inside it. Freezes are
+//! WebRTC's (a gap of at least max(3 × mean, mean + 150 ms)), which both viewers count; what
+//! one viewer cannot measure is `None`, never a zero: cg-recv has no playout buffer to report,
+//! a browser's page no glass-to-glass latency.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::metrics::Dist;
+
+/// The viewer's experience within the statistics window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ViewerSummary {
+    /// Which program viewed: `cg-recv` or `chromium`.
+    pub viewer: String,
+    /// Frames decoded within the window.
+    pub frames_decoded: u64,
+    /// Mean decoded frame rate over the window, frames/s.
+    pub fps: f64,
+    /// The lowest decoded frame rate of a record inside the window (each over about a second),
+    /// frames/s.
+    pub fps_min: Option<f64>,
+    /// Freezes by WebRTC's rule that ended within the window.
+    pub freezes: u64,
+    /// Their summed duration, s.
+    pub frozen_s: f64,
+    /// Times the decoded picture size changed within the window (a browser's reports come a
+    /// second apart, so a size held for less than one report may be missed there).
+    pub resolution_switches: u64,
+    /// The picture size held in the most records of the window, width × height.
+    pub held_size: Option<(u32, u32)>,
+    /// Mean time a frame spent in the jitter buffer within the window (a browser's
+    /// `jitterBufferDelay` / `jitterBufferEmittedCount`), ms.
+    pub jitter_buffer_ms: Option<f64>,
+    /// Glass-to-glass latency, the medians of the records inside the window, ms.
+    pub g2g_ms: Option<Dist>,
+    /// The largest glass-to-glass latency of a frame decoded within the window, ms.
+    pub g2g_max_ms: Option<f64>,
+}
+
+/// One viewer record: when (s since the run's t0) and the fields used.
+struct Rec<'a> {
+    t: f64,
+    v: &'a Value,
+}
+
+fn num(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The viewer summary of flow `flow` from the files in `raw`, within `window` (s since t0,
+/// whose CLOCK_MONOTONIC is `t0_ns`); `None` when no viewer wrote a record inside the window.
+pub fn summarise(raw: &Path, flow: &str, t0_ns: u64, window: (f64, f64)) -> Option<ViewerSummary> {
+    let t_of = |v: &Value| num(v, "mono_ns").map(|ns| (ns - t0_ns as f64) / 1e9);
+    let recv = lines(&raw.join(format!("cg-recv-{flow}.jsonl")));
+    let recs: Vec<Rec> = recv
+        .iter()
+        .filter_map(|v| Some(Rec { t: t_of(v)?, v }))
+        .collect();
+    if let Some(s) = from_cg_recv(&recs, window) {
+        return Some(s);
+    }
+    let page = lines(&raw.join(format!("viewer-{flow}.jsonl")));
+    let recs: Vec<Rec> = page
+        .iter()
+        .filter_map(|l| {
+            let inbound = l["report"]["stats"]
+                .as_array()?
+                .iter()
+                .find(|s| s["type"] == "inbound-rtp" && s["kind"] == "video")?;
+            Some(Rec {
+                t: t_of(l)?,
+                v: inbound,
+            })
+        })
+        .collect();
+    from_chromium(&recs, window)
+}
+
+/// The records inside `window`, and the last one before it.
+fn split<'a, 'b>(
+    recs: &'b [Rec<'a>],
+    window: (f64, f64),
+) -> (Option<&'b Rec<'a>>, Vec<&'b Rec<'a>>) {
+    let before = recs.iter().rfind(|r| r.t < window.0);
+    let inside = recs
+        .iter()
+        .filter(|r| r.t >= window.0 && r.t < window.1)
+        .collect();
+    (before, inside)
+}
+
+/// `key`'s growth from `before` (zero when absent) to `last`.
+fn growth(before: Option<&Rec>, last: &Rec, key: &str) -> f64 {
+    let b = before.and_then(|r| num(r.v, key)).unwrap_or(0.0);
+    (num(last.v, key).unwrap_or(0.0) - b).max(0.0)
+}
+
+/// The size in the most records, and the changes from one record to the next.
+fn sizes(before: Option<&Rec>, inside: &[&Rec], w: &str, h: &str) -> (Option<(u32, u32)>, u64) {
+    let size = |r: &Rec| {
+        let (w, h) = (num(r.v, w)? as u32, num(r.v, h)? as u32);
+        (w > 0 && h > 0).then_some((w, h))
+    };
+    let mut held: std::collections::BTreeMap<(u32, u32), u64> = Default::default();
+    let mut switches = 0;
+    let mut last = before.and_then(size);
+    for s in inside.iter().filter_map(|r| size(r)) {
+        *held.entry(s).or_default() += 1;
+        if last.is_some_and(|l| l != s) {
+            switches += 1;
+        }
+        last = Some(s);
+    }
+    let most = held.into_iter().max_by_key(|(_, n)| *n).map(|(s, _)| s);
+    (most, switches)
+}
+
+fn from_cg_recv(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
+    let (before, inside) = split(recs, window);
+    let last = *inside.last()?;
+    let since = before.map_or(inside[0].t, |b| b.t);
+    let frames = growth(before, last, "frames_decoded");
+    let mut g2g: Vec<f64> = inside.iter().filter_map(|r| num(r.v, "g2g_ms")).collect();
+    let (held_size, _) = sizes(before, &inside, "width", "height");
+    Some(ViewerSummary {
+        viewer: "cg-recv".into(),
+        frames_decoded: frames as u64,
+        fps: frames / (last.t - since).max(1e-9),
+        fps_min: inside
+            .iter()
+            .filter_map(|r| num(r.v, "decoded_fps"))
+            .reduce(f64::min),
+        freezes: growth(before, last, "webrtc_freezes") as u64,
+        frozen_s: growth(before, last, "webrtc_freeze_total_ms") / 1e3,
+        resolution_switches: growth(before, last, "resolution_switches") as u64,
+        held_size,
+        jitter_buffer_ms: None,
+        g2g_ms: (!g2g.is_empty()).then(|| Dist::of(&mut g2g)),
+        g2g_max_ms: inside
+            .iter()
+            .filter_map(|r| num(r.v, "g2g_max_ms"))
+            .reduce(f64::max),
+    })
+}
+
+fn from_chromium(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
+    let (before, inside) = split(recs, window);
+    let last = *inside.last()?;
+    let since = before.map_or(inside[0].t, |b| b.t);
+    let frames = growth(before, last, "framesDecoded");
+    let (held_size, resolution_switches) = sizes(before, &inside, "frameWidth", "frameHeight");
+    let emitted = growth(before, last, "jitterBufferEmittedCount");
+    Some(ViewerSummary {
+        viewer: "chromium".into(),
+        frames_decoded: frames as u64,
+        fps: frames / (last.t - since).max(1e-9),
+        fps_min: inside
+            .iter()
+            .filter_map(|r| num(r.v, "framesPerSecond"))
+            .reduce(f64::min),
+        freezes: growth(before, last, "freezeCount") as u64,
+        frozen_s: growth(before, last, "totalFreezesDuration"),
+        resolution_switches,
+        held_size,
+        jitter_buffer_ms: (emitted > 0.0)
+            .then(|| growth(before, last, "jitterBufferDelay") / emitted * 1e3),
+        g2g_ms: None,
+        g2g_max_ms: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, lines: &[Value]) {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(dir.join(name), text + "not json\n").unwrap();
+    }
+
+    fn dir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("netlab-viewer-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    const T0: u64 = 1_000_000_000_000;
+
+    fn at(s: f64) -> u64 {
+        T0 + (s * 1e9) as u64
+    }
+
+    #[test]
+    fn cg_recv_counters_are_taken_across_the_window() {
+        let d = dir("recv");
+        let rec = |t: f64, frames: u64, freezes: u64, frozen: f64, w: u32, sw: u64, g2g: f64| {
+            serde_json::json!({
+                "mono_ns": at(t), "frames_decoded": frames, "decoded_fps": frames.min(30),
+                "webrtc_freezes": freezes, "webrtc_freeze_total_ms": frozen,
+                "resolution_switches": sw, "width": w, "height": w * 9 / 16,
+                "g2g_ms": g2g, "g2g_max_ms": g2g + 10.0,
+            })
+        };
+        write(
+            &d,
+            "cg-recv-cg.jsonl",
+            &[
+                rec(1.0, 20, 1, 300.0, 640, 0, 90.0),
+                rec(2.0, 50, 1, 300.0, 1280, 1, 50.0),
+                rec(3.0, 80, 2, 550.0, 1280, 1, 40.0),
+                rec(4.0, 110, 2, 550.0, 1280, 1, 60.0),
+                rec(5.0, 140, 2, 550.0, 640, 2, 45.0),
+            ],
+        );
+        let s = summarise(&d, "cg", T0, (1.5, 4.5)).expect("records in the window");
+        assert_eq!(s.viewer, "cg-recv");
+        assert_eq!(s.frames_decoded, 90);
+        assert_eq!(s.fps, 30.0);
+        assert_eq!((s.freezes, s.frozen_s), (1, 0.25));
+        assert_eq!(s.resolution_switches, 1);
+        assert_eq!(s.held_size, Some((1280, 720)));
+        assert_eq!(s.g2g_ms.as_ref().map(|g| g.p50), Some(50.0));
+        assert_eq!(s.g2g_max_ms, Some(70.0));
+        assert_eq!(s.jitter_buffer_ms, None);
+        assert_eq!(
+            summarise(&d, "cg", T0, (10.0, 20.0)),
+            None,
+            "nothing inside"
+        );
+        assert_eq!(summarise(&d, "other", T0, (0.0, 20.0)), None, "no file");
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
+    fn a_browser_s_inbound_rtp_reports_give_the_same_summary() {
+        let d = dir("page");
+        let rep = |t: f64, frames: u64, freezes: u64, frozen: f64, w: u32, jb: f64| {
+            serde_json::json!({"viewer": "v1", "t": t, "mono_ns": at(t), "report": {"stats": [
+                {"type": "candidate-pair"},
+                {"type": "inbound-rtp", "kind": "video", "framesDecoded": frames,
+                 "framesPerSecond": 30, "freezeCount": freezes, "totalFreezesDuration": frozen,
+                 "frameWidth": w, "frameHeight": w * 9 / 16,
+                 "jitterBufferDelay": jb, "jitterBufferEmittedCount": frames},
+            ]}})
+        };
+        write(
+            &d,
+            "viewer-cg.jsonl",
+            &[
+                rep(1.0, 30, 0, 0.0, 1280, 0.6),
+                rep(2.0, 60, 1, 0.4, 960, 1.2),
+                rep(3.0, 90, 1, 0.4, 1280, 2.4),
+            ],
+        );
+        let s = summarise(&d, "cg", T0, (1.5, 10.0)).expect("reports in the window");
+        assert_eq!(s.viewer, "chromium");
+        assert_eq!((s.frames_decoded, s.fps), (60, 30.0));
+        assert_eq!((s.freezes, s.frozen_s), (1, 0.4));
+        assert_eq!(s.resolution_switches, 2);
+        // (2.4 − 0.6) s over 60 frames.
+        assert!((s.jitter_buffer_ms.unwrap() - 30.0).abs() < 1e-9);
+        assert_eq!((s.g2g_ms, s.g2g_max_ms), (None, None));
+        std::fs::remove_dir_all(&d).ok();
+    }
+}
