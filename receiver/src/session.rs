@@ -780,6 +780,9 @@ impl State {
             ..Stats::default()
         };
         if let Some((r, est)) = session {
+            s.playout_delay_ms = r
+                .playout_delay
+                .map(|d| [d.min.as_secs_f64() * 1e3, d.max.as_secs_f64() * 1e3]);
             self.current = Totals {
                 media_packets: r.media_packets,
                 retransmissions: r.retransmissions,

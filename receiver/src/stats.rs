@@ -87,6 +87,10 @@ pub struct Stats {
     pub g2g_max_ms: Option<f64>,
     /// Glass-to-glass latency, 95th percentile over the decoder's recent window, ms.
     pub g2g_p95_ms: Option<f64>,
+    /// The playout-delay limits the sender asks for (minimum, maximum), ms, if it asks. cg-recv
+    /// renders every frame as soon as it is decoded, within any limits.
+    #[serde(default)]
+    pub playout_delay_ms: Option<[f64; 2]>,
     /// Key-frame requests (PLI) sent.
     pub plis_sent: u64,
     /// NACKs sent.

@@ -57,6 +57,8 @@ fn help_lists_every_option() {
         "--json",
         "--stats-file",
         "--duration",
+        "--playout-delay",
+        "--profile",
         "gcc-remb",
         "scream",
         "l4s",
@@ -158,6 +160,16 @@ fn unknown_codec_controller_and_ecn_are_clear_errors() {
     let o = run(&recv_bin(), &["--codec", "av1"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("unknown codec"), "{}", stderr(&o));
+    for (args, want) in [
+        (["--profile", "movie"], "unknown --profile"),
+        (["--playout-delay", "fast"], "bad --playout-delay"),
+        (["--playout-delay", "100ms,10ms"], "minimum is above"),
+        (["--playout-delay", "50s"], "40.95 s"),
+    ] {
+        let o = run(&send_bin(), &[&["--to", "127.0.0.1:9"][..], &args].concat());
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
 }
 
 #[test]
@@ -240,6 +252,8 @@ struct RecvLine {
     recv_rate_bps: u64,
     g2g_ms: Option<f64>,
     peer: Option<String>,
+    playout_delay_ms: Option<[f64; 2]>,
+    webrtc_freezes: u64,
 }
 
 /// Runs `cg-recv` (with `recv_args`, stats to a file) and `cg-send` (with `send_args`, JSON
@@ -288,6 +302,8 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
             "180",
             "--duration",
             "5s",
+            "--profile",
+            "gaming",
         ],
         &["--cc", "gcc"],
     );
@@ -334,6 +350,9 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
     let g2g: Vec<f64> = got.iter().filter_map(|l| l.g2g_ms).collect();
     assert!(!g2g.is_empty(), "glass-to-glass latency reported");
     assert!(g2g.iter().all(|&g| g > 0.0 && g < 2000.0), "{g2g:?}");
+    // The gaming profile asks the receiver to render at once, and it hears so.
+    assert_eq!(r.playout_delay_ms, Some([0.0, 0.0]));
+    assert!(r.webrtc_freezes <= 1, "{} freezes", r.webrtc_freezes);
 }
 
 /// The model encoder at a rate and picture the real encoders cannot reach here (30 Mbit/s,

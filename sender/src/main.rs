@@ -125,9 +125,20 @@ struct Args {
     #[arg(long, default_value = "5M")]
     max_bitrate: Bitrate,
     /// Maximum key-frame interval in frames (0: key frames only on request). Default 3000
-    /// (libwebrtc's): receivers ask (PLI) when they need one.
-    #[arg(long, default_value_t = 3000)]
-    key_interval: u32,
+    /// (libwebrtc's; 0 with --profile gaming): receivers ask (PLI) when they need one.
+    #[arg(long, value_name = "FRAMES")]
+    key_interval: Option<u32>,
+    /// Ask the receiver to keep its playout delay within MIN[,MAX] (e.g. `0ms`: render each
+    /// frame at once; `0ms,100ms`), with the playout-delay RTP header extension. A browser
+    /// otherwise holds frames in its jitter buffer for a smooth cadence. Default: nothing
+    /// asked (`0ms` with --profile gaming).
+    #[arg(long, value_name = "MIN[,MAX]")]
+    playout_delay: Option<String>,
+    /// Defaults for a use, under the options given: `gaming` (cloud gaming: the viewer
+    /// renders at once, --playout-delay 0ms; key frames only when the receiver asks,
+    /// --key-interval 0) or `default`.
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    profile: String,
     /// Media older than this in the pacer is dropped (whole frames not yet started) and a key
     /// frame requested, e.g. 500ms. Default: 1 s for GCC, 250 ms for SCReAM.
     #[arg(long, value_parser = humantime::parse_duration)]
@@ -310,6 +321,20 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         ),
         None => (SenderConfig::default().peer, None),
     };
+    let gaming = match a.profile.as_str() {
+        "gaming" => true,
+        "default" => false,
+        p => {
+            return Err(Error::Config(format!(
+                "unknown --profile {p:?}; expected gaming or default"
+            )));
+        }
+    };
+    let key_interval = a.key_interval.unwrap_or(if gaming { 0 } else { 3000 });
+    let playout_delay_ms = match &a.playout_delay {
+        Some(v) => Some(playout_delay(v)?),
+        None => gaming.then_some((0, 0)),
+    };
     let config = SenderConfig {
         peer,
         bind,
@@ -335,7 +360,8 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
             d => Some(duration_or_off("--feedback-timeout", d, "1s")?.unwrap_or_default()),
         },
         stats_interval: a.stats_interval,
-        key_frame_interval: (a.key_interval > 0).then_some(a.key_interval),
+        key_frame_interval: Some(key_interval).filter(|&k| k > 0),
+        playout_delay_ms,
         pacer_max_queue_delay: a.pacer_queue_bound,
         adaptation: adaptation(a)?,
         frame_dropper: duration_or_off("--frame-dropper", &a.frame_dropper, "500ms")?,
@@ -370,6 +396,27 @@ fn adaptation(a: &Args) -> Result<cg_media::AdaptationConfig, Error> {
         min_frame_rate: a.min_fps,
         ..cg_media::AdaptationConfig::default()
     })
+}
+
+/// `--playout-delay MIN[,MAX]`: two durations (one: both), in whole ms.
+fn playout_delay(v: &str) -> Result<(u32, u32), Error> {
+    let bad = |why: String| {
+        Error::Config(format!(
+            "bad --playout-delay {v:?}: {why}; expected MIN[,MAX], e.g. 0ms or 0ms,100ms"
+        ))
+    };
+    let ms = |d: &str| -> Result<u32, Error> {
+        let d = humantime::parse_duration(d.trim()).map_err(|e| bad(e.to_string()))?;
+        u32::try_from(d.as_millis()).map_err(|_| bad("too long".into()))
+    };
+    let (min, max) = match v.split_once(',') {
+        Some((a, b)) => (ms(a)?, ms(b)?),
+        None => (ms(v)?, ms(v)?),
+    };
+    if min > max {
+        return Err(bad("the minimum is above the maximum".into()));
+    }
+    Ok((min, max))
 }
 
 /// A duration option that also takes `off` (`None`); `example` goes in the error.

@@ -132,7 +132,7 @@ pub mod rtcp;
 
 pub use codec_frame::{Codec, EncodedFrame, ReceivedFrame};
 pub use error::Error;
-pub use rtp_packet::ExtensionIds;
+pub use rtp_packet::{ExtensionIds, PlayoutDelay};
 pub use session_receiver::{
     FeedbackConfig, ReceiverConfig, ReceiverEvent, ReceiverSession, ReceiverStats,
 };

@@ -21,6 +21,59 @@ pub struct ExtensionIds {
     /// timestamp of the frame (the optional clock-offset field is not sent), on the first
     /// packet of each frame. Default `Some(3)`.
     pub abs_capture_time: Option<u8>,
+    /// `http://www.webrtc.org/experiments/rtp-hdrext/playout-delay`: the [`PlayoutDelay`]
+    /// the sender asks of the receiver, on the first packet of each frame when the sender
+    /// has one to ask. Default `Some(4)`.
+    pub playout_delay: Option<u8>,
+}
+
+/// The playout-delay limits a sender asks the receiver to keep between a frame's capture
+/// and its rendering (webrtc's playout-delay header extension): 12 bits each of minimum and
+/// maximum in 10 ms units. Minimum = maximum = 0 asks to render each frame as soon as it is
+/// decoded, what cloud-gaming senders ask of a browser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlayoutDelay {
+    /// Least delay, a multiple of 10 ms, at most [`PlayoutDelay::MAX`].
+    pub min: std::time::Duration,
+    /// Greatest delay, at least `min`, at most [`PlayoutDelay::MAX`].
+    pub max: std::time::Duration,
+}
+
+impl PlayoutDelay {
+    /// Render at once: minimum = maximum = 0.
+    pub const ZERO: PlayoutDelay = PlayoutDelay {
+        min: std::time::Duration::ZERO,
+        max: std::time::Duration::ZERO,
+    };
+    /// The largest either limit can say: 4095 × 10 ms.
+    pub const MAX: std::time::Duration = std::time::Duration::from_millis(40_950);
+    const UNIT_MS: u128 = 10;
+
+    /// Checks the limits fit the extension and `min ≤ max`.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.min > self.max || self.max > Self::MAX {
+            return Err(Error::Config(
+                "playout delay: need minimum ≤ maximum ≤ 40.95 s",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The three bytes on the wire (limits rounded down to 10 ms).
+    fn to_wire(self) -> [u8; 3] {
+        let unit = |d: std::time::Duration| (d.as_millis() / Self::UNIT_MS).min(0xFFF) as u32;
+        let v = (unit(self.min) << 12) | unit(self.max);
+        [(v >> 16) as u8, (v >> 8) as u8, v as u8]
+    }
+
+    fn from_wire(b: &[u8]) -> Self {
+        let v = u32::from_be_bytes([0, b[0], b[1], b[2]]);
+        let ms = |u: u32| std::time::Duration::from_millis(u64::from(u) * 10);
+        PlayoutDelay {
+            min: ms(v >> 12),
+            max: ms(v & 0xFFF),
+        }
+    }
 }
 
 impl Default for ExtensionIds {
@@ -29,6 +82,7 @@ impl Default for ExtensionIds {
             abs_send_time: Some(1),
             transport_cc: Some(2),
             abs_capture_time: Some(3),
+            playout_delay: Some(4),
         }
     }
 }
@@ -36,10 +90,15 @@ impl Default for ExtensionIds {
 impl ExtensionIds {
     /// Checks the ids are in 1..=14 and distinct.
     pub fn validate(&self) -> Result<(), Error> {
-        let ids: Vec<u8> = [self.abs_send_time, self.transport_cc, self.abs_capture_time]
-            .into_iter()
-            .flatten()
-            .collect();
+        let ids: Vec<u8> = [
+            self.abs_send_time,
+            self.transport_cc,
+            self.abs_capture_time,
+            self.playout_delay,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if ids.iter().any(|id| !(1..=14).contains(id)) {
             return Err(Error::Config("one-byte extension ids must be in 1..=14"));
         }
@@ -63,6 +122,9 @@ impl ExtensionIds {
         if self.abs_capture_time.is_some() {
             n += 9;
         }
+        if self.playout_delay.is_some() {
+            n += 4;
+        }
         if n == 0 { 0 } else { 4 + n.div_ceil(4) * 4 }
     }
 }
@@ -79,6 +141,7 @@ pub(crate) struct OutgoingRtp<'a> {
     pub abs_send_time: Option<u32>,
     pub transport_seq: Option<u16>,
     pub capture_ntp: Option<u64>,
+    pub playout_delay: Option<PlayoutDelay>,
     /// Bytes of RTP padding to append (P bit, RFC 3550 §5.1); 0 for none.
     pub padding: u8,
 }
@@ -95,7 +158,7 @@ pub(crate) fn write_rtp(p: &OutgoingRtp<'_>, ids: &ExtensionIds) -> Result<Bytes
         ssrc: p.ssrc,
         ..Default::default()
     };
-    let mut exts: Vec<Extension> = Vec::with_capacity(3);
+    let mut exts: Vec<Extension> = Vec::with_capacity(4);
     if let (Some(id), Some(v)) = (ids.abs_send_time, p.abs_send_time) {
         exts.push(Extension {
             id,
@@ -112,6 +175,12 @@ pub(crate) fn write_rtp(p: &OutgoingRtp<'_>, ids: &ExtensionIds) -> Result<Bytes
         exts.push(Extension {
             id,
             payload: Bytes::copy_from_slice(&v.to_be_bytes()),
+        });
+    }
+    if let (Some(id), Some(v)) = (ids.playout_delay, p.playout_delay) {
+        exts.push(Extension {
+            id,
+            payload: Bytes::copy_from_slice(&v.to_wire()),
         });
     }
     for e in exts {
@@ -151,6 +220,7 @@ pub(crate) struct ParsedRtp {
     pub abs_send_time: Option<u32>,
     pub transport_seq: Option<u16>,
     pub capture_ntp: Option<u64>,
+    pub playout_delay: Option<PlayoutDelay>,
 }
 
 /// Parses an RTP packet; every length is checked by `rtc-rtp` (fuzzed) and here.
@@ -186,6 +256,7 @@ pub(crate) fn parse_rtp(data: &[u8], ids: &ExtensionIds) -> Result<ParsedRtp, Er
     let abs_send_time =
         ext(ids.abs_send_time, 3).map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
     let transport_seq = ext(ids.transport_cc, 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let playout_delay = ext(ids.playout_delay, 3).map(|b| PlayoutDelay::from_wire(&b));
     let capture_ntp = ids.abs_capture_time.and_then(|id| {
         // abs-capture-time is 8 bytes, or 16 with the estimated clock offset.
         h.extensions
@@ -208,6 +279,7 @@ pub(crate) fn parse_rtp(data: &[u8], ids: &ExtensionIds) -> Result<ParsedRtp, Er
         abs_send_time,
         transport_seq,
         capture_ntp,
+        playout_delay,
     })
 }
 
@@ -234,10 +306,19 @@ mod tests {
             abs_send_time: Some(0x12_3456),
             transport_seq: Some(777),
             capture_ntp: Some(0x0102_0304_0506_0708),
+            playout_delay: Some(PlayoutDelay {
+                min: std::time::Duration::from_millis(30),
+                max: std::time::Duration::from_millis(40_950),
+            }),
             padding: 0,
         };
         let b = write_rtp(&p, &ids).unwrap();
         assert!(b.len() <= 12 + ids.max_overhead() + 5);
+        assert_eq!(
+            b.len(),
+            12 + ids.max_overhead() + 5,
+            "every extension written"
+        );
         let q = parse_rtp(&b, &ids).unwrap();
         assert_eq!(q.ssrc, 0xDEAD_BEEF);
         assert_eq!(q.seq, 65535);
@@ -246,7 +327,38 @@ mod tests {
         assert_eq!(q.abs_send_time, Some(0x12_3456));
         assert_eq!(q.transport_seq, Some(777));
         assert_eq!(q.capture_ntp, Some(0x0102_0304_0506_0708));
+        assert_eq!(q.playout_delay, p.playout_delay);
         assert!(!is_rtcp(&b));
+    }
+
+    /// The playout-delay extension's three bytes: 12 bits of minimum, 12 of maximum, in
+    /// 10 ms units (the example of webrtc's description: 0x00 0x00 0x0A is 0 to 100 ms).
+    #[test]
+    fn playout_delay_wire_format() {
+        let ms = std::time::Duration::from_millis;
+        let d = PlayoutDelay {
+            min: ms(0),
+            max: ms(100),
+        };
+        assert_eq!(d.to_wire(), [0x00, 0x00, 0x0A]);
+        let d = PlayoutDelay {
+            min: ms(20),
+            max: ms(40_950),
+        };
+        assert_eq!(d.to_wire(), [0x00, 0x2F, 0xFF]);
+        assert_eq!(PlayoutDelay::from_wire(&d.to_wire()), d);
+        assert_eq!(PlayoutDelay::ZERO.to_wire(), [0, 0, 0]);
+        assert!(d.validate().is_ok());
+        let bad = PlayoutDelay {
+            min: ms(50),
+            max: ms(10),
+        };
+        assert!(bad.validate().is_err());
+        let too_long = PlayoutDelay {
+            min: ms(0),
+            max: ms(41_000),
+        };
+        assert!(too_long.validate().is_err());
     }
 
     #[test]

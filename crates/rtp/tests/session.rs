@@ -90,6 +90,26 @@ fn frames_arrive_bit_exact_with_capture_times_for_every_codec() {
     }
 }
 
+/// The sender's playout-delay limits reach the receiver; a sender that asks none sends none.
+#[test]
+fn the_playout_delay_asked_reaches_the_receiver() {
+    for asked in [None, Some(cg_rtp::PlayoutDelay::ZERO)] {
+        let (mut w, _) = wire_with(
+            FeedbackKind::TransportWideCc,
+            Bitrate::mbps(5),
+            SenderConfig {
+                playout_delay: asked,
+                ..SenderConfig::default()
+            },
+        );
+        let t0 = w.now;
+        let mut src = cbr_source(Codec::Vp8, 30, 6000, 30);
+        w.run(t0 + Duration::from_secs(1), &mut src);
+        assert!(w.frames.len() >= 28);
+        assert_eq!(w.receiver.stats().playout_delay, asked);
+    }
+}
+
 #[test]
 fn transport_wide_cc_reaches_the_controller_with_arrival_spacing() {
     let (mut w, seen) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(2), Ecn::NotEct);

@@ -20,6 +20,9 @@ pub const TRANSPORT_CC_URI: &str =
 pub const ABS_CAPTURE_TIME_URI: &str =
     "http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time";
 
+/// `a=extmap` URI of playout-delay (the sender asks the viewer to render at once).
+pub const PLAYOUT_DELAY_URI: &str = "http://www.webrtc.org/experiments/rtp-hdrext/playout-delay";
+
 /// H.264 as Chromium 156 decodes it here: Constrained Baseline 3.1, non-interleaved
 /// (packetization-mode 1), which is what cg-media's x264 caps produce. `rtc` matches on
 /// packetization-mode and the first two bytes of profile-level-id, so a mode-0 payload type is
@@ -96,7 +99,12 @@ pub(crate) fn media_engine(codec: Codec) -> Result<MediaEngine, Error> {
         },
         RtpCodecKind::Video,
     )?;
-    for uri in [ABS_SEND_TIME_URI, TRANSPORT_CC_URI, ABS_CAPTURE_TIME_URI] {
+    for uri in [
+        ABS_SEND_TIME_URI,
+        TRANSPORT_CC_URI,
+        ABS_CAPTURE_TIME_URI,
+        PLAYOUT_DELAY_URI,
+    ] {
         me.register_header_extension(
             RTCRtpHeaderExtensionCapability { uri: uri.into() },
             RtpCodecKind::Video,

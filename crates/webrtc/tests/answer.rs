@@ -29,7 +29,12 @@ fn vp8_answer_to_chromium_keeps_its_numbers_and_feedback_and_gives_a_host_candid
             abs_send_time: Some(2),
             transport_cc: Some(4),
             abs_capture_time: None, // Chromium's recvonly offer does not list it
+            playout_delay: Some(5),
         }
+    );
+    assert!(
+        sdp.contains("a=extmap:5 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay"),
+        "the answer takes playout-delay: {sdp}"
     );
     let f = n.feedback;
     assert!(

@@ -71,6 +71,9 @@ pub struct ReceiverStats {
     pub frames_lost: u64,
     /// Frames dropped because their reference chain was broken.
     pub frames_undecodable: u64,
+    /// The playout-delay limits the sender asked for last (its playout-delay header
+    /// extension), if it asked.
+    pub playout_delay: Option<crate::PlayoutDelay>,
     /// Cumulative packets lost (RFC 3550 A.3).
     pub cumulative_lost: i64,
     /// Interarrival jitter (RFC 3550 A.8).
@@ -461,6 +464,9 @@ impl ReceiverSession {
                 return Err(e);
             }
         };
+        if p.playout_delay.is_some() {
+            self.stats.playout_delay = p.playout_delay;
+        }
         let r = self.assembler.insert(
             seq,
             Pkt {

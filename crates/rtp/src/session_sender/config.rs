@@ -163,6 +163,10 @@ pub struct SenderConfig {
     ///
     /// [`SenderEvent::TargetBitrate`]: crate::SenderEvent::TargetBitrate
     pub encoder_target: cg_cc::EncoderTargetConfig,
+    /// Playout-delay limits asked of the receiver on the first packet of every frame (the
+    /// playout-delay header extension, when its id is set). Default `None`: nothing asked,
+    /// the receiver chooses.
+    pub playout_delay: Option<crate::PlayoutDelay>,
 }
 
 impl Default for SenderConfig {
@@ -188,6 +192,7 @@ impl Default for SenderConfig {
             padding_bytes: 255,
             payload_padding: false,
             encoder_target: cg_cc::EncoderTargetConfig::default(),
+            playout_delay: None,
         }
     }
 }
@@ -197,6 +202,9 @@ impl SenderConfig {
     pub fn validate(&self) -> Result<(), Error> {
         self.payload_types.validate()?;
         self.extensions.validate()?;
+        if let Some(d) = self.playout_delay {
+            d.validate()?;
+        }
         if self.ssrc == self.rtx_ssrc {
             return Err(Error::Config("media and RTX SSRC must differ"));
         }

@@ -50,6 +50,7 @@ impl SenderSession {
                 abs_send_time: Some(self.ntp.abs_send_time(now)),
                 transport_seq: Some(tx as u16),
                 capture_ntp,
+                playout_delay: capture_ntp.and(self.config.playout_delay),
                 padding,
             },
             &self.config.extensions,

@@ -77,6 +77,7 @@ impl SenderSession {
                 abs_send_time: Some(self.ntp.abs_send_time(now)),
                 transport_seq: Some(tx as u16),
                 capture_ntp: m.capture_ntp,
+                playout_delay: m.capture_ntp.and(self.config.playout_delay),
                 padding: 0,
             },
             &self.config.extensions,
