@@ -133,58 +133,88 @@ fn sizes(before: Option<&Rec>, inside: &[&Rec], w: &str, h: &str) -> (Option<(u3
     (most, switches)
 }
 
-fn from_cg_recv(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
-    let (before, inside) = split(recs, window);
-    let last = *inside.last()?;
-    let since = before.map_or(inside[0].t, |b| b.t);
-    let frames = growth(before, last, "frames_decoded");
-    let mut g2g: Vec<f64> = inside.iter().filter_map(|r| num(r.v, "g2g_ms")).collect();
-    let (held_size, _) = sizes(before, &inside, "width", "height");
-    Some(ViewerSummary {
-        viewer: "cg-recv".into(),
-        frames_decoded: frames as u64,
-        fps: frames / (last.t - since).max(1e-9),
-        fps_min: inside
-            .iter()
-            .filter_map(|r| num(r.v, "decoded_fps"))
-            .reduce(f64::min),
-        freezes: growth(before, last, "webrtc_freezes") as u64,
-        frozen_s: growth(before, last, "webrtc_freeze_total_ms") / 1e3,
-        resolution_switches: growth(before, last, "resolution_switches") as u64,
-        held_size,
-        jitter_buffer_ms: None,
-        g2g_ms: (!g2g.is_empty()).then(|| Dist::of(&mut g2g)),
-        g2g_max_ms: inside
-            .iter()
-            .filter_map(|r| num(r.v, "g2g_max_ms"))
-            .reduce(f64::max),
-    })
+/// The names one viewer gives the common figures.
+struct Names {
+    viewer: &'static str,
+    frames: &'static str,
+    fps: &'static str,
+    freezes: &'static str,
+    /// Time frozen, and its unit in seconds.
+    frozen: (&'static str, f64),
+    size: (&'static str, &'static str),
 }
 
-fn from_chromium(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
+const CG_RECV: Names = Names {
+    viewer: "cg-recv",
+    frames: "frames_decoded",
+    fps: "decoded_fps",
+    freezes: "webrtc_freezes",
+    frozen: ("webrtc_freeze_total_ms", 1e-3),
+    size: ("width", "height"),
+};
+
+const CHROMIUM: Names = Names {
+    viewer: "chromium",
+    frames: "framesDecoded",
+    fps: "framesPerSecond",
+    freezes: "freezeCount",
+    frozen: ("totalFreezesDuration", 1.0),
+    size: ("frameWidth", "frameHeight"),
+};
+
+/// The figures both viewers give, from the records around `window`; resolution switches
+/// counted from one record to the next. Also the records: the last before, those inside.
+fn common<'a, 'b>(
+    recs: &'b [Rec<'a>],
+    window: (f64, f64),
+    n: &Names,
+) -> Option<(ViewerSummary, Option<&'b Rec<'a>>, Vec<&'b Rec<'a>>)> {
     let (before, inside) = split(recs, window);
     let last = *inside.last()?;
     let since = before.map_or(inside[0].t, |b| b.t);
-    let frames = growth(before, last, "framesDecoded");
-    let (held_size, resolution_switches) = sizes(before, &inside, "frameWidth", "frameHeight");
-    let emitted = growth(before, last, "jitterBufferEmittedCount");
-    Some(ViewerSummary {
-        viewer: "chromium".into(),
+    let frames = growth(before, last, n.frames);
+    let (held_size, resolution_switches) = sizes(before, &inside, n.size.0, n.size.1);
+    let summary = ViewerSummary {
+        viewer: n.viewer.into(),
         frames_decoded: frames as u64,
         fps: frames / (last.t - since).max(1e-9),
         fps_min: inside
             .iter()
-            .filter_map(|r| num(r.v, "framesPerSecond"))
+            .filter_map(|r| num(r.v, n.fps))
             .reduce(f64::min),
-        freezes: growth(before, last, "freezeCount") as u64,
-        frozen_s: growth(before, last, "totalFreezesDuration"),
+        freezes: growth(before, last, n.freezes) as u64,
+        frozen_s: growth(before, last, n.frozen.0) * n.frozen.1,
         resolution_switches,
         held_size,
-        jitter_buffer_ms: (emitted > 0.0)
-            .then(|| growth(before, last, "jitterBufferDelay") / emitted * 1e3),
+        jitter_buffer_ms: None,
         g2g_ms: None,
         g2g_max_ms: None,
-    })
+    };
+    Some((summary, before, inside))
+}
+
+/// cg-recv counts every switch itself and measures glass-to-glass latency.
+fn from_cg_recv(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
+    let (mut s, before, inside) = common(recs, window, &CG_RECV)?;
+    let last = *inside.last()?;
+    s.resolution_switches = growth(before, last, "resolution_switches") as u64;
+    let mut g2g: Vec<f64> = inside.iter().filter_map(|r| num(r.v, "g2g_ms")).collect();
+    s.g2g_ms = (!g2g.is_empty()).then(|| Dist::of(&mut g2g));
+    s.g2g_max_ms = inside
+        .iter()
+        .filter_map(|r| num(r.v, "g2g_max_ms"))
+        .reduce(f64::max);
+    Some(s)
+}
+
+/// A browser reports its jitter buffer.
+fn from_chromium(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
+    let (mut s, before, inside) = common(recs, window, &CHROMIUM)?;
+    let last = *inside.last()?;
+    let emitted = growth(before, last, "jitterBufferEmittedCount");
+    s.jitter_buffer_ms =
+        (emitted > 0.0).then(|| growth(before, last, "jitterBufferDelay") / emitted * 1e3);
+    Some(s)
 }
 
 #[cfg(test)]

@@ -349,6 +349,14 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
 // Issue #14: the papers' scenarios on camera-like and game-like content, 1280×720 at 30 fps
 // VP8, judged from t ≥ 10 s on what the bottleneck delivered and what the viewer saw.
 
+/// Issue #37's clean link: 50 Mbit/s, 1 ms each way.
+const CLEAN_50MBIT: &str = r#"capacity = "50Mbit"
+delay = "1ms""#;
+/// Issue #37's picture: 1280×720 at 30 fps, camera-like, at most 5 Mbit/s.
+const CAMERA_720P: &str = r#""--width", "1280", "--height", "720", "--fps", "30", "--pattern", "camera", "--max-bitrate", "5M""#;
+/// Issue #37's busy host: two busy loops at the lowest priority, the endpoints at nice 0.
+const BUSY_HOST: &str = "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
+
 /// Issue #37: 1280×720 camera video capped at 5 Mbit/s over a clean 50 Mbit/s link, send-side
 /// GCC, on a busy host (`[load]`: two busy loops at nice 19, the endpoints at nice 0 as a user
 /// starts them). The real-time path must hold no backlog: glass-to-glass p95 (cg-recv's, over
@@ -365,13 +373,17 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
     ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
 )]
 fn camera_720p_on_a_busy_host_keeps_glass_to_glass_latency_low() {
-    let fwd = r#"capacity = "50Mbit"
-delay = "1ms""#;
-    let args = r#""--width", "1280", "--height", "720", "--fps", "30", "--pattern", "camera", "--max-bitrate", "5M""#;
-    let toml = scenario("cg-busy-host", 40, fwd, "gcc", "not_ect", args)
-        .replace("@DELAY@", "1ms")
-        .replace("@START@", "300k")
-        + "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
+    let toml = scenario(
+        "cg-busy-host",
+        40,
+        CLEAN_50MBIT,
+        "gcc",
+        "not_ect",
+        CAMERA_720P,
+    )
+    .replace("@DELAY@", "1ms")
+    .replace("@START@", "300k")
+        + BUSY_HOST;
     run_checked(
         "busy-host",
         &toml,
@@ -436,20 +448,16 @@ delay = "1ms""#;
     ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
 )]
 fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
-    let fwd = r#"capacity = "50Mbit"
-delay = "1ms""#;
-    let args = r#""--width", "1280", "--height", "720", "--fps", "30", "--pattern", "camera", "--max-bitrate", "5M", "--profile", "gaming""#;
-    let load = "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
     let (summary, out) = webrtc_run(
         "chromium-gaming-busy",
-        fwd,
+        CLEAN_50MBIT,
         "1ms",
         "gcc",
         "not_ect",
-        args,
+        &format!(r#"{CAMERA_720P}, "--profile", "gaming""#),
         "chromium",
         30,
-        load,
+        BUSY_HOST,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
