@@ -452,6 +452,11 @@ struct L4sRun {
 /// TMA24 §IV-D: one cloud-gaming flow marking ECT(1) through DualPI2 (L-queue limit 1000
 /// packets, rest default) at 50 Mbit/s, RTT 30 ms, 60 fps, `source` with seed `20 + seed`.
 fn l4s_alone_at_50mbps(seed: u64, source: EncoderConfig) -> L4sRun {
+    l4s_alone_at_50mbps_with(seed, source, scream_cfg(Ecn::Ect1, Bitrate::mbps(100)))
+}
+
+/// [`l4s_alone_at_50mbps`] with the controller's config `cfg`.
+fn l4s_alone_at_50mbps_with(seed: u64, source: EncoderConfig, cfg: ScreamConfig) -> L4sRun {
     let start = Instant::now();
     let cap = Bitrate::mbps(50);
     let fwd = LinkConfig::constant(cap).with_qdisc(QdiscConfig::Dualpi2(DualPi2Config {
@@ -460,7 +465,6 @@ fn l4s_alone_at_50mbps(seed: u64, source: EncoderConfig) -> L4sRun {
     }));
     let (f, r) = links(fwd, Duration::from_millis(15));
     let mut s = Sim::new(f, r, start);
-    let cfg = scream_cfg(Ecn::Ect1, Bitrate::mbps(100));
     let sender = sender_cfg(source, cfg.ecn, Bitrate::mbps(100), 20 + seed);
     add_flow_from(&mut s, &cfg, sender, start);
     let end = start + Duration::from_secs(30);
@@ -524,6 +528,38 @@ fn judge_l4s_alone(source: EncoderConfig) {
 #[test]
 fn l4s_through_dualpi2_at_50mbps_fills_the_link_with_the_l_queue_under_a_millisecond() {
     judge_l4s_alone(EncoderConfig::default());
+}
+
+/// SCReAM's own scalable CE reaction (the α-weighted window reduction) keeps the L queue
+/// short: the TMA24 case with cg's pacing additions off (`l4s_pacing_cap`, `l4s_mark_drain`),
+/// so the marks and the reaction to them are all that act. Judged on the L queue and on the
+/// link still being used. Measured (2026-11-28, seeds 21–52): L-queue p99 1.91–4.68 ms, U
+/// 0.557–0.623; with the reaction computed at α = 0, p99 14.7–19.6 ms (seeds 21–28), which the
+/// 8 ms bound fails.
+#[test]
+fn the_scalable_ce_reaction_alone_keeps_the_l_queue_short() {
+    let cfg = ScreamConfig {
+        l4s_pacing_cap: None,
+        l4s_mark_drain: None,
+        ..scream_cfg(Ecn::Ect1, Bitrate::mbps(100))
+    };
+    let mut failures = Vec::new();
+    for seed in common::seeds() {
+        let run = l4s_alone_at_50mbps_with(seed, EncoderConfig::default(), cfg.clone());
+        bound(
+            &mut failures,
+            20 + seed,
+            run.p99 <= 8.0,
+            format!("p99 {:.2} ms", run.p99),
+        );
+        bound(
+            &mut failures,
+            20 + seed,
+            run.u >= 0.45,
+            format!("U {:.3}", run.u),
+        );
+    }
+    judge(failures);
 }
 
 /// [`judge_l4s_alone`] with the camera-like source (10× key frames, a 3–5× frame about once a
