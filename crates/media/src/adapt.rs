@@ -32,11 +32,13 @@
 //!   dropper or by the host (frames the encoder could not take in time: libwebrtc's CPU
 //!   adaptation) — one format down, and this format's need is raised by the ratio the encoder missed by,
 //!   so the ladder learns the content (libwebrtc has no such memory: it scales up again as
-//!   soon as QP is low, and tries again).
+//!   soon as QP is low, and tries again). What is learnt fades (`need_half_life`): content
+//!   changes and a host's load passes, and a need raised once for good would hold the
+//!   picture small under any target.
 //! - **Up with hysteresis**: to the best format the target meets, once it has met it for
 //!   `up_hold` and QP (when known) is at most `qp_low` or the picture is smaller than
 //!   configured; an up-switch undone by quality within `up_hold × 4` doubles that format's
-//!   hold (up to 16×).
+//!   hold (up to 16×), halved again every `need_half_life` without another.
 //! - No decision within `settle` after a change: the key frame of the re-initialised encoder
 //!   and its rate control's first seconds are not the content's cost.
 //! - **A wanted key frame goes down at once** ([`Adapter::poll_key_frame`]): when the
@@ -141,6 +143,10 @@ pub struct AdaptationConfig {
     /// The frame dropper dropping more than this share of the frames over
     /// `quality_window`: down. Default 0.25.
     pub max_drop_ratio: f64,
+    /// What quality down-switches taught (a format's raised need, a doubled up-hold) fades
+    /// by half over this much stream time. Default 30 s; `None` keeps it for good.
+    #[serde(with = "humantime_serde")]
+    pub need_half_life: Option<Duration>,
 }
 
 impl Default for AdaptationConfig {
@@ -158,6 +164,7 @@ impl Default for AdaptationConfig {
             qp_high: 95,
             qp_low: 80,
             max_drop_ratio: 0.25,
+            need_half_life: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -184,6 +191,9 @@ impl AdaptationConfig {
         }
         if self.quality_window.is_zero() {
             return Err("quality_window must be positive".to_owned());
+        }
+        if self.need_half_life.is_some_and(|h| h.is_zero()) {
+            return Err("need_half_life must be positive (or none)".to_owned());
         }
         Ok(())
     }
@@ -348,8 +358,11 @@ pub struct Adapter {
     ladder: Ladder,
     /// Learned factor on each format's need (content harder than the table assumes).
     penalty: Vec<f64>,
-    /// Up-hold multiplier of each format (doubled when an up-switch to it is undone).
-    hold_factor: Vec<u32>,
+    /// Up-hold multiplier of each format (doubled when an up-switch to it is undone), and
+    /// when it last changed.
+    hold_factor: Vec<(u32, Duration)>,
+    /// Stream time up to which what was learnt has faded.
+    faded_to: Option<Duration>,
     current: usize,
     target: Bitrate,
     last_change: Option<Duration>,
@@ -372,7 +385,8 @@ impl Adapter {
             config,
             ladder,
             penalty: vec![1.0; n],
-            hold_factor: vec![1; n],
+            hold_factor: vec![(1, Duration::ZERO); n],
+            faded_to: None,
             current: 0,
             target: start_bitrate,
             last_change: None,
@@ -438,8 +452,29 @@ impl Adapter {
         self.inputs.push_back((pts, dropped));
     }
 
+    /// Lets what quality down-switches taught fade up to `pts` (`need_half_life`).
+    fn fade(&mut self, pts: Duration) {
+        let Some(half) = self.config.need_half_life else {
+            return;
+        };
+        let from = *self.faded_to.get_or_insert(pts);
+        let dt = pts.saturating_sub(from);
+        self.faded_to = Some(pts.max(from));
+        let keep = 0.5f64.powf(dt.as_secs_f64() / half.as_secs_f64());
+        for p in &mut self.penalty {
+            *p = 1.0 + (*p - 1.0) * keep;
+        }
+        for (factor, since) in &mut self.hold_factor {
+            if *factor > 1 && pts.saturating_sub(*since) >= half {
+                *factor /= 2;
+                *since = pts;
+            }
+        }
+    }
+
     /// The format change to apply in front of the frame at `pts`, if any.
     pub fn poll(&mut self, pts: Duration) -> Option<Change> {
+        self.fade(pts);
         let window = self.config.quality_window;
         while self.qps.front().is_some_and(|&(t, _)| t + window < pts) {
             self.qps.pop_front();
@@ -495,7 +530,7 @@ impl Adapter {
                     && i == self.current
                     && pts.saturating_sub(t) < self.config.up_hold * 4
                 {
-                    self.hold_factor[i] = (self.hold_factor[i] * 2).min(16);
+                    self.hold_factor[i] = ((self.hold_factor[i].0 * 2).min(16), pts);
                 }
                 return Some(self.switch(self.current + 1, Reason::Quality, pts));
             }
@@ -514,7 +549,7 @@ impl Adapter {
                     pts
                 }
             };
-            if pts.saturating_sub(since) >= self.config.up_hold * self.hold_factor[best] {
+            if pts.saturating_sub(since) >= self.config.up_hold * self.hold_factor[best].0 {
                 self.last_up = Some((best, pts));
                 return Some(self.switch(best, Reason::Up, pts));
             }
@@ -810,6 +845,37 @@ mod tests {
         assert_eq!(c.len(), 1, "{c:?}");
         let waited = c[0].0 - FRAME * i;
         assert!(waited >= Duration::from_secs(8), "{waited:?}");
+    }
+
+    /// Host load made the frame dropper drop a third of the frames at 720p: the ladder went
+    /// down and learnt that 720p needs 8× its table rate. Once the load is gone, the need
+    /// fades and 720p comes back under a target that meets the table's need; kept for good
+    /// (`need_half_life: None`), it never would.
+    #[test]
+    fn what_drops_taught_fades_and_the_picture_comes_back() {
+        let run = |half_life: Option<Duration>| {
+            let config = AdaptationConfig {
+                need_half_life: half_life,
+                ..AdaptationConfig::default()
+            };
+            let mut a = Adapter::new(TOP, config, Bitrate::mbps(5));
+            assert_eq!(a.format(), TOP);
+            let (c, i) = drive(&mut a, 0, 3, Bitrate::mbps(5), None, 2);
+            assert_eq!(c.first().map(|c| c.1.reason), Some(Reason::Quality));
+            assert!(a.penalty[0] > 7.0, "{}", a.penalty[0]);
+            let (c, _) = drive(&mut a, i, 120, Bitrate::mbps(5), None, 0);
+            c.iter()
+                .find(|c| c.1.format == TOP)
+                .map(|c| c.0 - FRAME * i)
+        };
+        let back = run(Some(Duration::from_secs(30))).expect("720p back within 2 min");
+        // 8 × 0.9 Mbit/s fades under 5 Mbit/s after log2(7 / 4.56) × 30 s ≈ 19 s, then the
+        // 4 s up-hold.
+        assert!(
+            back >= Duration::from_secs(15) && back <= Duration::from_secs(40),
+            "{back:?}"
+        );
+        assert_eq!(run(None), None);
     }
 
     #[test]
