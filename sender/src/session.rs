@@ -399,6 +399,7 @@ impl Sampler {
             height: enc.format.height,
             fps: enc.format.frame_rate,
             format_changes: enc.format_changes,
+            encode_usage: enc.encode_usage,
             qp: enc.mean_qp,
             key_frames: enc.key_frames,
             key_frame_requests: steering.key_frame_requests,

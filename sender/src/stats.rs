@@ -72,6 +72,10 @@ pub struct Stats {
     /// Format changes so far.
     #[serde(default)]
     pub format_changes: u64,
+    /// The share of time the encoder spent encoding (its CPU usage, what the picture
+    /// adaptation steps down on), once measured.
+    #[serde(default)]
+    pub encode_usage: Option<f64>,
     /// Mean quantizer over the adaptation's window (VP8: 0–127 q index), where known.
     #[serde(default)]
     pub qp: Option<f64>,

@@ -29,8 +29,7 @@
 //! - **Down on quality**: when the encoder cannot meet the target at this size — its QP
 //!   (where the codec exposes it; VP8's from the bitstream) averaged over `quality_window`
 //!   above `qp_high`, or more than `max_drop_ratio` of the frames dropped by the frame
-//!   dropper or by the host (frames the encoder could not take in time: libwebrtc's CPU
-//!   adaptation) — one format down, and this format's need is raised by the ratio the encoder missed by,
+//!   dropper — one format down, and this format's need is raised by the ratio the encoder missed by,
 //!   so the ladder learns the content (libwebrtc has no such memory: it scales up again as
 //!   soon as QP is low, and tries again). What is learnt fades (`need_half_life`): content
 //!   changes and a host's load passes, and a need raised once for good would hold the
@@ -39,6 +38,13 @@
 //!   `up_hold` and QP (when known) is at most `qp_low` or the picture is smaller than
 //!   configured; an up-switch undone by quality within `up_hold × 4` doubles that format's
 //!   hold (up to 16×), halved again every `need_half_life` without another.
+//! - **Down on CPU** (libwebrtc's `OveruseFrameDetector`): the encoder's usage — the share of
+//!   stream time it spent encoding, over the last `cpu_window` — checked every `cpu_window`;
+//!   at or above `cpu_high` at `cpu_checks` checks in a row, one format down. Going up waits
+//!   for a usage at most `cpu_low`: a format one step up costs about twice the encoding, so
+//!   the gap between the two thresholds keeps the ladder from swinging. A host's scheduling
+//!   stall that drops a burst of frames in front of the encoder is not a reason: only a
+//!   lasting shortage of CPU is.
 //! - No decision within `settle` after a change: the key frame of the re-initialised encoder
 //!   and its rate control's first seconds are not the content's cost.
 //! - **A wanted key frame goes down at once** ([`Adapter::poll_key_frame`]): when the
@@ -143,6 +149,17 @@ pub struct AdaptationConfig {
     /// The frame dropper dropping more than this share of the frames over
     /// `quality_window`: down. Default 0.25.
     pub max_drop_ratio: f64,
+    /// The encoder busy this share of the stream time over `cpu_window`, at `cpu_checks`
+    /// checks in a row: one format down. Default 0.85 (libwebrtc's high encode usage).
+    pub cpu_high: f64,
+    /// Up only while the encoder's usage is at most this. Default 0.42 (libwebrtc's low
+    /// encode usage).
+    pub cpu_low: f64,
+    /// Window and check period of the encode usage. Default 5 s (libwebrtc's check interval).
+    #[serde(with = "humantime_serde")]
+    pub cpu_window: Duration,
+    /// Checks in a row at or above `cpu_high` before going down. Default 2 (libwebrtc's).
+    pub cpu_checks: u32,
     /// What quality down-switches taught (a format's raised need, a doubled up-hold) fades
     /// by half over this much stream time. Default 30 s; `None` keeps it for good.
     #[serde(with = "humantime_serde")]
@@ -165,6 +182,10 @@ impl Default for AdaptationConfig {
             qp_low: 80,
             max_drop_ratio: 0.25,
             need_half_life: Some(Duration::from_secs(30)),
+            cpu_high: 0.85,
+            cpu_low: 0.42,
+            cpu_window: Duration::from_secs(5),
+            cpu_checks: 2,
         }
     }
 }
@@ -191,6 +212,15 @@ impl AdaptationConfig {
         }
         if self.quality_window.is_zero() {
             return Err("quality_window must be positive".to_owned());
+        }
+        if !(self.cpu_low > 0.0 && self.cpu_low < self.cpu_high) {
+            return Err(format!(
+                "cpu_low {} must be above 0 and below cpu_high {}",
+                self.cpu_low, self.cpu_high
+            ));
+        }
+        if self.cpu_window.is_zero() || self.cpu_checks == 0 {
+            return Err("cpu_window and cpu_checks must be positive".to_owned());
         }
         if self.need_half_life.is_some_and(|h| h.is_zero()) {
             return Err("need_half_life must be positive (or none)".to_owned());
@@ -337,6 +367,8 @@ pub enum Reason {
     Bandwidth,
     /// The encoder could not meet the target at this format (QP or drops).
     Quality,
+    /// The host could not encode this format in time (the encoder's usage).
+    Cpu,
     /// The target has met a better format's need for long enough.
     Up,
 }
@@ -372,6 +404,13 @@ pub struct Adapter {
     /// (pts, qp) of encoded frames and (pts, dropped) of input frames within the window.
     qps: std::collections::VecDeque<(Duration, u8)>,
     inputs: std::collections::VecDeque<(Duration, bool)>,
+    /// (pts, time spent encoding) of encoded frames within `cpu_window`.
+    encodes: std::collections::VecDeque<(Duration, Duration)>,
+    /// The last CPU check, and the checks in a row at or above `cpu_high`.
+    cpu_checked: Option<Duration>,
+    cpu_over: u32,
+    /// Down on CPU, and no usage at most `cpu_low` measured since.
+    cpu_limited: bool,
     changes: u64,
 }
 
@@ -395,6 +434,10 @@ impl Adapter {
             fits_since: None,
             qps: Default::default(),
             inputs: Default::default(),
+            encodes: Default::default(),
+            cpu_checked: None,
+            cpu_over: 0,
+            cpu_limited: false,
             changes: 0,
         };
         a.current = a.best_for(start_bitrate);
@@ -447,6 +490,24 @@ impl Adapter {
         }
     }
 
+    /// The frame at `pts` took the encoder `busy` (its input to its output).
+    pub fn on_encode_time(&mut self, pts: Duration, busy: Duration) {
+        self.encodes.push_back((pts, busy));
+    }
+
+    /// The share of stream time the encoder spent encoding over the last `cpu_window`, once
+    /// that much has been seen.
+    pub fn cpu_usage(&self) -> Option<f64> {
+        let (&(first, _), &(last, _)) = (self.encodes.front()?, self.encodes.back()?);
+        let span = last.saturating_sub(first);
+        // The window is full when its frames span it (less one frame interval).
+        if span + self.config.cpu_window / 10 < self.config.cpu_window {
+            return None;
+        }
+        let busy: Duration = self.encodes.iter().map(|&(_, b)| b).sum();
+        Some(busy.as_secs_f64() / self.config.cpu_window.as_secs_f64())
+    }
+
     /// A raw frame at `pts` entered the encoder or was `dropped` by the frame dropper.
     pub fn on_input(&mut self, pts: Duration, dropped: bool) {
         self.inputs.push_back((pts, dropped));
@@ -481,6 +542,14 @@ impl Adapter {
         }
         while self.inputs.front().is_some_and(|&(t, _)| t + window < pts) {
             self.inputs.pop_front();
+        }
+        let cpu_window = self.config.cpu_window;
+        while self
+            .encodes
+            .front()
+            .is_some_and(|&(t, _)| t + cpu_window <= pts)
+        {
+            self.encodes.pop_front();
         }
         if self.ladder.formats.len() < 2 {
             return None;
@@ -536,12 +605,40 @@ impl Adapter {
             }
         }
 
-        // Up: the target has met a better format's need for long enough.
+        // Down on CPU: a lasting shortage, checked once per window.
+        let usage = self.cpu_usage();
+        if let Some(u) = usage
+            && self
+                .cpu_checked
+                .is_none_or(|t| pts.saturating_sub(t) >= cpu_window)
+        {
+            self.cpu_checked = Some(pts);
+            self.cpu_over = if u >= self.config.cpu_high {
+                self.cpu_over + 1
+            } else {
+                0
+            };
+            if self.cpu_over >= self.config.cpu_checks && self.current < last {
+                self.cpu_over = 0;
+                self.cpu_limited = true;
+                return Some(self.switch(self.current + 1, Reason::Cpu, pts));
+            }
+        }
+        if usage.is_some_and(|u| u <= self.config.cpu_low) {
+            self.cpu_limited = false;
+        }
+
+        // Up: the target has met a better format's need for long enough, and the host has
+        // the CPU for it.
         let best = self.best_for(self.target);
         let qp_ok = self
             .mean_qp()
             .is_none_or(|q| q <= f64::from(self.config.qp_low));
-        if best < self.current && qp_ok {
+        let cpu_ok = match usage {
+            Some(u) => u <= self.config.cpu_low,
+            None => !self.cpu_limited,
+        };
+        if best < self.current && qp_ok && cpu_ok {
             let since = match self.fits_since {
                 Some((i, t)) if i == best => t,
                 _ => {
@@ -592,6 +689,8 @@ impl Adapter {
         self.fits_since = None;
         self.qps.clear();
         self.inputs.clear();
+        self.encodes.clear();
+        self.cpu_checked = None;
         Change {
             format: self.format(),
             reason,
@@ -876,6 +975,62 @@ mod tests {
             "{back:?}"
         );
         assert_eq!(run(None), None);
+    }
+
+    /// Drives `a` for `secs` at 30 fps from frame `from` with `target`, each frame taking
+    /// `usage` of a frame interval to encode; returns the changes and the frame reached.
+    fn drive_cpu(
+        a: &mut Adapter,
+        from: u32,
+        secs: u32,
+        target: Bitrate,
+        usage: f64,
+    ) -> (Vec<(Duration, Change)>, u32) {
+        let mut changes = Vec::new();
+        a.on_target(target);
+        let end = from + secs * 30;
+        for i in from..end {
+            let pts = FRAME * i;
+            if let Some(c) = a.poll(pts) {
+                changes.push((pts, c));
+            }
+            a.on_input(pts, false);
+            a.on_encoded(pts, None);
+            a.on_encode_time(pts, FRAME.mul_f64(usage));
+        }
+        (changes, end)
+    }
+
+    /// A host short of CPU: the encoder busy 90 % of the time goes one format down after two
+    /// 5-s checks in a row, and only then; one busy window between easy ones does nothing.
+    #[test]
+    fn a_lasting_cpu_shortage_steps_down_and_a_passing_one_does_not() {
+        let mut a = Adapter::new(TOP, AdaptationConfig::default(), Bitrate::mbps(5));
+        let (c, i) = drive_cpu(&mut a, 0, 9, Bitrate::mbps(5), 0.9);
+        assert!(c.is_empty(), "one check over the threshold: {c:?}");
+        let (c, i) = drive_cpu(&mut a, i, 6, Bitrate::mbps(5), 0.9);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(
+            (c[0].1.reason, c[0].1.format),
+            (Reason::Cpu, f(960, 540, 30))
+        );
+        // At 960×540 the encoder is busy 50 %: between the thresholds, no way up although
+        // the target holds 720p; at 30 % (after a full window) back up.
+        let (c, i) = drive_cpu(&mut a, i, 30, Bitrate::mbps(5), 0.5);
+        assert!(c.is_empty(), "{c:?}");
+        let (c, _) = drive_cpu(&mut a, i, 10, Bitrate::mbps(5), 0.3);
+        assert_eq!(
+            c.first().map(|c| (c.1.reason, c.1.format)),
+            Some((Reason::Up, TOP))
+        );
+
+        let mut a = Adapter::new(TOP, AdaptationConfig::default(), Bitrate::mbps(5));
+        let mut i = 0;
+        for usage in [0.3, 0.95, 0.3, 0.95, 0.3, 0.95] {
+            let (c, next) = drive_cpu(&mut a, i, 5, Bitrate::mbps(5), usage);
+            assert!(c.is_empty(), "usage {usage} at frame {i}: {c:?}");
+            i = next;
+        }
     }
 
     #[test]

@@ -85,6 +85,9 @@ pub struct EncoderStats {
     pub format: Format,
     /// Format changes so far.
     pub format_changes: u64,
+    /// The share of stream time the encoder spent encoding over the adaptation's CPU window
+    /// (libwebrtc's encode usage), once a window is full.
+    pub encode_usage: Option<f64>,
     /// Mean quantizer over the adaptation's quality window, where the codec exposes it
     /// (VP8: the bitstream's 0–127 q index).
     pub mean_qp: Option<f64>,
@@ -238,8 +241,6 @@ struct State {
     /// A key frame was asked for while a down-switch was due: the switch, in front of the
     /// next frame, makes it (see [`Adapter::poll_key_frame`]).
     key_frame_by_switch: bool,
-    /// Frames the leaky queue in front of the encoder dropped, as far as counted.
-    overload_drops: u64,
 }
 
 impl GstEncoder {
@@ -328,7 +329,6 @@ impl GstEncoder {
                 dropped_rate: 0,
                 skipped_frame_rate: 0,
                 key_frame_by_switch: false,
-                overload_drops: 0,
             }),
         });
 
@@ -404,6 +404,7 @@ impl GstEncoder {
             key_frame_requested_after_pts: s.key_frame_requested_after_pts,
             format: s.adapter.format(),
             format_changes: s.adapter.changes(),
+            encode_usage: s.adapter.cpu_usage(),
             mean_qp: s.adapter.mean_qp(),
             dropped_rate: s.dropped_rate,
             skipped_frame_rate: s.skipped_frame_rate,
@@ -530,9 +531,7 @@ fn install_input_probe(
                 Err(e) => s.error = Some(e.to_string()),
             }
         }
-        let admission = pts_d
-            .map(|pts| s.admit(pts, &scaler, shared.captured.load(Ordering::Relaxed)))
-            .unwrap_or_default();
+        let admission = pts_d.map(|pts| s.admit(pts, &scaler)).unwrap_or_default();
         if admission.force_key_unit
             && let Some(enc) = enc.upgrade()
             && let Err(e) = force_key_unit(&enc)
@@ -572,25 +571,8 @@ struct Admission {
 }
 
 impl State {
-    /// Runs the adaptation in front of the raw frame at `pts`. `captured`: raw frames that
-    /// have reached the queue in front of the encoder so far.
-    fn admit(
-        &mut self,
-        pts: Duration,
-        scaler: &glib::WeakRef<gst::Element>,
-        captured: u64,
-    ) -> Admission {
-        // Frames the leaky queue dropped since the last one (the host could not encode them
-        // in time: libwebrtc's CPU-overuse signal, `OveruseFrameDetector`) count as drops
-        // in the adaptation's quality window, so an overloaded host scales the picture down.
-        // One frame may be waiting in the queue, so it is not counted as lost.
-        let probed = self.frames_in + self.dropped_rate + self.skipped_frame_rate + 1;
-        let lost = captured.saturating_sub(probed + 1);
-        let new = lost.saturating_sub(self.overload_drops);
-        self.overload_drops = self.overload_drops.max(lost);
-        for _ in 0..new.min(u64::from(self.adapter.format().frame_rate)) {
-            self.adapter.on_input(pts, true);
-        }
+    /// Runs the adaptation in front of the raw frame at `pts`.
+    fn admit(&mut self, pts: Duration, scaler: &glib::WeakRef<gst::Element>) -> Admission {
         let target = self.applied;
         self.adapter.on_target(target);
         let before = self.adapter.format();
@@ -700,6 +682,9 @@ fn install_output(
                     codec.quantizer(&data)
                 };
                 s.adapter.on_encoded(pts_d, qp);
+                // The host's shortage of CPU is judged on the time spent encoding
+                // (`adapt`'s CPU usage), not on frames the leaky queue dropped in a stall.
+                s.adapter.on_encode_time(pts_d, latency);
                 if let Some(d) = s.dropper.as_mut() {
                     d.on_encoded(DataSize::bytes(size), key_frame);
                 }

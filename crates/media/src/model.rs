@@ -246,6 +246,7 @@ impl ModelEncoder {
             key_frame_requested_after_pts: s.key_frame_requested_after_pts,
             format: config_format,
             format_changes: 0,
+            encode_usage: None,
             mean_qp: None,
             dropped_rate: 0,
             skipped_frame_rate: 0,
