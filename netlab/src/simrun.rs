@@ -55,13 +55,14 @@ pub const SIM_SEND_ARGS: [&str; 6] = [
 
 /// GCC's settings (cg-send's and cg-recv's `--gcc-*` options), read from the side whose
 /// program runs GCC's delay-based estimator.
-pub const SIM_GCC_ARGS: [&str; 6] = [
+pub const SIM_GCC_ARGS: [&str; 7] = [
     "--gcc-threshold",
     "--gcc-ku",
     "--gcc-kd",
     "--gcc-static-gamma-ms",
     "--gcc-kalman-q",
     "--gcc-arrival-burst",
+    "--gcc-filter",
 ];
 
 /// cg-send's defaults for what `send_args` may set.
@@ -104,6 +105,7 @@ fn gcc_tuning(f: &FlowSpec, args: &[String]) -> Result<GccTuning> {
             "--gcc-ku" => t.k_up = Some(num()?),
             "--gcc-kd" => t.k_down = Some(num()?),
             "--gcc-static-gamma-ms" => t.static_gamma_ms = Some(num()?),
+            "--gcc-filter" => t.filter = Some(v.parse().map_err(|_| bad())?),
             "--gcc-arrival-burst" => {
                 t.arrival_burst = Some(cg_cc::gcc::parse_on_off(&v).map_err(|_| bad())?)
             }

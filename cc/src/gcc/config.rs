@@ -92,7 +92,8 @@ pub enum GroupSendTime {
 }
 
 /// Which arrival-time filter estimates `m(ti)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ArrivalFilterModel {
     /// The scalar Kalman filter of MMSys16 eq. (10)–(16) (the paper's design).
     #[default]
@@ -101,6 +102,24 @@ pub enum ArrivalFilterModel {
     /// `dm = ΔL/C + m + n` (what libwebrtc shipped before the trendline estimator). MMSys16
     /// Proposition 1 shows it is unobservable when `ΔL` is constant.
     TwoState,
+    /// libwebrtc's trendline estimator ([`crate::gcc::trendline`]), its send-side detector
+    /// since 2017: the slope of the smoothed accumulated delay, with its own threshold and
+    /// over-use timer ([`GccConfig::threshold`] and [`GccConfig::overuse_time`] do not apply).
+    Trendline,
+}
+
+impl std::str::FromStr for ArrivalFilterModel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "kalman" | "scalar" => Ok(ArrivalFilterModel::Scalar),
+            "two-state" | "twostate" => Ok(ArrivalFilterModel::TwoState),
+            "trendline" => Ok(ArrivalFilterModel::Trendline),
+            other => Err(format!(
+                "`{other}`: expected kalman, two-state or trendline"
+            )),
+        }
+    }
 }
 
 /// Which threshold `γ(ti)` the over-use detector compares `m(ti)` with.

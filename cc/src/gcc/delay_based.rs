@@ -16,11 +16,13 @@ use crate::gcc::rate_control::{RateControlParams, RateState, RemoteRateControlle
 use crate::gcc::receive_rate::ReceiveRate;
 use crate::gcc::standing::StandingQueue;
 use crate::gcc::threshold::{RegionHint, Threshold};
+use crate::gcc::trendline::Trendline;
 
 #[derive(Debug, Clone)]
 enum Filter {
     Scalar(ScalarKalman),
     TwoState(TwoStateKalman),
+    Trendline(Trendline),
 }
 
 /// The quantities the papers plot, as of the last completed group.
@@ -122,6 +124,7 @@ impl DelayBasedController {
                 )
                 .with_residual_clamp(c.kalman_residual_clamp),
             ),
+            ArrivalFilterModel::Trendline => Filter::Trendline(Trendline::default()),
         };
         let near_ratio = match c.threshold {
             ThresholdModel::Static { near_ratio, .. } => near_ratio,
@@ -241,6 +244,19 @@ impl DelayBasedController {
                 None,
                 None,
             ),
+            // Its own detector and threshold: the rate controller takes its signal.
+            Filter::Trendline(t) => {
+                let found = t.update(
+                    delta.arrival_delta_ms,
+                    delta.send_delta_ms,
+                    delta.arrival_us as f64 / 1e3,
+                );
+                let (m, gamma, signal) = (t.modified_trend(), t.threshold(), t.signal());
+                let r = self.rate_for_control();
+                let a_r = self.rate.update(found, r, delta.arrival_us);
+                self.record(m, gamma, dm, (None, None), signal, r, a_r);
+                return true;
+            }
         };
         let r = self.rate_for_control();
         // The detector compares m(ti) with the threshold in force before this sample,
@@ -251,13 +267,29 @@ impl DelayBasedController {
             .detect(m, gamma_before, delta.arrival_delta_ms);
         let a_r = self.rate.update(signal, r, delta.arrival_us);
         let signal = self.detector.signal();
-        let overuses = self.stats.overuses
-            + u64::from(signal == Signal::Overuse && self.stats.signal != Signal::Overuse);
         let hint = RegionHint {
             decreasing: self.rate.state() == RateState::Decrease,
             ar_well_below_r: r.is_some_and(|r| a_r.as_bps_f64() < self.near_ratio * r.as_bps_f64()),
         };
         let gamma = self.threshold.update(m, delta.arrival_us, hint);
+        self.record(m, gamma, dm, (gain, noise_var), signal, r, a_r);
+        true
+    }
+
+    /// The figures of a completed group.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        m: f64,
+        gamma: f64,
+        dm: f64,
+        (gain, noise_var): (Option<f64>, Option<f64>),
+        signal: Signal,
+        r: Option<Bitrate>,
+        a_r: Bitrate,
+    ) {
+        let overuses = self.stats.overuses
+            + u64::from(signal == Signal::Overuse && self.stats.signal != Signal::Overuse);
         self.stats = DelayBasedStats {
             m,
             gamma,
@@ -272,7 +304,6 @@ impl DelayBasedController {
             groups: self.stats.groups + 1,
             overuses,
         };
-        true
     }
 
     /// `R` for eq. (3): the receive rate, but at least a probe result applied within the

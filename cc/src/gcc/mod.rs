@@ -221,6 +221,7 @@ mod sender;
 pub mod standing;
 pub mod threshold;
 mod time;
+pub mod trendline;
 mod tuning;
 
 pub use config::{

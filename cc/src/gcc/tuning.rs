@@ -53,6 +53,9 @@ pub struct GccTuning {
     pub static_gamma_ms: Option<f64>,
     /// `Q` of the scalar Kalman filter (eq. 15, ms²; default 1e-3).
     pub kalman_q: Option<f64>,
+    /// The arrival-time filter and detector (`kalman`, MMSys16's; `two-state`; `trendline`,
+    /// libwebrtc's send-side one).
+    pub filter: Option<super::config::ArrivalFilterModel>,
     /// Whether arrival bursts join the group being built ([`super::config::ArrivalBurst`],
     /// libwebrtc's constants); default off, grouping as MMSys16 §3.3 does.
     pub arrival_burst: Option<bool>,
@@ -109,6 +112,9 @@ impl GccTuning {
         }
         if let Some(q) = self.kalman_q {
             c.kalman_q = q;
+        }
+        if let Some(f) = self.filter {
+            c.filter = f;
         }
         match self.arrival_burst {
             Some(false) => c.arrival_burst = None,

@@ -120,6 +120,11 @@ pub struct GccArgs {
     /// The arrival-time Kalman filter's state noise Q (MMSys16 eq. 15, ms²; default 1e-3)
     #[arg(long, value_name = "Q")]
     pub gcc_kalman_q: Option<f64>,
+    /// GCC's delay detector: `kalman` (MMSys16's scalar Kalman filter and adaptive
+    /// threshold, the default), `two-state` (the 2013 paper's filter) or `trendline`
+    /// (libwebrtc's send-side trendline estimator, with its own threshold)
+    #[arg(long, value_name = "MODEL")]
+    pub gcc_filter: Option<cg_cc::gcc::ArrivalFilterModel>,
     /// Whether packets that arrive in a burst with the group being built join it (`on`,
     /// libwebrtc's 5 ms / 100 ms rule against a receiving host's scheduling stalls) or are
     /// grouped by frame or send time alone (`off`, the default, MMSys16 §3.3)
@@ -136,6 +141,7 @@ impl GccArgs {
             k_down: self.gcc_kd,
             static_gamma_ms: self.gcc_static_gamma_ms,
             kalman_q: self.gcc_kalman_q,
+            filter: self.gcc_filter,
             arrival_burst: self.gcc_arrival_burst,
         }
     }
