@@ -724,16 +724,14 @@ mod tests {
         }
     }
 
-    /// Drives `a` for `secs` at 30 fps from frame `from` with `target`, frames coded at `qp`
-    /// and dropped by the dropper with probability-free pattern `drop_every` (0: none);
-    /// returns the changes and the frame index reached.
-    fn drive(
+    /// Drives `a` for `secs` at 30 fps from frame `from` with `target`, `frame` feeding each
+    /// frame after the poll in front of it; returns the changes and the frame index reached.
+    fn drive_frames(
         a: &mut Adapter,
         from: u32,
         secs: u32,
         target: Bitrate,
-        qp: Option<u8>,
-        drop_every: u32,
+        mut frame: impl FnMut(&mut Adapter, u32, Duration),
     ) -> (Vec<(Duration, Change)>, u32) {
         let mut changes = Vec::new();
         a.on_target(target);
@@ -743,13 +741,28 @@ mod tests {
             if let Some(c) = a.poll(pts) {
                 changes.push((pts, c));
             }
+            frame(a, i, pts);
+        }
+        (changes, end)
+    }
+
+    /// [`drive_frames`] with frames coded at `qp` and dropped by the dropper with
+    /// probability-free pattern `drop_every` (0: none).
+    fn drive(
+        a: &mut Adapter,
+        from: u32,
+        secs: u32,
+        target: Bitrate,
+        qp: Option<u8>,
+        drop_every: u32,
+    ) -> (Vec<(Duration, Change)>, u32) {
+        drive_frames(a, from, secs, target, |a, i, pts| {
             let dropped = drop_every > 0 && i % drop_every == 0;
             a.on_input(pts, dropped);
             if !dropped {
                 a.on_encoded(pts, qp);
             }
-        }
-        (changes, end)
+        })
     }
 
     #[test]
@@ -977,8 +990,7 @@ mod tests {
         assert_eq!(run(None), None);
     }
 
-    /// Drives `a` for `secs` at 30 fps from frame `from` with `target`, each frame taking
-    /// `usage` of a frame interval to encode; returns the changes and the frame reached.
+    /// [`drive_frames`] with each frame taking `usage` of a frame interval to encode.
     fn drive_cpu(
         a: &mut Adapter,
         from: u32,
@@ -986,19 +998,11 @@ mod tests {
         target: Bitrate,
         usage: f64,
     ) -> (Vec<(Duration, Change)>, u32) {
-        let mut changes = Vec::new();
-        a.on_target(target);
-        let end = from + secs * 30;
-        for i in from..end {
-            let pts = FRAME * i;
-            if let Some(c) = a.poll(pts) {
-                changes.push((pts, c));
-            }
+        drive_frames(a, from, secs, target, |a, _, pts| {
             a.on_input(pts, false);
             a.on_encoded(pts, None);
             a.on_encode_time(pts, FRAME.mul_f64(usage));
-        }
-        (changes, end)
+        })
     }
 
     /// A host short of CPU: the encoder busy 90 % of the time goes one format down after two
