@@ -364,6 +364,18 @@ pub struct GccConfig {
 
     /// Pacing factor `f` (MMSys16 §3.5). Default 1.5.
     pub pacing_factor: f64,
+    /// Send-side mode with the capacity cap on, while no bottleneck rate is known (no
+    /// over-use or saturated probe since the link-capacity estimate last reset; see
+    /// [`pacing_link_capacity_factor`](Self::pacing_link_capacity_factor)): the pacer may
+    /// go up to this × `A` to send what is queued within a frame interval (33 ms). A cg
+    /// rule: the link has carried all the flow sent, so a frame far larger than the
+    /// average (a game's scene cut, a key frame) leaves as fast as libwebrtc lets it (its
+    /// factor, 2.5) rather than reaching the viewer later than the frames' cadence allows;
+    /// frames of the average size still leave at `f·A`, and once the link is found full
+    /// the cap takes over. REMB mode keeps `f`: its sender cannot tell whether the link
+    /// carried a probe. Default 2.5; [`pacing_factor`](Self::pacing_factor) or less turns
+    /// it off.
+    pub pacing_factor_unbounded: f64,
     /// While the bottleneck queuing delay the sender measures (send-side: one-way delay
     /// from transport-wide feedback over its minimum; REMB mode: receiver-report RTT over
     /// its minimum) is above this, the pacer gets `A` instead of `f·A`. `None` keeps `f·A`
@@ -542,6 +554,7 @@ impl Default for GccConfig {
             loss_additive_floor: Bitrate::kbps(32),
             loss_interval: Duration::from_secs(1),
             pacing_factor: 1.5,
+            pacing_factor_unbounded: 2.5,
             standing_queue_pacing: Some(Duration::from_millis(60)),
             standing_queue_decrease: Some(Duration::from_millis(50)),
             standing_queue_window: Duration::from_secs(1),
@@ -588,6 +601,7 @@ impl GccConfig {
             ("kalman_noise_var_min", self.kalman_noise_var_min),
             ("max_rate_ratio", self.max_rate_ratio),
             ("pacing_factor", self.pacing_factor),
+            ("pacing_factor_unbounded", self.pacing_factor_unbounded),
         ] {
             ConfigError::positive(field, v)?;
         }

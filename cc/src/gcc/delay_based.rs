@@ -48,6 +48,9 @@ pub struct DelayBasedStats {
     pub receive_rate: Option<Bitrate>,
     /// The link-capacity estimate of the near-max region (libwebrtc), if any.
     pub link_capacity: Option<Bitrate>,
+    /// The link-capacity estimate if it found the link full (see
+    /// [`RemoteRateController::bottleneck_rate`]).
+    pub bottleneck_rate: Option<Bitrate>,
     /// Groups processed.
     pub groups: u64,
     /// Over-use signals so far (each Normal or Underuse → Overuse change counts once): the
@@ -301,6 +304,7 @@ impl DelayBasedController {
             a_r,
             receive_rate: r,
             link_capacity: self.rate.link_capacity(),
+            bottleneck_rate: self.rate.bottleneck_rate(),
             groups: self.stats.groups + 1,
             overuses,
         };
@@ -337,6 +341,7 @@ impl DelayBasedController {
             self.stats.a_r = a_r;
             self.stats.state = self.rate.state();
             self.stats.link_capacity = self.rate.link_capacity();
+            self.stats.bottleneck_rate = self.rate.bottleneck_rate();
         }
     }
 
@@ -365,11 +370,11 @@ impl DelayBasedController {
     /// while the detector signals over-use, as libwebrtc's `DelayBasedBwe` does. For one
     /// receive-rate window it stands in for a smaller `R` in eq. (3) (see
     /// `rate_for_control`). Returns whether it was applied.
-    pub fn on_probe_result(&mut self, rate: Bitrate) -> bool {
+    pub fn on_probe_result(&mut self, rate: Bitrate, saturated: bool) -> bool {
         if self.detector.signal() == Signal::Overuse {
             return false;
         }
-        self.apply_probe_result(rate)
+        self.apply_probe_result(rate, saturated)
     }
 
     /// A validated probe result, applied whatever the detector signals (REMB mode, at the
@@ -379,12 +384,13 @@ impl DelayBasedController {
     /// signals over-use just as the cluster's last packet brings its result. For one
     /// receive-rate window the result also stands in for a smaller `R` in eq. (3) (see
     /// `rate_for_control`). Returns whether it was applied.
-    pub fn apply_probe_result(&mut self, rate: Bitrate) -> bool {
-        if !self.rate.on_probe_result(rate) {
+    pub fn apply_probe_result(&mut self, rate: Bitrate, saturated: bool) -> bool {
+        if !self.rate.on_probe_result(rate, saturated) {
             return false;
         }
         self.stats.a_r = self.rate.estimate();
         self.stats.link_capacity = self.rate.link_capacity();
+        self.stats.bottleneck_rate = self.rate.bottleneck_rate();
         self.probe_rate = Some((self.latest_us, rate));
         true
     }

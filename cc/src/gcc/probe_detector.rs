@@ -27,9 +27,9 @@
 
 use std::time::Duration;
 
-use cg_types::{Bitrate, DataSize};
+use cg_types::DataSize;
 
-use crate::gcc::probe_estimator::ClusterStats;
+use crate::gcc::probe_estimator::{ClusterStats, ProbeResult};
 
 /// Longest send-time gap between two padding packets of one cluster. A cluster at the
 /// lowest probe rates cg sends (about 400 kbit/s for a recovery probe) has a 1200-byte
@@ -67,7 +67,7 @@ impl ProbeDetector {
         arrival_us: i64,
         size: DataSize,
         padding: bool,
-    ) -> Option<Bitrate> {
+    ) -> Option<ProbeResult> {
         let gap_us = i64::try_from(MAX_PADDING_GAP.as_micros()).unwrap_or(i64::MAX);
         let within = self
             .run
@@ -108,7 +108,7 @@ impl ProbeDetector {
         self.clusters
     }
 
-    fn finish(&mut self) -> Option<Bitrate> {
+    fn finish(&mut self) -> Option<ProbeResult> {
         let r = self.run.take()?;
         self.clusters += 1;
         let span_us = r.last_padding_send_us.saturating_sub(r.first_send_us);
@@ -123,6 +123,7 @@ impl ProbeDetector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cg_types::Bitrate;
 
     /// Media (1200 bytes, every 33 ms) with a probe cluster of 280-byte padding packets at
     /// `probe_bps` for `cluster_ms` from 100 ms on, through a bottleneck of `cap_bps` 25 ms
@@ -152,7 +153,7 @@ mod tests {
             free = free.max(send as f64) + size as f64 * 8.0 / cap_bps * 1e6;
             let arrival = free as i64 + 25_000;
             if let Some(r) = d.on_packet(send, arrival, DataSize::bytes(size), padding) {
-                out.push(r);
+                out.push(r.rate);
             }
         }
         out
@@ -201,13 +202,19 @@ mod tests {
             let gap = (280.0 * 8.0 / bps * 1e6) as i64;
             let mut t = from;
             while t < to {
-                out.extend(d.on_packet(t, t + 25_000, DataSize::bytes(280), true));
+                out.extend(
+                    d.on_packet(t, t + 25_000, DataSize::bytes(280), true)
+                        .map(|r| r.rate),
+                );
                 t += gap;
             }
         };
         feed(0, 64_000, 900e3, &mut out);
         feed(114_000, 146_000, 1.8e6, &mut out);
-        out.extend(d.on_packet(200_000, 225_000, DataSize::bytes(1200), false));
+        out.extend(
+            d.on_packet(200_000, 225_000, DataSize::bytes(1200), false)
+                .map(|r| r.rate),
+        );
         assert_eq!(out.len(), 2, "{out:?}");
         assert!(
             (out[0].as_bps_f64() / 900e3 - 1.0).abs() < 0.05,

@@ -24,6 +24,17 @@ pub(crate) const SATURATED_RATIO: f64 = 0.9;
 /// (`kTargetUtilizationFraction`).
 const SATURATED_SHARE: f64 = 0.95;
 
+/// A valid cluster's result.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeResult {
+    /// The rate: the smaller of send and receive rate, or 95 % of the receive rate when
+    /// the link was saturated.
+    pub rate: Bitrate,
+    /// The receive rate fell under 90 % of the send rate: the link's rate was found.
+    /// Otherwise the link carried the cluster and the rate is only a lower bound of it.
+    pub saturated: bool,
+}
+
 /// One cluster's received packets so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClusterStats {
@@ -81,7 +92,7 @@ impl ClusterStats {
     }
 
     /// The probe result, if the cluster is valid.
-    pub fn result(&self) -> Option<Bitrate> {
+    pub fn result(&self) -> Option<ProbeResult> {
         if self.packets < MIN_PACKETS {
             return None;
         }
@@ -99,11 +110,16 @@ impl ClusterStats {
         if recv > MAX_VALID_RATIO * send {
             return None;
         }
-        let mut res = send.min(recv);
-        if recv < SATURATED_RATIO * send {
-            res = SATURATED_SHARE * recv;
-        }
-        Some(Bitrate::from_bps_f64(res))
+        let saturated = recv < SATURATED_RATIO * send;
+        let rate = if saturated {
+            SATURATED_SHARE * recv
+        } else {
+            send.min(recv)
+        };
+        Some(ProbeResult {
+            rate: Bitrate::from_bps_f64(rate),
+            saturated,
+        })
     }
 }
 
@@ -126,17 +142,19 @@ mod tests {
     }
 
     #[test]
-    fn below_capacity_the_result_is_the_send_rate() {
+    fn below_capacity_the_result_is_the_send_rate_and_a_lower_bound() {
         // 1000 bytes every 4 ms: 2 Mbit/s through a 5 Mbit/s link.
         let r = cluster(10, 4000, 5e6).result().unwrap();
-        assert!((r.as_bps_f64() / 2e6 - 1.0).abs() < 0.01, "{r}");
+        assert!((r.rate.as_bps_f64() / 2e6 - 1.0).abs() < 0.01, "{r:?}");
+        assert!(!r.saturated);
     }
 
     #[test]
     fn above_capacity_the_result_is_95_percent_of_the_receive_rate() {
         // 4 Mbit/s into 1 Mbit/s: packets arrive 8 ms apart.
         let r = cluster(10, 2000, 1e6).result().unwrap();
-        assert!((r.as_bps_f64() / 0.95e6 - 1.0).abs() < 0.01, "{r}");
+        assert!((r.rate.as_bps_f64() / 0.95e6 - 1.0).abs() < 0.01, "{r:?}");
+        assert!(r.saturated);
     }
 
     #[test]

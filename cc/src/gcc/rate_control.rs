@@ -149,10 +149,14 @@ pub struct RateControlParams {
 
 /// libwebrtc's `LinkCapacityEstimator`: an EWMA of the receive rate at over-use, in kbit/s,
 /// with a normalised deviation, used to tell whether `Ar` is near the bottleneck rate.
+/// It also remembers whether any sample since the last reset found the link full (an
+/// over-use, or a probe the link could not carry): probes it carried only say it is at
+/// least that fast.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LinkCapacity {
     estimate_kbps: Option<f64>,
     deviation: f64,
+    found_full: bool,
 }
 
 impl Default for LinkCapacity {
@@ -160,16 +164,19 @@ impl Default for LinkCapacity {
         LinkCapacity {
             estimate_kbps: None,
             deviation: 0.4,
+            found_full: false,
         }
     }
 }
 
 impl LinkCapacity {
     pub(crate) fn on_overuse(&mut self, r: Bitrate) {
-        self.update(r, 0.05);
+        self.update(r, 0.05, true);
     }
 
-    pub(crate) fn update(&mut self, r: Bitrate, alpha: f64) {
+    /// A sample `r` with weight `alpha`; `full`: the link was found full at `r`.
+    pub(crate) fn update(&mut self, r: Bitrate, alpha: f64, full: bool) {
+        self.found_full |= full;
         let sample = r.as_kbps_f64();
         let est = match self.estimate_kbps {
             None => sample,
@@ -191,6 +198,12 @@ impl LinkCapacity {
         self.estimate_kbps.map(|k| Bitrate::from_bps_f64(k * 1e3))
     }
 
+    /// The mean, if a sample since the last reset found the link full: the rate of a
+    /// bottleneck, not a lower bound of it.
+    pub(crate) fn bottleneck(&self) -> Option<Bitrate> {
+        self.estimate().filter(|_| self.found_full)
+    }
+
     /// Mean + 3σ, kbit/s.
     pub(crate) fn upper_bound(&self) -> Option<f64> {
         self.estimate_kbps.map(|e| e + 3.0 * self.deviation_kbps(e))
@@ -204,6 +217,7 @@ impl LinkCapacity {
 
     pub(crate) fn reset(&mut self) {
         self.estimate_kbps = None;
+        self.found_full = false;
     }
 }
 
@@ -325,14 +339,15 @@ impl RemoteRateController {
         per_second * dt * self.p.increase_period.as_secs_f64()
     }
 
-    /// A validated probe result (send-side probing): `Ar` jumps to it if it is higher, and
-    /// it enters the link-capacity estimate with weight 0.5 (libwebrtc's
-    /// `AimdRateControl::SetEstimate` and `LinkCapacityEstimator::OnProbeRate`). With
-    /// [`IncreaseMode::LinkCapacity`], a result within the estimate's mean + 3σ is ignored:
-    /// it only says again what the over-uses said (a cg choice: applied, every probe put
-    /// `Ar` back at 95 % of the bottleneck rate and camera-like bursts kept a standing
-    /// queue, §6.1 q95 250–290 ms). Returns whether it was applied.
-    pub fn on_probe_result(&mut self, rate: Bitrate) -> bool {
+    /// A validated probe result: `Ar` jumps to it if it is higher (libwebrtc's
+    /// `AimdRateControl::SetEstimate`). With [`IncreaseMode::LinkCapacity`] it also enters
+    /// the link-capacity estimate with weight 0.5 (`LinkCapacityEstimator::OnProbeRate`),
+    /// unless it lies within the estimate's mean + 3σ (a cg rule): then it only says again
+    /// what the over-uses said, and applying it put `Ar` back near the bottleneck rate after
+    /// every probe, where camera-like bursts keep a standing queue. `saturated`: the link
+    /// could not carry the cluster (see [`bottleneck_rate`](Self::bottleneck_rate)).
+    /// Returns whether it was applied.
+    pub fn on_probe_result(&mut self, rate: Bitrate, saturated: bool) -> bool {
         if self.p.increase == IncreaseMode::LinkCapacity {
             if self
                 .capacity
@@ -341,7 +356,7 @@ impl RemoteRateController {
             {
                 return false;
             }
-            self.capacity.update(rate, 0.5);
+            self.capacity.update(rate, 0.5, saturated);
         }
         self.raise_to(rate);
         true
@@ -402,9 +417,17 @@ impl RemoteRateController {
 
     /// The link-capacity estimate of the near-max region, if over-use has been seen.
     pub fn link_capacity(&self) -> Option<Bitrate> {
-        self.capacity
-            .estimate_kbps
-            .map(|k| Bitrate::from_bps_f64(k * 1e3))
+        self.capacity.estimate()
+    }
+
+    /// The link-capacity estimate if a sample since its last reset found the link full
+    /// (an over-use or a saturated probe). A probe the link carried seeds the estimate
+    /// but is only a lower bound of the link: on a link far faster than the maximum rate
+    /// it says "the maximum", and a pacer capped there (see
+    /// [`GccConfig::pacing_link_capacity_factor`](crate::gcc::GccConfig::pacing_link_capacity_factor))
+    /// held every large frame to it.
+    pub fn bottleneck_rate(&self) -> Option<Bitrate> {
+        self.capacity.bottleneck()
     }
 }
 
@@ -609,9 +632,35 @@ mod tests {
         assert!(c.estimate() > Bitrate::kbps(650), "{}", c.estimate());
         assert_eq!(c.link_capacity(), None);
         // A probe result raises Ar and seeds the estimate.
-        c.on_probe_result(Bitrate::kbps(2000));
+        c.on_probe_result(Bitrate::kbps(2000), true);
         assert_eq!(c.estimate(), Bitrate::mbps(2));
         assert_eq!(c.link_capacity(), Some(Bitrate::kbps(2000)));
+    }
+
+    #[test]
+    fn an_unsaturated_probe_result_seeds_the_estimate_but_no_bottleneck_rate() {
+        let p = RateControlParams {
+            increase: IncreaseMode::LinkCapacity,
+            max: Bitrate::mbps(100),
+            ..params()
+        };
+        let mut c = RemoteRateController::new(p, Bitrate::mbps(1));
+        assert!(c.on_probe_result(Bitrate::mbps(5), false));
+        assert_eq!(c.estimate(), Bitrate::mbps(5));
+        assert_eq!(c.link_capacity(), Some(Bitrate::mbps(5)));
+        assert_eq!(
+            c.bottleneck_rate(),
+            None,
+            "the link carried it: a lower bound"
+        );
+        // A saturated result finds the link...
+        assert!(c.on_probe_result(Bitrate::mbps(12), true));
+        assert_eq!(c.bottleneck_rate(), Some(Bitrate::kbps(8500)));
+        // ...and so does an over-use, after a reset.
+        let mut o = RemoteRateController::new(p, Bitrate::mbps(1));
+        o.on_probe_result(Bitrate::mbps(5), false);
+        o.update(Some(Signal::Overuse), Some(Bitrate::mbps(4)), 1_000_000);
+        assert!(o.bottleneck_rate().is_some());
     }
 
     #[test]

@@ -85,13 +85,13 @@ impl ReceiveSideEstimator for GccReceiver {
         if updated {
             self.has_estimate = true;
         }
-        if let Some(rate) = self
+        if let Some(r) = self
             .probes
             .as_mut()
             .and_then(|d| d.on_packet(send_us, arrival_us, p.size, padding))
             && self
                 .delay
-                .apply_probe_result(rate.min(self.max).max(self.min))
+                .apply_probe_result(r.rate.min(self.max).max(self.min), r.saturated)
         {
             self.probe_results += 1;
             self.has_estimate = true;

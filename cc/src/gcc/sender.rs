@@ -99,6 +99,7 @@ pub struct GccController {
     min: Bitrate,
     max: Bitrate,
     pacing_factor: f64,
+    pacing_factor_unbounded: f64,
     cap_as_by_ar: bool,
     measured_rtt: bool,
     loss_high: f64,
@@ -149,6 +150,8 @@ pub struct GccController {
     last_remb: Option<(Bitrate, bool)>,
     /// REMB mode: media waits in the pacer, so a cluster would not start now.
     media_waiting: bool,
+    /// Media bytes in the pacer, as [`Controller::on_media_queue`] last said.
+    media_queued: DataSize,
     /// Send-side mode: when per-packet feedback last arrived.
     last_feedback: Option<Instant>,
     /// Send-side mode: the send times (µs since `base`, exclusive, inclusive) of the packets
@@ -184,6 +187,10 @@ const UNHEARD_REPORTS: u8 = 2;
 /// (RFC 5681 §3.2).
 const FEEDBACK_SILENCE: Duration = Duration::from_millis(500);
 
+/// See [`GccConfig::pacing_factor_unbounded`]: while no bottleneck rate is known, the media
+/// queued may leave within this (a frame interval at 30 fps).
+const UNBOUNDED_DRAIN: Duration = Duration::from_millis(33);
+
 impl GccController {
     /// A controller starting at `now` at the configured start bit rate.
     pub fn new(c: &GccConfig, now: Instant) -> Self {
@@ -196,6 +203,7 @@ impl GccController {
             min: c.min_bitrate,
             max: c.max_bitrate.max(c.min_bitrate),
             pacing_factor: c.pacing_factor,
+            pacing_factor_unbounded: c.pacing_factor_unbounded,
             cap_as_by_ar: c.cap_as_by_ar,
             measured_rtt: c.additive_measured_rtt,
             loss_high: c.loss_high,
@@ -267,6 +275,7 @@ impl GccController {
             remb_capacity: LinkCapacity::default(),
             last_remb: None,
             media_waiting: false,
+            media_queued: DataSize::ZERO,
             last_feedback: None,
             unheard: None,
             unheard_losses: 0,
@@ -338,11 +347,11 @@ impl GccController {
             }
             false
         });
-        for rate in results {
-            let rate = rate.min(self.max).max(self.min);
+        for r in results {
+            let rate = r.rate.min(self.max).max(self.min);
             self.probe_results += 1;
             if let Some(d) = self.delay.as_mut()
-                && d.on_probe_result(rate)
+                && d.on_probe_result(rate, r.saturated)
             {
                 let ar = d.estimate();
                 self.loss.raise_to(rate.min(ar), now);
@@ -400,7 +409,9 @@ impl GccController {
         if probed && !within {
             // A probe raised it: a result, weight 0.5 as the receiver takes it
             // (`RemoteRateController::on_probe_result`).
-            self.remb_capacity.update(remb, 0.5);
+            // The receiver does not say whether the link carried the cluster: taken
+            // as found full, the bottleneck rate.
+            self.remb_capacity.update(remb, 0.5, true);
         } else if above {
             self.remb_capacity.reset();
         }
@@ -819,6 +830,7 @@ impl Controller for GccController {
     }
 
     fn on_media_queue(&mut self, queue: MediaQueue, now: Instant) {
+        self.media_queued = queue.size;
         if self.mode != GccMode::ReceiverSideRemb || self.probe.is_none() {
             return;
         }
@@ -846,15 +858,25 @@ impl Controller for GccController {
             .standing_queue
             .zip(self.queue_delay)
             .is_some_and(|(limit, q)| q > limit);
-        let f = if standing { 1.0 } else { self.pacing_factor };
-        let target = self.target_bitrate();
-        let mut rate = target.mul_f64(f);
-        let capacity = match self.delay.as_ref() {
-            Some(d) => d.stats().link_capacity,
-            None => self.remb_capacity.estimate(),
+        let bottleneck = match self.delay.as_ref() {
+            Some(d) => d.stats().bottleneck_rate,
+            None => self.remb_capacity.bottleneck(),
         };
+        let target = self.target_bitrate();
+        let f = if standing { 1.0 } else { self.pacing_factor };
+        let mut rate = target.mul_f64(f);
+        if !standing
+            && bottleneck.is_none()
+            && self.pace_at_capacity.is_some()
+            && self.mode == GccMode::SendSideTwcc
+        {
+            // No bottleneck found: what is queued may leave within a frame interval.
+            let drain = self.media_queued.as_bits() as f64 / UNBOUNDED_DRAIN.as_secs_f64();
+            let most = target.mul_f64(self.pacing_factor_unbounded);
+            rate = rate.max(Bitrate::from_bps_f64(drain).min(most));
+        }
         if let Some(k) = self.pace_at_capacity
-            && let Some(cap) = capacity
+            && let Some(cap) = bottleneck
         {
             // Not much faster than the bottleneck rate seen at over-uses (never below `A`):
             // most of a large frame's excess then waits in the pacer, not the bottleneck.

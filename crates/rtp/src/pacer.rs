@@ -1,7 +1,8 @@
 //! The pacer: a sans-IO leaky bucket in front of the socket, with a bounded media queue.
 //!
 //! - Releases packets at the rate the controller asks for ([`cg_cc::Controller::pacing_rate`];
-//!   GCC sets it to 1.5 × its target, draft-ietf-rmcat-gcc-02 §4), and, for window-based
+//!   GCC sets it to 1.5 × its target, draft-ietf-rmcat-gcc-02 §4, faster for a large frame
+//!   while it has not found the bottleneck), and, for window-based
 //!   controllers (SCReAM), only while [`cg_cc::Controller::send_allowance`] covers the packet.
 //! - Retransmissions go before media, media before padding.
 //! - Bounded: when the first frame that has not started leaving has waited longer than
