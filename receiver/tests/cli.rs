@@ -163,7 +163,7 @@ fn unknown_codec_controller_and_ecn_are_clear_errors() {
     for (args, want) in [
         (["--profile", "movie"], "unknown --profile"),
         (["--playout-delay", "fast"], "bad --playout-delay"),
-        (["--playout-delay", "100ms,10ms"], "minimum is above"),
+        (["--playout-delay", "100ms,10ms"], "need minimum ≤ maximum"),
         (["--playout-delay", "50s"], "40.95 s"),
     ] {
         let o = run(&send_bin(), &[&["--to", "127.0.0.1:9"][..], &args].concat());

@@ -107,13 +107,13 @@ pub struct SenderConfig {
     /// `None`, the encoder's own (VP8 300 ms, x264 500 ms).
     #[serde(with = "humantime_serde")]
     pub rate_buffer: Option<Duration>,
-    /// Playout-delay limits (minimum, maximum) in ms asked of the receiver with the
-    /// playout-delay header extension on the first packet of every frame (a browser
-    /// honours them; cg-recv always renders at once and reports what was asked). `(0, 0)`:
-    /// render each frame as soon as it is decoded, what cloud-gaming senders ask, since a
-    /// browser otherwise holds frames in its jitter buffer for a smooth cadence. Default
-    /// `None`: nothing asked.
-    pub playout_delay_ms: Option<(u32, u32)>,
+    /// Playout-delay limits asked of the receiver with the playout-delay header extension
+    /// on the first packet of every frame (a browser honours them; cg-recv always renders
+    /// at once and reports what was asked). [`cg_rtp::PlayoutDelay::ZERO`]: render each
+    /// frame as soon as it is decoded, what cloud-gaming senders ask, since a browser
+    /// otherwise holds frames in its jitter buffer for a smooth cadence. Default `None`:
+    /// nothing asked.
+    pub playout_delay: Option<cg_rtp::PlayoutDelay>,
 }
 
 impl Default for SenderConfig {
@@ -143,7 +143,7 @@ impl Default for SenderConfig {
             adaptation: cg_media::AdaptationConfig::default(),
             frame_dropper: cg_media::EncoderConfig::default().frame_dropper,
             rate_buffer: None,
-            playout_delay_ms: None,
+            playout_delay: None,
         }
     }
 }
@@ -187,7 +187,7 @@ impl SenderConfig {
             ));
         }
         self.encoder_config().validate()?;
-        if let Some(d) = self.playout_delay() {
+        if let Some(d) = self.playout_delay {
             d.validate().map_err(|e| Error::Config(e.to_string()))?;
         }
         if self.peer.port() == 0 || self.peer.ip().is_unspecified() {
@@ -205,15 +205,6 @@ impl SenderConfig {
             )));
         }
         Ok(())
-    }
-
-    /// The playout-delay limits asked of the receiver.
-    pub fn playout_delay(&self) -> Option<cg_rtp::PlayoutDelay> {
-        self.playout_delay_ms
-            .map(|(min, max)| cg_rtp::PlayoutDelay {
-                min: Duration::from_millis(u64::from(min)),
-                max: Duration::from_millis(u64::from(max)),
-            })
     }
 
     /// The pacer's queue bound for this controller (see

@@ -310,6 +310,7 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
             )));
         }
     };
+    let defaults = SenderConfig::default();
     // WHEP mode has no fixed peer (each viewer brings its own); the defaults stand in.
     let (peer, bind) = match &a.to {
         Some(to) => (
@@ -319,7 +320,7 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
                 .map(|b| cg_sender::cli::resolve("--bind", b))
                 .transpose()?,
         ),
-        None => (SenderConfig::default().peer, None),
+        None => (defaults.peer, None),
     };
     let gaming = match a.profile.as_str() {
         "gaming" => true,
@@ -330,10 +331,14 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
             )));
         }
     };
-    let key_interval = a.key_interval.unwrap_or(if gaming { 0 } else { 3000 });
-    let playout_delay_ms = match &a.playout_delay {
+    let key_frame_interval = match a.key_interval {
+        Some(k) => Some(k).filter(|&k| k > 0),
+        None if gaming => None,
+        None => defaults.key_frame_interval,
+    };
+    let playout_delay = match &a.playout_delay {
         Some(v) => Some(playout_delay(v)?),
-        None => gaming.then_some((0, 0)),
+        None => gaming.then_some(cg_rtp::PlayoutDelay::ZERO),
     };
     let config = SenderConfig {
         peer,
@@ -360,13 +365,13 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
             d => Some(duration_or_off("--feedback-timeout", d, "1s")?.unwrap_or_default()),
         },
         stats_interval: a.stats_interval,
-        key_frame_interval: Some(key_interval).filter(|&k| k > 0),
-        playout_delay_ms,
+        key_frame_interval,
+        playout_delay,
         pacer_max_queue_delay: a.pacer_queue_bound,
         adaptation: adaptation(a)?,
         frame_dropper: duration_or_off("--frame-dropper", &a.frame_dropper, "500ms")?,
         rate_buffer: a.rate_buffer,
-        ..SenderConfig::default()
+        ..defaults
     };
     config.validate()?;
     Ok(config)
@@ -399,24 +404,20 @@ fn adaptation(a: &Args) -> Result<cg_media::AdaptationConfig, Error> {
 }
 
 /// `--playout-delay MIN[,MAX]`: two durations (one: both), in whole ms.
-fn playout_delay(v: &str) -> Result<(u32, u32), Error> {
+fn playout_delay(v: &str) -> Result<cg_rtp::PlayoutDelay, Error> {
     let bad = |why: String| {
         Error::Config(format!(
             "bad --playout-delay {v:?}: {why}; expected MIN[,MAX], e.g. 0ms or 0ms,100ms"
         ))
     };
-    let ms = |d: &str| -> Result<u32, Error> {
-        let d = humantime::parse_duration(d.trim()).map_err(|e| bad(e.to_string()))?;
-        u32::try_from(d.as_millis()).map_err(|_| bad("too long".into()))
-    };
+    let at = |d: &str| humantime::parse_duration(d.trim()).map_err(|e| bad(e.to_string()));
     let (min, max) = match v.split_once(',') {
-        Some((a, b)) => (ms(a)?, ms(b)?),
-        None => (ms(v)?, ms(v)?),
+        Some((a, b)) => (at(a)?, at(b)?),
+        None => (at(v)?, at(v)?),
     };
-    if min > max {
-        return Err(bad("the minimum is above the maximum".into()));
-    }
-    Ok((min, max))
+    let d = cg_rtp::PlayoutDelay { min, max };
+    d.validate().map_err(|e| bad(e.to_string()))?;
+    Ok(d)
 }
 
 /// A duration option that also takes `off` (`None`); `example` goes in the error.

@@ -444,7 +444,7 @@ pub(crate) fn rtp_config(config: &SenderConfig) -> cg_rtp::SenderConfig {
             min: config.min_bitrate,
             threshold: config.rate_change_threshold,
         },
-        playout_delay: config.playout_delay(),
+        playout_delay: config.playout_delay,
         ..cg_rtp::SenderConfig::default()
     }
 }

@@ -31,11 +31,13 @@ pub struct ExtensionIds {
 /// and its rendering (webrtc's playout-delay header extension): 12 bits each of minimum and
 /// maximum in 10 ms units. Minimum = maximum = 0 asks to render each frame as soon as it is
 /// decoded, what cloud-gaming senders ask of a browser.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PlayoutDelay {
     /// Least delay, a multiple of 10 ms, at most [`PlayoutDelay::MAX`].
+    #[serde(with = "humantime_serde")]
     pub min: std::time::Duration,
     /// Greatest delay, at least `min`, at most [`PlayoutDelay::MAX`].
+    #[serde(with = "humantime_serde")]
     pub max: std::time::Duration,
 }
 
