@@ -434,27 +434,24 @@ fn camera_720p_on_a_busy_host_keeps_glass_to_glass_latency_low() {
     );
 }
 
-/// Issue #37 in the browser: Chromium views a 1280×720 camera stream capped at 5 Mbit/s over a
-/// clean 50 Mbit/s link, send-side GCC, `--profile gaming`, on a busy host (two busy loops at
-/// nice 19), judged from 10 s on what Chromium's `getStats()` says (netlab's viewer summary):
-/// no freeze, the full frame rate, 720p held without a switch, and a jitter buffer that
-/// renders at once. Measured (2026-11-28; 40-s runs: 5 with the profile, 3 without; 30-s runs:
-/// 2 with, 1 without): 28.8–30.0 fps, no freeze, mean jitter-buffer delay 29–32 ms (most of it
-/// the frame's own assembly time: its packets are paced over most of a frame interval);
-/// without the playout-delay request 58–68 ms, which the 40 ms bound fails.
-#[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
-)]
-fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
+/// Issue #37 in the browser: Chromium views a 1280×720 stream capped at 5 Mbit/s over a clean
+/// 50 Mbit/s link, send-side GCC, `--profile gaming`, on a busy host (two busy loops at nice
+/// 19), judged from 10 s on what Chromium's `getStats()` says (netlab's viewer summary): no
+/// freeze by WebRTC's rule, the full frame rate, 720p held without a switch, and a mean
+/// jitter-buffer delay within issue #37's 30 ms (it holds each frame's assembly time, so a
+/// frame paced over most of a frame interval shows in it). Runs and their figures:
+/// `docs/notes/2026-11-28.md`.
+fn chromium_views_gaming_on_a_busy_host(name: &str, picture: &str) {
     let (summary, out) = webrtc_run(
-        "chromium-gaming-busy",
+        name,
         CLEAN_50MBIT,
         "1ms",
         "gcc",
         "not_ect",
-        &format!(r#"{CAMERA_720P}, "--profile", "gaming""#),
+        &format!(
+            r#"{}, "--profile", "gaming""#,
+            CAMERA_720P.replace("camera", picture)
+        ),
         "chromium",
         30,
         BUSY_HOST,
@@ -462,7 +459,7 @@ fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
     .unwrap_or_else(|e| panic!("{e}"));
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
     let v = &summary["metrics"]["flows"][0]["viewer"];
-    eprintln!("Chromium, gaming profile, busy host: {v}");
+    eprintln!("Chromium, gaming profile, {picture} picture, busy host: {v}");
     let mut why = Vec::new();
     if v["viewer"] != "chromium" {
         why.push(format!("no Chromium viewer summary: {v}"));
@@ -482,10 +479,30 @@ fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
         ));
     }
     let jb = num(v, "jitter_buffer_ms");
-    if jb.is_nan() || jb > 40.0 {
-        why.push(format!("mean jitter-buffer delay {jb} ms (> 40 ms)"));
+    if jb.is_nan() || jb > 30.0 {
+        why.push(format!("mean jitter-buffer delay {jb} ms (> 30 ms)"));
     }
     assert!(why.is_empty(), "{}", why.join("; "));
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
+fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
+    chromium_views_gaming_on_a_busy_host("chromium-gaming-busy", "camera");
+}
+
+/// The game picture cuts to a new scene every 4 s; a scene cut's frame is many times the
+/// average and must reach the browser within the frames' cadence.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
+fn chromium_views_a_game_on_a_busy_host_without_a_freeze_at_scene_cuts() {
+    chromium_views_gaming_on_a_busy_host("chromium-game-busy", "game");
 }
 
 /// A capacity drop on camera video: the encoder must scale the picture down (the fixed
