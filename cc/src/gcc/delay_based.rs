@@ -249,11 +249,7 @@ impl DelayBasedController {
             ),
             // Its own detector and threshold: the rate controller takes its signal.
             Filter::Trendline(t) => {
-                let found = t.update(
-                    delta.arrival_delta_ms,
-                    delta.send_delta_ms,
-                    delta.arrival_us as f64 / 1e3,
-                );
+                let found = t.update(dm, delta.send_delta_ms, delta.arrival_us as f64 / 1e3);
                 let (m, gamma, signal) = (t.modified_trend(), t.threshold(), t.signal());
                 let r = self.rate_for_control();
                 let a_r = self.rate.update(found, r, delta.arrival_us);

@@ -82,16 +82,10 @@ impl Default for Trendline {
 }
 
 impl Trendline {
-    /// A group completed: `arrival_delta_ms` and `send_delta_ms` to the previous one, its
-    /// arrival at `arrival_ms`. Returns the signal assigned, `None` while over the threshold
-    /// but not yet long enough (the last signal stands).
-    pub fn update(
-        &mut self,
-        arrival_delta_ms: f64,
-        send_delta_ms: f64,
-        arrival_ms: f64,
-    ) -> Option<Signal> {
-        let dm = arrival_delta_ms - send_delta_ms;
+    /// A group completed: its delay variation `dm` (arrival minus send delta) and send
+    /// delta to the previous one, its arrival at `arrival_ms`. Returns the signal assigned,
+    /// `None` while over the threshold but not yet long enough (the last signal stands).
+    pub fn update(&mut self, dm: f64, send_delta_ms: f64, arrival_ms: f64) -> Option<Signal> {
         if !dm.is_finite() || !arrival_ms.is_finite() {
             return None;
         }
@@ -203,7 +197,7 @@ mod tests {
     /// Groups every 33 ms whose arrival spacing exceeds the send spacing by `extra` ms.
     fn feed(t: &mut Trendline, from: usize, n: usize, extra: f64) -> Vec<Option<Signal>> {
         (from..from + n)
-            .map(|i| t.update(33.0 + extra, 33.0, i as f64 * (33.0 + extra)))
+            .map(|i| t.update(extra, 33.0, i as f64 * (33.0 + extra)))
             .collect()
     }
 
@@ -247,10 +241,10 @@ mod tests {
     fn a_single_late_group_is_not_overuse() {
         let mut t = Trendline::default();
         feed(&mut t, 0, 100, 0.0);
-        let spike = t.update(33.0 + 40.0, 33.0, 100.0 * 33.0 + 40.0);
+        let spike = t.update(40.0, 33.0, 100.0 * 33.0 + 40.0);
         assert_ne!(spike, Some(Signal::Overuse));
         assert!(
-            !t.update(33.0 - 40.0, 33.0, 101.0 * 33.0)
+            !t.update(-40.0, 33.0, 101.0 * 33.0)
                 .is_some_and(|s| s == Signal::Overuse)
         );
     }
@@ -259,7 +253,7 @@ mod tests {
     fn non_finite_input_is_ignored() {
         let mut t = Trendline::default();
         assert_eq!(t.update(f64::NAN, 33.0, 0.0), None);
-        assert_eq!(t.update(33.0, 33.0, f64::INFINITY), None);
+        assert_eq!(t.update(0.0, 33.0, f64::INFINITY), None);
         assert_eq!(t.num_deltas, 0);
     }
 }

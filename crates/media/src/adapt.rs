@@ -404,8 +404,9 @@ pub struct Adapter {
     /// (pts, qp) of encoded frames and (pts, dropped) of input frames within the window.
     qps: std::collections::VecDeque<(Duration, u8)>,
     inputs: std::collections::VecDeque<(Duration, bool)>,
-    /// (pts, time spent encoding) of encoded frames within `cpu_window`.
+    /// (pts, time spent encoding) of encoded frames within `cpu_window`, and their sum.
     encodes: std::collections::VecDeque<(Duration, Duration)>,
+    encode_busy: Duration,
     /// The last CPU check, and the checks in a row at or above `cpu_high`.
     cpu_checked: Option<Duration>,
     cpu_over: u32,
@@ -435,6 +436,7 @@ impl Adapter {
             qps: Default::default(),
             inputs: Default::default(),
             encodes: Default::default(),
+            encode_busy: Duration::ZERO,
             cpu_checked: None,
             cpu_over: 0,
             cpu_limited: false,
@@ -493,6 +495,7 @@ impl Adapter {
     /// The frame at `pts` took the encoder `busy` (its input to its output).
     pub fn on_encode_time(&mut self, pts: Duration, busy: Duration) {
         self.encodes.push_back((pts, busy));
+        self.encode_busy += busy;
     }
 
     /// The share of stream time the encoder spent encoding over the last `cpu_window`, once
@@ -504,8 +507,7 @@ impl Adapter {
         if span + self.config.cpu_window / 10 < self.config.cpu_window {
             return None;
         }
-        let busy: Duration = self.encodes.iter().map(|&(_, b)| b).sum();
-        Some(busy.as_secs_f64() / self.config.cpu_window.as_secs_f64())
+        Some(self.encode_busy.as_secs_f64() / self.config.cpu_window.as_secs_f64())
     }
 
     /// A raw frame at `pts` entered the encoder or was `dropped` by the frame dropper.
@@ -544,12 +546,11 @@ impl Adapter {
             self.inputs.pop_front();
         }
         let cpu_window = self.config.cpu_window;
-        while self
-            .encodes
-            .front()
-            .is_some_and(|&(t, _)| t + cpu_window <= pts)
+        while let Some(&(t, busy)) = self.encodes.front()
+            && t + cpu_window <= pts
         {
             self.encodes.pop_front();
+            self.encode_busy = self.encode_busy.saturating_sub(busy);
         }
         if self.ladder.formats.len() < 2 {
             return None;
@@ -690,6 +691,7 @@ impl Adapter {
         self.qps.clear();
         self.inputs.clear();
         self.encodes.clear();
+        self.encode_busy = Duration::ZERO;
         self.cpu_checked = None;
         Change {
             format: self.format(),
