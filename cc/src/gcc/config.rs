@@ -383,10 +383,9 @@ pub struct GccConfig {
     ///
     /// A cg addition. `f > 1` drains the encoder's bursts (key frames) ahead of the next
     /// frame; with a standing queue at the bottleneck every byte above the capacity is lost.
-    /// `A` is below the capacity there (`α·R` after an overuse), so the queue drains instead.
-    /// Measured in netlab, 2.5 → 0.5 Mbit/s with a 300 ms DropTail (VP8 720p): the recovery
-    /// key frame, paced at `f·A` ≈ 1.3× the new capacity into the full queue, lost packets
-    /// and the freeze ran past 2 s.
+    /// `A` is below the capacity there (`α·R` after an overuse), so the queue drains instead
+    /// (after a capacity drop, the recovery key frame paced at `f·A` into the full queue lost
+    /// packets and prolonged the freeze).
     pub standing_queue_pacing: Option<Duration>,
     /// When the smallest queuing delay (one-way delay over its minimum) during the last
     /// [`GccConfig::standing_queue_window`] is above this, `Ar ← α·R` as at an over-use, at
@@ -396,33 +395,26 @@ pub struct GccConfig {
     /// Default 50 ms.
     ///
     /// A cg addition for the papers' blind spot, a standing queue whose gradient is zero:
-    /// after 2.5 → 0.5 Mbit/s the 300 ms DropTail queue filled within 0.4 s while the
-    /// Kalman filter's gain was 0.002–0.005 (camera-like frames keep `σ²n` at 20–50 ms²), so
-    /// `m` never crossed `γ`; the full queue then had no gradient and eq. (5)'s 2–10 % band
-    /// held the rate just above the capacity: q50 280 ms and 15 % loss for the whole phase
-    /// (`cc/tests/gcc_camera.rs`, seed 1). In REMB mode, same test, seeds 1–4: q95 80–109 ms
-    /// and loss 0.36–0.73 % (without: 132–284 ms, 0.43–2.55 %).
+    /// after a capacity drop a deep DropTail queue can fill while the Kalman filter's gain is
+    /// small (camera-like frames keep `σ²n` high), so `m` never crosses `γ`; the full queue
+    /// then has no gradient and eq. (5)'s 2–10 % loss band holds the rate just above the
+    /// capacity. `cc/tests/gcc_camera.rs` guards it; measurements: `docs/notes/2026-11-28.md`.
     pub standing_queue_decrease: Option<Duration>,
-    /// The pacer gets at most `max(A, k·C)` where `C` is the link-capacity estimate of
-    /// [`IncreaseMode::LinkCapacity`] (the receive rate at past over-uses) and `k` this
-    /// factor, instead of `f·A`. In REMB mode `C` is the sender's own estimate of the same
-    /// kind, from the REMB values: each REMB below the previous one is the receiver's
-    /// `α·R`, a REMB a probe raised enters with weight 0.5, and a REMB above its mean + 3σ
-    /// forgets it. `None`: `f·A` always (the paper). Default `Some(1.1)`.
+    /// The pacer gets at most `max(A, k·C)` where `C` is the bottleneck rate and `k` this
+    /// factor, instead of `f·A`. `C` is the link-capacity estimate of
+    /// [`IncreaseMode::LinkCapacity`] once a sample found the link full (an over-use's
+    /// receive rate or a saturated probe; a probe the link carried is only a lower bound).
+    /// In REMB mode `C` is the sender's own estimate of the same kind, from the REMB values:
+    /// each REMB below the previous one is the receiver's `α·R`, a REMB a probe raised
+    /// enters with weight 0.5, and a REMB above its mean + 3σ forgets it. `None`: `f·A`
+    /// always (the paper). Default `Some(1.1)`.
     ///
     /// A cg addition. `f·A` above the bottleneck rate moves each large frame's excess into
-    /// the bottleneck queue; with camera-like frames (10× key frames, 3–5× frames about once
-    /// a second) that queue was most of the §6.1 q95 and its bursts inflated the Kalman
-    /// filter's `σ²n` (20–50 ms²), slowing detection. Measured (`cc/tests/gcc_camera.rs`,
-    /// seeds 1–4, §6.1 / constant 2 Mbit/s): without the cap q95 103–112 ms / 95–96 ms;
-    /// `k` = 1.1: 65–69 ms / 63–71 ms; `k` = 1.0: 45–52 ms / 2–4 ms. But `C` is an average
-    /// of noisy 500 ms rates and may sit below the capacity: with `k` = 1.0, cg-rtp's
-    /// `e2e_sim` (send-side, 2 Mbit/s, DropTail 300 ms) had its pacer drop 30 frames at its
-    /// 250 ms limit and glass-to-glass p95 rose from 72.5 ms (no cap) to 235.8 ms; with
-    /// 1.1 it is 63.8 ms with 1 frame dropped. REMB mode, same seeds: with probing, §6.1
-    /// q95 63–71 ms and constant 2 Mbit/s 61–69 ms with the cap, 125–141 ms and 73–97 ms
-    /// without (after a probe raised the target, frames paced at 1.5× it queued at the
-    /// bottleneck); without probing, §6.1 q95 66–78 ms with the cap, 79–109 ms without.
+    /// the bottleneck queue, where it makes most of the queuing delay of camera-like
+    /// content and inflates the Kalman filter's `σ²n`, slowing detection; the pacer holds
+    /// it instead. Not `k` = 1: `C` averages noisy 500 ms rates and may sit under the
+    /// capacity, and a pacer slower than the link drops frames at its queue bound.
+    /// Measurements: `docs/notes/2026-11-28.md`.
     pub pacing_link_capacity_factor: Option<f64>,
     /// Window of [`GccConfig::standing_queue_decrease`]. Default 1 s: a camera burst's queue
     /// drains within it, a standing queue does not.
