@@ -359,14 +359,14 @@ const BUSY_HOST: &str = "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
 
 /// Issue #37: 1280×720 camera video capped at 5 Mbit/s over a clean 50 Mbit/s link, send-side
 /// GCC, on a busy host (`[load]`: two busy loops at nice 19, the endpoints at nice 0 as a user
-/// starts them). The real-time path must hold no backlog: glass-to-glass p95 (cg-recv's, over
-/// its last 256 frames) stays low from 15 s to the end, no run of frames is dropped at once,
-/// and nearly every frame is decoded. The bound (150 ms) has about twice the margin over the
-/// worst p95 measured with the fix (60–83 ms, 8 runs, 2026-11-28). Without the pacer keeping up
-/// with its input, GCC's pacing rate can sit under the encoder's wire rate and the pacer's
-/// queue grows (one of two such runs reached 214 ms); whether it does depends on GCC's
-/// capacity estimate, so the mechanism's own guard is the pacer's unit test
-/// `a_rate_based_pacer_keeps_up_with_input_faster_than_its_rate`.
+/// starts them). The real-time path must hold no backlog: from 15 s to the end, cg-recv's
+/// glass-to-glass median within issue #37's 50 ms and its p95 over the last 256 frames
+/// within 100 ms at every report (the issue asks p99 ≤ 100 ms; cg-recv reports the p95 and
+/// each interval's worst frame, which the test prints), no run of frames dropped at once,
+/// and nearly every frame decoded. Runs and their figures: `docs/notes/2026-11-28.md`. The
+/// pacer keeping up with its input matters here only when GCC's pacing rate sits under the
+/// encoder's wire rate, which depends on its capacity estimate, so that mechanism's own
+/// guard is the pacer's unit test `a_rate_based_pacer_keeps_up_with_input_faster_than_its_rate`.
 #[test]
 #[cfg_attr(
     debug_assertions,
@@ -406,17 +406,27 @@ fn camera_720p_on_a_busy_host_keeps_glass_to_glass_latency_low() {
                     f64::NEG_INFINITY,
                     |a, b| if b.is_nan() { b } else { a.max(b) },
                 );
+            let late: Vec<&Value> = recv.iter().filter(|l| run_t(l, t0) >= 15.0).collect();
+            let mut medians: Vec<f64> = late.iter().map(|l| num(l, "g2g_ms")).collect();
+            medians.sort_by(f64::total_cmp);
+            let median = medians.get(medians.len() / 2).copied().unwrap_or(f64::NAN);
+            let worst_frame = late
+                .iter()
+                .map(|l| num(l, "g2g_max_ms"))
+                .fold(f64::NEG_INFINITY, f64::max);
             let (dropped, frames) = (num(ls, "frames_dropped"), num(ls, "frames_encoded"));
             let decoded = num(lr, "frames_decoded");
             eprintln!(
-                "busy host, 720p camera, GCC: g2g p95 from 15 s: worst {worst:.1} ms over {} records, last {:.1} ms; sender dropped {dropped} of {frames} frames; decoded {decoded}",
+                "busy host, 720p camera, GCC: g2g from 15 s: median {median:.1} ms, p95 worst {worst:.1} ms over {} records, worst frame {worst_frame:.1} ms; sender dropped {dropped} of {frames} frames; decoded {decoded}",
                 p95.len(),
-                p95.last().copied().unwrap_or(f64::NAN)
             );
             let mut why = Vec::new();
-            if p95.is_empty() || worst.is_nan() || worst > 150.0 {
+            if median.is_nan() || median > 50.0 {
+                why.push(format!("glass-to-glass median {median:.1} ms (> 50 ms)"));
+            }
+            if p95.is_empty() || worst.is_nan() || worst > 100.0 {
                 why.push(format!(
-                    "glass-to-glass p95 reached {worst:.1} ms (> 150 ms)"
+                    "glass-to-glass p95 reached {worst:.1} ms (> 100 ms)"
                 ));
             }
             if dropped.is_nan() || dropped > 3.0 {
