@@ -125,7 +125,7 @@ impl Setup {
             tcp_share: share(1),
             media_q_mean: mean * 1e3,
             media_q_p99: metrics::percentile(&q, 99.0).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
-            media_loss: metrics::loss_ratio(ev.iter(), Some(FlowId::from_index(0)), from, to),
+            media_loss: common::loss_ratio(ev.iter(), Some(FlowId::from_index(0)), from, to),
         }
     }
 }

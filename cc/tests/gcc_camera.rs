@@ -172,9 +172,9 @@ fn camera_steps(cfg: &GccConfig, seed: u64) -> StepsResult {
             eprintln!(
                 "phase {i}: thr {} q50 {:?} q95 {:?} loss {:.4}",
                 metrics::throughput(ev.iter(), None, a, b),
-                metrics::percentile(&q, 50.0).unwrap_or_default(),
-                metrics::percentile(&q, 95.0).unwrap_or_default(),
-                metrics::loss_ratio(ev.iter(), None, a, b)
+                common::percentile(&q, 50.0),
+                common::percentile(&q, 95.0),
+                common::loss_ratio(ev.iter(), None, a, b)
             );
         }
     }
@@ -193,8 +193,8 @@ fn camera_steps(cfg: &GccConfig, seed: u64) -> StepsResult {
         .collect();
     StepsResult {
         u: metrics::utilisation(ev.iter(), mean, start, end),
-        q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
-        loss: metrics::loss_ratio(ev.iter(), None, start, end),
+        q95: common::percentile(&q, 95.0),
+        loss: common::loss_ratio(ev.iter(), None, start, end),
         t90,
     }
 }
@@ -217,9 +217,9 @@ fn camera_steps_bounds(mode: GccMode, queue: bool) {
             .map(|t| t.unwrap_or(f64::INFINITY))
             .fold(0.0, f64::max);
         worst = (
-            worst.0.min(r.u),
+            common::worst_min(worst.0, r.u),
             worst.1.max(r.q95),
-            worst.2.max(r.loss),
+            common::worst_max(worst.2, r.loss),
             worst.3.max(t),
         );
     }
@@ -292,7 +292,7 @@ fn camera_constant_utilisation(mode: GccMode, cap: Bitrate) {
         let end = start + Duration::from_secs(120);
         let u = metrics::utilisation(ev.iter(), cap, start, end);
         let q = metrics::queuing_delays(ev.iter(), None, start, end);
-        let q95 = metrics::percentile(&q, 95.0).unwrap_or_default();
+        let q95 = common::percentile(&q, 95.0);
         report.push(format!("seed {seed}: U {u:.3} q95 {q95:?}"));
         us.push(u);
     }

@@ -42,9 +42,9 @@ fn summarise(
     let q = metrics::queuing_delays(ev.iter(), None, from, to);
     Summary {
         utilisation: metrics::utilisation(ev.iter(), capacity, from, to),
-        q50: metrics::percentile(&q, 50.0).unwrap_or_default(),
-        q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
-        loss: metrics::loss_ratio(ev.iter(), None, from, to),
+        q50: common::percentile(&q, 50.0),
+        q95: common::percentile(&q, 95.0),
+        loss: common::loss_ratio(ev.iter(), None, from, to),
     }
 }
 
@@ -172,7 +172,7 @@ fn capacity_steps_seed(mode: GccMode, seed: u64) {
         let thr = metrics::throughput(ev.iter(), None, from, to);
         let target = mean_target(s.sender(0), from, to);
         let q = metrics::queuing_delays(ev.iter(), None, from, to);
-        let q95 = metrics::percentile(&q, 95.0).unwrap_or_default();
+        let q95 = common::percentile(&q, 95.0);
         let reachable = cap.min(encoder_max);
         report.push(format!(
             "phase {i} cap {cap}: throughput {thr} target {target} q95 {q95:?}"
@@ -314,7 +314,7 @@ fn capacity_return_in(mode: GccMode, encoder: EncoderConfig) {
             "seed {seed}: 90 % of 20 Mbit/s {t:?} s after the return; after it U {:.3} q95 {:?}, run loss {:.4}",
             all.utilisation,
             all.q95,
-            metrics::loss_ratio(s.forward().events().iter(), None, start, end)
+            common::loss_ratio(s.forward().events().iter(), None, start, end)
         ));
         times.push(t.unwrap_or(f64::INFINITY));
     }

@@ -108,10 +108,13 @@ impl Run {
         gap.max(self.end.saturating_duration_since(last))
     }
 
-    /// Longest time between two frames' ends at the receiver: the freeze a discard (or a
-    /// skipped frame) shows.
+    /// Longest time between two frames' ends at the receiver, the end of the run included:
+    /// the freeze a discard (or a skipped frame) shows; the whole run if no frame arrived.
     fn longest_freeze(&self) -> Duration {
-        self.s.receiver(0).longest_frame_gap()
+        self.s
+            .receiver(0)
+            .longest_frame_gap(self.end)
+            .unwrap_or(self.end.saturating_duration_since(self.start))
     }
 
     fn dropped_frames(&self) -> u64 {
@@ -186,8 +189,8 @@ fn steps(cfg: &ScreamConfig, seed: u64) -> Outcome {
         seed,
         u: metrics::utilisation(ev.iter(), mean, r.start, r.end),
         phases,
-        q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
-        loss: metrics::loss_ratio(ev.iter(), None, r.start, r.end),
+        q95: common::percentile(&q, 95.0),
+        loss: common::loss_ratio(ev.iter(), None, r.start, r.end),
         t90,
         dropped: r.dropped_frames(),
         gap: r.longest_gap(),
@@ -203,8 +206,8 @@ fn constant(cfg: &ScreamConfig, seed: u64, cap: Bitrate) -> Outcome {
         seed,
         u: metrics::utilisation(ev.iter(), cap, r.start, r.end),
         phases: Vec::new(),
-        q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
-        loss: metrics::loss_ratio(ev.iter(), None, r.start, r.end),
+        q95: common::percentile(&q, 95.0),
+        loss: common::loss_ratio(ev.iter(), None, r.start, r.end),
         t90: vec![t90(r.s.forward(), r.start, cap, Duration::from_secs(60))],
         dropped: r.dropped_frames(),
         gap: r.longest_gap(),

@@ -145,7 +145,7 @@ fn no_ecn_droptail_300ms_at_5mbps_keeps_delay_near_target() {
             ms(metrics::percentile(&q, 95.0)),
         );
         let u = metrics::utilisation(ev.iter(), cap, from, end);
-        let loss = metrics::loss_ratio(ev.iter(), None, from, end);
+        let loss = common::loss_ratio(ev.iter(), None, from, end);
         eprintln!(
             "DT/300 5 Mbit/s seed {seed}: queue p50 {p50:.1} ms p95 {p95:.1} ms, U {u:.3}, \
              loss {loss:.4}"
@@ -478,7 +478,7 @@ fn l4s_alone_at_50mbps_with(seed: u64, source: EncoderConfig, cfg: ScreamConfig)
         u: metrics::utilisation(ev.iter(), cap, from, end),
         p50: ms(metrics::percentile(&q, 50.0)),
         p99: ms(metrics::percentile(&q, 99.0)),
-        loss: metrics::loss_ratio(ev.iter(), None, from, end),
+        loss: common::loss_ratio(ev.iter(), None, from, end),
         media95: common::rtp_queue_percentile(&s, 0, from, end, 95.0),
     };
     let last = s.sender(0).samples().last().expect("samples").stats.clone();
@@ -646,7 +646,7 @@ fn l4s_follows_capacity_down_and_back_up_through_dualpi2() {
         let answered = drop + secs(1);
         let q = metrics::queuing_delays(ev.iter(), None, answered, back);
         let p99 = ms(metrics::percentile(&q, 99.0));
-        let loss = metrics::loss_ratio(ev.iter(), None, answered, end);
+        let loss = common::loss_ratio(ev.iter(), None, answered, end);
         let t90 = common::t90(s.forward(), back, Bitrate::mbps(50), secs(15));
         let u_low = metrics::utilisation(ev.iter(), Bitrate::mbps(25), drop + secs(5), back);
         let u_back = metrics::utilisation(ev.iter(), Bitrate::mbps(50), back + secs(10), end);

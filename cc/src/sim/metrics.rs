@@ -110,19 +110,16 @@ pub fn loss_counts<'a>(
     (offered.max(dropped), dropped)
 }
 
-/// Loss ratio (dropped / offered) in `[from, to)`; 0 if nothing was offered.
+/// Loss ratio (dropped / offered) in `[from, to)`; `None` if nothing was offered (no
+/// traffic is not a loss-free run).
 pub fn loss_ratio<'a>(
     events: impl IntoIterator<Item = &'a LinkEvent>,
     flow: Option<FlowId>,
     from: Instant,
     to: Instant,
-) -> f64 {
+) -> Option<f64> {
     let (offered, dropped) = loss_counts(events, flow, from, to);
-    if offered == 0 {
-        0.0
-    } else {
-        dropped as f64 / offered as f64
-    }
+    (offered > 0).then(|| dropped as f64 / offered as f64)
 }
 
 pub use cg_link::stats::jain_index;

@@ -126,12 +126,17 @@ impl SimReceiver {
         self.total_received
     }
 
-    /// The longest time between the arrivals of two frames' last packets: the freeze a
-    /// receiver shows when frames are dropped at the sender (a discarded RTP queue, an
-    /// encoder that skips). Frames broken by a loss at the bottleneck are not counted out
-    /// (the simulation has no decoder).
-    pub fn longest_frame_gap(&self) -> Duration {
-        self.longest_frame_gap
+    /// The longest time between the arrivals of two frames' last packets, the time from
+    /// the last one to `until` included: the freeze a receiver shows when frames are
+    /// dropped at the sender (a discarded RTP queue, an encoder that skips) or stop coming.
+    /// Frames broken by a loss at the bottleneck are not counted out (the simulation has no
+    /// decoder). `None` if no frame arrived.
+    pub fn longest_frame_gap(&self, until: Instant) -> Option<Duration> {
+        let last = self.last_frame_end?;
+        Some(
+            self.longest_frame_gap
+                .max(until.saturating_duration_since(last)),
+        )
     }
 
     /// REMB messages sent.

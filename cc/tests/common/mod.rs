@@ -73,6 +73,40 @@ pub fn mmsys16_6_1() -> (CapacityConfig, Bitrate) {
 
 /// Seconds from `at` until the delivered rate over the bottleneck `link` (1 s bins, sliding
 /// by 100 ms) first reaches 90 % of `cap`; `None` within `limit`.
+/// [`metrics::loss_ratio`], NaN when nothing was offered: NaN fails every bound.
+pub fn loss_ratio<'a>(
+    events: impl IntoIterator<Item = &'a cg_link::LinkEvent>,
+    flow: Option<cg_link::FlowId>,
+    from: Instant,
+    to: Instant,
+) -> f64 {
+    metrics::loss_ratio(events, flow, from, to).unwrap_or(f64::NAN)
+}
+
+/// [`metrics::percentile`], `Duration::MAX` without samples: no queue measured fails every
+/// upper bound instead of reading as an empty queue.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    metrics::percentile(sorted, p).unwrap_or(Duration::MAX)
+}
+
+/// The larger of two figures, NaN if either is (`f64::max` drops a NaN).
+pub fn worst_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
+/// The smaller of two figures, NaN if either is.
+pub fn worst_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
 pub fn t90(link: &Link<sim::SimPacket>, at: Instant, cap: Bitrate, limit: Duration) -> Option<f64> {
     let ev = link.events();
     let series = metrics::rate_series(ev.iter(), None, at, at + limit, Duration::from_millis(100));
