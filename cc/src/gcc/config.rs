@@ -474,26 +474,17 @@ pub struct GccConfig {
     /// is forgotten) after this long climbing additively without an over-use — in REMB mode,
     /// without a falling REMB while the sender holds a capacity estimate from REMBs — and
     /// again each time as long passes (a cg addition, see [`crate::gcc::probe_controller`]).
-    /// `None` turns it off. Default 5 s.
+    /// Only time with feedback counts: a feedback silence restarts the clock, because the
+    /// climb stopped with the feedback, and a probe as it returns lands on a link the
+    /// sender is refilling at once (the over-use it causes is cut against a receive rate
+    /// still measured across the silence). `None` turns it off. Default 5 s.
     ///
-    /// Without it, a flow whose receive rate never passes the estimate's mean + 3σ by
-    /// chance climbs at one packet per response time (32 kbit/s per second) for as long as
-    /// the link has room: `gcc_scenarios`' 20 → 10 → 20 Mbit/s with the smooth source (the
-    /// RFC 8593 model, like game content) took 3.3–46.9 s over seeds 1–8 to deliver 18
-    /// Mbit/s after the return (five seeds over 10 s), and sat at 0.78–0.84 of the 10
-    /// Mbit/s phase; with it 1.5–6.5 s and 0.78–0.88. The camera-like source, whose large
-    /// frames push the receive rate past the estimate, recovered in 1.2–2.7 s either way
-    /// (1.3–5.0 s with it). Other send-side scenarios, seeds 1–8, without → with: MMSys16
-    /// §6.2 three flows Jain 0.935–0.998 → 0.956–0.999; §6.1 steps U 0.823–0.858 →
-    /// 0.831–0.860; single flow at 1 Mbit/s U after 30 s 0.903–0.922 → 0.889–0.925 (q95
-    /// ≤ 46 → ≤ 47 ms); camera §6.1 U 0.908–0.949 → 0.917–0.944, q95 ≤ 70 → ≤ 71 ms.
-    /// REMB mode, same scenarios: 20 → 10 → 20 smooth 2.1–53.9 → 4.0–19.8 s (three seeds
-    /// still over 10 s), camera 3.5–7.4 → 2.2–4.6 s; three flows Jain 0.909–0.998 →
-    /// 0.986–0.999; single flow U 0.849–0.895 → 0.862–0.892 (q95 ≤ 35 → ≤ 41 ms); §6.1
-    /// steps U 0.806–0.822 → 0.809–0.834; camera §6.1 U 0.880–0.908 → 0.877–0.920 (q95
-    /// ≤ 87 → ≤ 90 ms, worst t90 7.8 → 8.6 s); camera constant U 0.881–0.916 → 0.870–0.917
-    /// (q95 ≤ 67 → ≤ 75 ms). A longer interval in REMB mode (8 or 10 s) kept camera §6.1
-    /// within its bounds but lost the single flow (U 0.849) and the camera return (13.5 s).
+    /// Reason: a flow whose receive rate never passes the estimate's mean + 3σ by chance (a
+    /// smooth source, such as game content) otherwise climbs at one packet per response
+    /// time, about 32 kbit/s per second, for as long as the link has room: tens of seconds
+    /// to use a link that doubled. 5 s was chosen over 8 and 10 s in REMB mode, where the
+    /// longer intervals were too slow for the single flow and the camera return (figures
+    /// in `docs/notes/2026-11-28.md`).
     pub stall_probe_after: Option<Duration>,
 }
 

@@ -199,6 +199,29 @@ impl DelayBasedController {
         self.on_group_packet(send_us, arrival_us, size, key) || forced
     }
 
+    /// A media packet sent during a feedback silence (send-side mode): it joins its group
+    /// of eq. (4) but counts in no `R`. The session chose its rate (it cut the controller's
+    /// for the silence), so `R` measured over it is no measure of the path, and an over-use
+    /// just after the feedback returned cut `Ar` to `α·R` of that rate. Returns `true` when
+    /// a group completed and `Ar` was recomputed.
+    pub fn on_blind_packet(
+        &mut self,
+        send_us: i64,
+        arrival_us: i64,
+        size: DataSize,
+        key: GroupKey,
+    ) -> bool {
+        self.latest_us = self.latest_us.max(arrival_us);
+        self.on_group_packet(send_us, arrival_us, size, key)
+    }
+
+    /// Feedback returned after a silence: `R` starts again from the packets sent after it
+    /// (see [`on_blind_packet`](Self::on_blind_packet)); until it covers a whole window,
+    /// an over-use decreases nothing, as at the start.
+    pub fn on_feedback_silence(&mut self) {
+        self.receive_rate.restart();
+    }
+
     /// A padding packet (REMB mode: the receiver got it with its send time): it counts in
     /// `R` and in the standing-queue check, but joins no group of eq. (4). Padding carries
     /// the RTP timestamp of the last frame sent, so in that frame's group a probe cluster

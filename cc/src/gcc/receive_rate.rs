@@ -50,6 +50,13 @@ impl ReceiveRate {
         self.evict(t);
     }
 
+    /// Forgets every sample: `R` is unknown until a whole window has been observed again.
+    pub fn restart(&mut self) {
+        self.samples.clear();
+        self.bytes = 0;
+        self.first_us = None;
+    }
+
     /// `R` at the latest arrival, once a whole window has been observed.
     pub fn rate(&self) -> Option<Bitrate> {
         let first = self.first_us?;
@@ -88,6 +95,24 @@ mod tests {
             }
         }
         assert_eq!(r.rate(), Some(Bitrate::mbps(1)));
+    }
+
+    #[test]
+    fn a_restart_forgets_the_window() {
+        let mut r = ReceiveRate::new(Duration::from_millis(500));
+        for i in 0..100 {
+            r.on_packet(i * 10_000, DataSize::bytes(1250));
+        }
+        r.restart();
+        assert_eq!(r.rate(), None);
+        // 2500 bytes every 10 ms from 2 s on: 2 Mbit/s once a whole window is seen again.
+        for i in 200..260 {
+            r.on_packet(i * 10_000, DataSize::bytes(2500));
+            if i < 250 {
+                assert_eq!(r.rate(), None, "window not yet full at {i}");
+            }
+        }
+        assert_eq!(r.rate(), Some(Bitrate::mbps(2)));
     }
 
     #[test]

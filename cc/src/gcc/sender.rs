@@ -152,7 +152,9 @@ pub struct GccController {
     media_waiting: bool,
     /// Media bytes in the pacer, as [`Controller::on_media_queue`] last said.
     media_queued: DataSize,
-    /// Send-side mode: when per-packet feedback last arrived.
+    /// When the feedback the controller runs on (per-packet reports, or REMBs in REMB mode)
+    /// last arrived. A gap of [`FEEDBACK_SILENCE`] ([`REMB_SILENCE`]) is a silence, which
+    /// restarts the stall clock ([`GccConfig::stall_probe_after`]): no feedback, no climb.
     last_feedback: Option<Instant>,
     /// Send-side mode: the send times (µs since `base`, exclusive, inclusive) of the packets
     /// sent while no feedback came back, the last silence (see [`FEEDBACK_SILENCE`]).
@@ -186,6 +188,11 @@ const UNHEARD_REPORTS: u8 = 2;
 /// seconds). One loss event, one reduction, as TCP's recovery counts a window's losses once
 /// (RFC 5681 §3.2).
 const FEEDBACK_SILENCE: Duration = Duration::from_millis(500);
+
+/// REMB mode: a gap between two REMBs this long is a silence (REMBs come with every
+/// receiver report, 0.4–1.2 s apart, and at once on a drop; cg-rtp's session halves the
+/// rate after the same 3 s).
+const REMB_SILENCE: Duration = Duration::from_secs(3);
 
 /// See [`GccConfig::pacing_factor_unbounded`]: while no bottleneck rate is known, the media
 /// queued may leave within this (a frame interval at 30 fps).
@@ -681,17 +688,22 @@ impl GccController {
                     let initial_probe = rec
                         .probe
                         .is_some_and(|id| id <= super::probe_controller::INITIAL_CLUSTERS);
-                    updated |= if rec.padding || initial_probe {
-                        delay.on_padding(rec.send_us, arrival.as_micros(), rec.size)
-                    } else {
-                        delay.on_packet(rec.send_us, arrival.as_micros(), rec.size, key)
+                    let blind = sent_blind(self.unheard, rec.send_us);
+                    updated |= match (blind, rec.padding || initial_probe) {
+                        (true, true) => false,
+                        (true, false) => {
+                            delay.on_blind_packet(rec.send_us, arrival.as_micros(), rec.size, key)
+                        }
+                        (false, true) => {
+                            delay.on_padding(rec.send_us, arrival.as_micros(), rec.size)
+                        }
+                        (false, false) => {
+                            delay.on_packet(rec.send_us, arrival.as_micros(), rec.size, key)
+                        }
                     };
                 }
                 (None, Fate::Unreported) => {
-                    if self
-                        .unheard
-                        .is_some_and(|(from, to)| rec.send_us > from && rec.send_us <= to)
-                    {
+                    if sent_blind(self.unheard, rec.send_us) {
                         rec.fate = Fate::LostUnheard;
                         self.unheard_losses += 1;
                     } else {
@@ -728,6 +740,12 @@ impl GccController {
         self.finish_clusters(now);
         self.after_update(now);
     }
+}
+
+/// Whether a packet sent at `send_us` was sent during the feedback silence `unheard`
+/// (send times, exclusive, inclusive).
+fn sent_blind(unheard: Option<(i64, i64)>, send_us: i64) -> bool {
+    unheard.is_some_and(|(from, to)| send_us > from && send_us <= to)
 }
 
 /// [`GccConfig::stall_probe_after`]: whether the additive climb checked last at `since`
@@ -785,6 +803,18 @@ impl Controller for GccController {
                     self.queue_delay = Some(self.base_delay.sample(rtt_us));
                 }
                 if let Some(remb) = feedback.remb {
+                    if self
+                        .last_feedback
+                        .is_some_and(|t| now.saturating_duration_since(t) >= REMB_SILENCE)
+                    {
+                        // A silence is no climb: the stall clock starts again; and `R`
+                        // starts again without the packets sent blind.
+                        self.last_climb_check = Some(now);
+                        if let Some(d) = self.delay.as_mut() {
+                            d.on_feedback_silence();
+                        }
+                    }
+                    self.last_feedback = Some(now);
                     self.apply_ar(remb, now);
                     self.on_remb(remb, now);
                 }
@@ -807,6 +837,12 @@ impl Controller for GccController {
                             self.newest_acked_us.unwrap_or(i64::MIN),
                             micros_since(now, self.base),
                         ));
+                        // A silence is no climb: the stall clock starts again; and `R`
+                        // starts again without the packets sent blind.
+                        self.last_climb_check = Some(now);
+                        if let Some(d) = self.delay.as_mut() {
+                            d.on_feedback_silence();
+                        }
                     }
                     self.last_feedback = Some(now);
                     self.on_packet_results(feedback, now);
@@ -1276,5 +1312,59 @@ mod tests {
         assert_eq!(c.pacing_rate(), c.target_bitrate(), "standing queue: A");
         report(&mut c, 4000, 80);
         assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(1.5));
+    }
+
+    /// A feedback silence is no climb and no measure of the path: the stall probe
+    /// ([`GccConfig::stall_probe_after`]) counts additive increase only while feedback
+    /// arrives, so feedback returning after a silence longer than the stall period starts
+    /// no capacity probe; and `R` starts again without the packets sent during the silence
+    /// (at the rate the session chose), so an over-use just after the return cuts nothing
+    /// from it.
+    #[test]
+    fn a_feedback_silence_is_no_stalled_climb_and_no_receive_rate() {
+        let t0 = Instant::now();
+        let mut c = GccController::new(&GccConfig::send_side(), t0);
+        let r = |c: &GccController| c.gcc_stats().delay.and_then(|d| d.receive_rate);
+        // A queue that grows 1 ms per packet from 3 s on: an over-use, a decrease, a
+        // link-capacity estimate; then flat, the additive climb.
+        run(&mut c, 0, 300, t0, |_| 0);
+        run(&mut c, 300, 40, t0, |i| i - 299);
+        run(&mut c, 340, 120, t0, |_| 40);
+        let d = c.gcc_stats().delay.expect("send-side");
+        assert_eq!((d.overuses, d.state), (1, RateState::Increase));
+        assert!(d.link_capacity.is_some(), "{d:?}");
+        probes(&mut c);
+        // 2 s of additive climb, then 4 s without feedback with one packet in 16 sent (the
+        // session's cut), then feedback again, the first report with the blind packets.
+        run(&mut c, 460, 200, t0, |_| 40);
+        let blind: Vec<PacketResult> = (660..1060)
+            .filter(|i| i % 16 == 0)
+            .map(|i| {
+                c.on_packet_sent(&media(i, t0 + Duration::from_millis(10 * i)));
+                PacketResult {
+                    seq: i,
+                    arrival: Some(RemoteTime::from_micros(
+                        5_000_000 + 10_000 * i as i64 + 60_000,
+                    )),
+                    ecn: Ecn::NotEct,
+                }
+            })
+            .collect();
+        let f = Feedback {
+            packets: &blind,
+            ..Default::default()
+        };
+        c.on_feedback(&f, t0 + Duration::from_millis(10_600));
+        assert_eq!(r(&c), None, "R starts again");
+        run(&mut c, 1060, 100, t0, |_| 40);
+        assert_eq!(probes(&mut c), [], "no probe as feedback returns");
+        assert_eq!(
+            r(&c),
+            Some(Bitrate::kbps(800)),
+            "R of the packets sent since"
+        );
+        // The climb goes on with feedback: the stall probe 5 s after the return.
+        run(&mut c, 1160, 500, t0, |_| 40);
+        assert!(!probes(&mut c).is_empty(), "the stall probe");
     }
 }
