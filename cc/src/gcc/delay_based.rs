@@ -356,12 +356,17 @@ impl DelayBasedController {
     /// [`RemoteRateController::force_decrease`]); nothing before `R` is known.
     pub fn force_decrease(&mut self) {
         if let Some(r) = self.receive_rate.rate() {
-            let a_r = self.rate.force_decrease(r);
-            self.stats.a_r = a_r;
-            self.stats.state = self.rate.state();
-            self.stats.link_capacity = self.rate.link_capacity();
-            self.stats.bottleneck_rate = self.rate.bottleneck_rate();
+            self.rate.force_decrease(r);
+            self.refresh_rate_stats();
         }
+    }
+
+    /// The rate controller's figures in [`DelayBasedStats`] after it changed between groups.
+    fn refresh_rate_stats(&mut self) {
+        self.stats.a_r = self.rate.estimate();
+        self.stats.state = self.rate.state();
+        self.stats.link_capacity = self.rate.link_capacity();
+        self.stats.bottleneck_rate = self.rate.bottleneck_rate();
     }
 
     /// A round-trip-time measurement (send-side mode), for the additive increase.
@@ -381,7 +386,7 @@ impl DelayBasedController {
             return false;
         };
         self.rate.raise_to(r);
-        self.stats.a_r = self.rate.estimate();
+        self.refresh_rate_stats();
         true
     }
 
@@ -407,9 +412,7 @@ impl DelayBasedController {
         if !self.rate.on_probe_result(rate, saturated) {
             return false;
         }
-        self.stats.a_r = self.rate.estimate();
-        self.stats.link_capacity = self.rate.link_capacity();
-        self.stats.bottleneck_rate = self.rate.bottleneck_rate();
+        self.refresh_rate_stats();
         self.probe_rate = Some((self.latest_us, rate));
         true
     }
