@@ -405,20 +405,21 @@ fn pie() -> QdiscConfig {
     QdiscConfig::Pie(PieConfig::default())
 }
 
+/// The upper bound of GCC's mean share: 1.5 times the fair share.
+const MOST: f64 = 0.75;
+
+/// Through DT/300 send-side GCC takes more than 1.5 times the fair share of the simulated
+/// link (mean about 0.8 of it), which netlab with kernel CUBIC does not show (issue #41 lists
+/// the disagreement); there the mean is bounded at 0.9, CUBIC not starved.
+const MOST_SEND_SIDE_DT300: f64 = 0.9;
+
 /// "Around the fair share" (CCR16: "always kept around the fair share, even in the case of
-/// DT/300"): on average between 0.8 and 1.5 times it, never below 0.3 of it. Through DT/300
-/// send-side GCC takes more than 1.5 times the fair share of the simulated link (mean
-/// about 0.8 of it), which netlab with kernel CUBIC does not show (issue #41 lists the
-/// disagreement); there the mean is bounded at 0.9, CUBIC not starved.
-fn gcc_case(mode: GccMode, name: &str, qdisc: QdiscConfig) {
+/// DT/300"): on average between 0.8 and 1.5 times it (0.4 and [`MOST`] of the link), never
+/// below 0.3 of it. `most` replaces the upper mean where a case is known to take more.
+fn gcc_case(mode: GccMode, name: &str, qdisc: QdiscConfig, most: f64) {
     let label = match mode {
         GccMode::ReceiverSideRemb => "REMB",
         GccMode::SendSideTwcc => "send-side",
-    };
-    let most = if mode == GccMode::SendSideTwcc && name == "DT/300" {
-        0.9
-    } else {
-        0.75
     };
     judge_share(
         &format!("GCC {label} vs CUBIC {name} 2 Mbit/s"),
@@ -433,32 +434,37 @@ fn gcc_case(mode: GccMode, name: &str, qdisc: QdiscConfig) {
 
 #[test]
 fn gcc_remb_gets_its_fair_share_against_cubic_droptail() {
-    gcc_case(GccMode::ReceiverSideRemb, "DT/300", droptail());
+    gcc_case(GccMode::ReceiverSideRemb, "DT/300", droptail(), MOST);
 }
 
 #[test]
 fn gcc_remb_gets_its_fair_share_against_cubic_codel() {
-    gcc_case(GccMode::ReceiverSideRemb, "CoDel", codel());
+    gcc_case(GccMode::ReceiverSideRemb, "CoDel", codel(), MOST);
 }
 
 #[test]
 fn gcc_remb_gets_its_fair_share_against_cubic_pie() {
-    gcc_case(GccMode::ReceiverSideRemb, "PIE", pie());
+    gcc_case(GccMode::ReceiverSideRemb, "PIE", pie(), MOST);
 }
 
 #[test]
 fn gcc_send_side_gets_its_fair_share_against_cubic_droptail() {
-    gcc_case(GccMode::SendSideTwcc, "DT/300", droptail());
+    gcc_case(
+        GccMode::SendSideTwcc,
+        "DT/300",
+        droptail(),
+        MOST_SEND_SIDE_DT300,
+    );
 }
 
 #[test]
 fn gcc_send_side_gets_its_fair_share_against_cubic_codel() {
-    gcc_case(GccMode::SendSideTwcc, "CoDel", codel());
+    gcc_case(GccMode::SendSideTwcc, "CoDel", codel(), MOST);
 }
 
 #[test]
 fn gcc_send_side_gets_its_fair_share_against_cubic_pie() {
-    gcc_case(GccMode::SendSideTwcc, "PIE", pie());
+    gcc_case(GccMode::SendSideTwcc, "PIE", pie(), MOST);
 }
 
 /// When the CUBIC flow leaves (CCR16 §4.2's TCP flows stop at 300 s), GCC alone drains the
