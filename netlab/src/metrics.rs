@@ -25,8 +25,10 @@ use crate::emu::record::{self, Dir, FlowEntry, Kind, Record};
 use crate::scenario::{Direction, FlowKind, FlowSpec, Scenario, WebRtcMode};
 use crate::{Error, Result};
 
-/// Distribution summary of a set of samples (ms).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+/// Distribution summary of a set of samples (ms). Of no samples every figure is NaN (`null`
+/// in the summary's JSON), so that nothing reads as a perfect run of a flow that measured
+/// nothing.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Dist {
     /// Samples.
     pub n: u64,
@@ -48,6 +50,24 @@ pub struct Dist {
     pub max: f64,
     /// Share of samples above 10, 20, 50, 100 ms.
     pub share_above_10_20_50_100: [f64; 4],
+}
+
+impl Default for Dist {
+    /// No samples.
+    fn default() -> Self {
+        Dist {
+            n: 0,
+            mean: f64::NAN,
+            stddev: f64::NAN,
+            p5: f64::NAN,
+            p25: f64::NAN,
+            p50: f64::NAN,
+            p75: f64::NAN,
+            p95: f64::NAN,
+            max: f64::NAN,
+            share_above_10_20_50_100: [f64::NAN; 4],
+        }
+    }
 }
 
 impl Dist {
@@ -701,6 +721,10 @@ mod tests {
         assert!((d.mean - 50.0).abs() < 1e-9);
         assert!((d.share_above_10_20_50_100[0] - 90.0 / 101.0).abs() < 1e-9);
         assert_eq!(d.share_above_10_20_50_100[3], 0.0);
-        assert_eq!(Dist::of(&mut []).n, 0);
+        let none = Dist::of(&mut []);
+        assert_eq!(none.n, 0);
+        assert!(none.p50.is_nan() && none.p95.is_nan() && none.max.is_nan());
+        let json = serde_json::to_value(&none).unwrap();
+        assert!(json["p95"].is_null(), "{json}");
     }
 }
