@@ -1045,6 +1045,19 @@ fn chromium_views_scream_over_its_rfc8888_feedback() {
     );
 }
 
+/// The same with GCC on REMB, which Chromium sends only for packets without a transport-wide
+/// sequence number (libwebrtc's receive side gives those to its transport-wide feedback), so
+/// cg-send leaves that extension out when its controller runs on REMB. Without REMB the
+/// target climbs by the loss rule alone and the link stays far from full. 30 s.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
+fn chromium_views_gcc_remb_on_the_rembs_it_sends() {
+    chromium_viewer("remb", "gcc-remb", "video/VP8", WEBRTC_VIDEO, "", 30);
+}
+
 /// Chromium views cg-send (`controller`, `send_args`) over WHEP through 2 Mbit/s DropTail
 /// for `secs`; `chromium_args` is a `recv_args = [...]` line of extra Chromium arguments, or
 /// empty. `name` names the runs; Chromium must decode `mime`.

@@ -423,9 +423,10 @@ impl SessionHost for Host {
             .negotiated()
             .expect("an answering peer is negotiated")
             .clone();
-        negotiated.feedback.require(c.controller.feedback_kind())?;
+        let kind = c.controller.feedback_kind();
+        negotiated.feedback.require(kind)?;
         let mut rtp = crate::session::rtp_config(c);
-        negotiated.apply_to(&mut rtp);
+        negotiated.apply_to(&mut rtp, kind);
         let session =
             SenderSession::with_controller_config(rtp, c.controller_config().as_ref(), now)
                 .map_err(|e| host(e.to_string()))?;

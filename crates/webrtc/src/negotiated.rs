@@ -153,9 +153,17 @@ impl Negotiated {
     /// the SRTP tag as its transport overhead, and payload padding for probes when RTX was
     /// agreed (see `SenderConfig::payload_padding`). Without negotiated RTX the RTX payload type
     /// is left as it is and must not be used.
-    pub fn apply_to(&self, cfg: &mut SenderConfig) {
+    ///
+    /// A controller fed by REMB (`kind`) sends no transport-wide sequence number, even where
+    /// it was negotiated: a libwebrtc receiver gives every packet that carries one to its
+    /// transport-wide feedback and runs its REMB estimator only on packets without, so a
+    /// browser would never send the REMB the controller waits for.
+    pub fn apply_to(&self, cfg: &mut SenderConfig, kind: cg_cc::FeedbackKind) {
         self.apply_payload_types(&mut cfg.payload_types);
         cfg.extensions = self.extensions;
+        if kind == cg_cc::FeedbackKind::Remb {
+            cfg.extensions.transport_cc = None;
+        }
         cfg.transport_overhead = crate::SRTP_OVERHEAD;
         // `rtc` re-pads RTP to a multiple of 4 bytes: probes must carry payload.
         cfg.payload_padding = self.rtx_payload_type.is_some();
@@ -238,10 +246,20 @@ mod tests {
         );
         assert_eq!((n.ssrc, n.rtx_ssrc), (Some(11), Some(12)));
         let mut cfg = SenderConfig::default();
-        n.apply_to(&mut cfg);
+        n.apply_to(&mut cfg, cg_cc::FeedbackKind::TransportWideCc);
         assert_eq!((cfg.payload_types.h264, cfg.payload_types.rtx), (108, 109));
         assert_eq!(cfg.extensions, n.extensions);
         assert_eq!(cfg.transport_overhead, crate::SRTP_OVERHEAD);
+        cfg.validate().unwrap();
+        // Fed by REMB: no transport-wide sequence number, the other extensions as agreed.
+        n.apply_to(&mut cfg, cg_cc::FeedbackKind::Remb);
+        assert_eq!(
+            cfg.extensions,
+            ExtensionIds {
+                transport_cc: None,
+                ..n.extensions
+            }
+        );
         cfg.validate().unwrap();
         let mut rx = ReceiverConfig::default();
         n.apply_to_receiver(&mut rx);

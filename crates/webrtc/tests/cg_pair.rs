@@ -54,7 +54,7 @@ impl Pair {
             ecn,
             ..SenderConfig::default()
         };
-        tx_peer.negotiated().unwrap().apply_to(&mut s);
+        tx_peer.negotiated().unwrap().apply_to(&mut s, kind);
         let mut r = ReceiverConfig {
             feedback: FeedbackConfig::for_kind(kind),
             ..ReceiverConfig::default()
