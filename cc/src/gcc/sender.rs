@@ -1367,4 +1367,58 @@ mod tests {
         run(&mut c, 1160, 500, t0, |_| 40);
         assert!(!probes(&mut c).is_empty(), "the stall probe");
     }
+
+    /// Send-side, before any bottleneck rate is known, what is queued leaves within a frame
+    /// interval ([`UNBOUNDED_DRAIN`]), up to [`GccConfig::pacing_factor_unbounded`] × `A`;
+    /// once an over-use found the bottleneck, the pacer is capped near its rate.
+    #[test]
+    fn a_large_frame_leaves_within_a_frame_interval_until_the_bottleneck_is_found() {
+        let t0 = Instant::now();
+        let cfg = GccConfig {
+            probing: false,
+            ..GccConfig::send_side()
+        };
+        let mut c = GccController::new(&cfg, t0);
+        let queued = |c: &mut GccController, bytes: u64, at: u64| {
+            let q = MediaQueue {
+                size: DataSize::bytes(bytes),
+                delay: Duration::ZERO,
+            };
+            c.on_media_queue(q, t0 + Duration::from_millis(at));
+            c.pacing_rate()
+        };
+        run(&mut c, 0, 300, t0, |_| 0);
+        assert_eq!(c.gcc_stats().delay.unwrap().bottleneck_rate, None);
+        let a = c.target_bitrate();
+        let f = cfg.pacing_factor;
+        // An average frame: `f·A`.
+        let frame = (a.as_bps_f64() / 8.0 / 30.0) as u64;
+        assert_eq!(queued(&mut c, frame, 3000), a.mul_f64(f));
+        // Five of them within 33 ms would take about 5·A: capped at 2.5·A.
+        assert_eq!(
+            queued(&mut c, 5 * frame, 3000),
+            a.mul_f64(cfg.pacing_factor_unbounded)
+        );
+        // Two of them within 33 ms take about 2·A: between `f·A` and the cap.
+        let two = queued(&mut c, 2 * frame, 3000).as_bps_f64();
+        let drain = (2 * frame * 8) as f64 / UNBOUNDED_DRAIN.as_secs_f64();
+        assert!((two - drain).abs() < 1.0, "{two} vs {drain}");
+        assert!(two > a.mul_f64(f).as_bps_f64(), "{two}");
+        // An over-use (a queue growing 1 ms per packet) finds the bottleneck; the climb
+        // after it brings `f·A` above the cap, which then holds the pacer.
+        run(&mut c, 300, 40, t0, |i| i - 299);
+        run(&mut c, 340, 900, t0, |_| 40);
+        let d = c.gcc_stats().delay.unwrap();
+        let cap = d.bottleneck_rate.expect("found at the over-use");
+        let most = cap
+            .mul_f64(cfg.pacing_link_capacity_factor.unwrap())
+            .max(c.target_bitrate());
+        let paced = queued(&mut c, 5 * frame, 12_400);
+        assert!(
+            c.target_bitrate().mul_f64(f) > most,
+            "the cap matters: A {} cap {cap}",
+            c.target_bitrate()
+        );
+        assert_eq!(paced, most);
+    }
 }
