@@ -452,24 +452,49 @@ fn camera_720p_on_a_busy_host_keeps_glass_to_glass_latency_low() {
 /// frame paced over most of a frame interval shows in it). Runs and their figures:
 /// `docs/notes/2026-11-28.md`.
 fn chromium_views_gaming_on_a_busy_host(name: &str, picture: &str) {
-    let (summary, out) = webrtc_run(
+    let why = chromium_views_gaming(name, "gcc", picture, 30, BUSY_HOST, 0);
+    assert!(why.is_empty(), "{}", why.join("; "));
+}
+
+/// Chromium views `picture` at 1280×720 (`--profile gaming`) from cg-send with `controller`
+/// over the clean 50 Mbit/s link for `secs`, `load` (a `[load]` table, or empty) beside it.
+/// Judged on Chromium's own figures from 10 s (issue #37): no freeze, at least 29 fps, a mean
+/// jitter-buffer delay of at most 30 ms, at most `switches` resolution switches and 720p held.
+/// Returns what failed. SCReAM runs on RFC 8888, which Chromium sends behind its field trial.
+fn chromium_views_gaming(
+    name: &str,
+    controller: &str,
+    picture: &str,
+    secs: u32,
+    load: &str,
+    switches: u32,
+) -> Vec<String> {
+    let trial = if controller == "scream" {
+        r#"recv_args = ["--force-fieldtrials=WebRTC-RFC8888CongestionControlFeedback/Enabled,offer:true/"]"#
+    } else {
+        ""
+    };
+    let (summary, out) = match webrtc_run(
         name,
         CLEAN_50MBIT,
         "1ms",
-        "gcc",
+        controller,
         "not_ect",
         &format!(
             r#"{}, "--profile", "gaming""#,
             CAMERA_720P.replace("camera", picture)
         ),
         "chromium",
-        30,
-        BUSY_HOST,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+        secs,
+        &format!("{trial}\n{load}"),
+    ) {
+        Ok(r) => r,
+        Err(e) => return vec![e],
+    };
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
     let v = &summary["metrics"]["flows"][0]["viewer"];
-    eprintln!("Chromium, gaming profile, {picture} picture, busy host: {v}");
+    let busy = if load.is_empty() { "idle" } else { "busy" };
+    eprintln!("Chromium, gaming profile, {picture} picture, {controller}, {busy} host: {v}");
     let mut why = Vec::new();
     if v["viewer"] != "chromium" {
         why.push(format!("no Chromium viewer summary: {v}"));
@@ -478,19 +503,45 @@ fn chromium_views_gaming_on_a_busy_host(name: &str, picture: &str) {
         why.push(format!("{} freezes", num(v, "freezes")));
     }
     let fps = num(v, "fps");
-    if fps.is_nan() || fps < 28.0 {
-        why.push(format!("{fps} fps (< 28)"));
+    if fps.is_nan() || fps < 29.0 {
+        why.push(format!("{fps} fps (< 29)"));
     }
-    if num(v, "resolution_switches") != 0.0 || v["held_size"] != serde_json::json!([1280, 720]) {
+    let switched = num(v, "resolution_switches");
+    if switched.is_nan()
+        || switched > f64::from(switches)
+        || v["held_size"] != serde_json::json!([1280, 720])
+    {
         why.push(format!(
-            "{} resolution switches, held {}",
-            num(v, "resolution_switches"),
+            "{switched} resolution switches (> {switches}), held {}",
             v["held_size"]
         ));
     }
     let jb = num(v, "jitter_buffer_ms");
     if jb.is_nan() || jb > 30.0 {
         why.push(format!("mean jitter-buffer delay {jb} ms (> 30 ms)"));
+    }
+    why.into_iter()
+        .map(|w| format!("{controller} {busy}: {w}"))
+        .collect()
+}
+
+/// Issue #37's judged matrix: each controller, idle and on a busy host, 120 s of the camera
+/// picture with a Chromium viewer, on the issue's bounds (at most 3 resolution switches after
+/// 10 s, 720p held).
+#[test]
+#[ignore = "issue #37, long (6 × 120 s): run with `cargo xtask test --long`"]
+fn chromium_judged_matrix_every_controller_idle_and_busy() {
+    let mut why = Vec::new();
+    for controller in ["gcc", "gcc-remb", "scream"] {
+        for load in ["", BUSY_HOST] {
+            let name = format!(
+                "matrix-{controller}-{}",
+                if load.is_empty() { "idle" } else { "busy" }
+            );
+            why.extend(chromium_views_gaming(
+                &name, controller, "camera", 120, load, 3,
+            ));
+        }
     }
     assert!(why.is_empty(), "{}", why.join("; "));
 }
