@@ -199,25 +199,9 @@ impl DelayBasedController {
         self.on_group_packet(send_us, arrival_us, size, key) || forced
     }
 
-    /// A media packet sent during a feedback silence (send-side mode): it joins its group
-    /// of eq. (4) but counts in no `R`. The session chose its rate (it cut the controller's
-    /// for the silence), so `R` measured over it is no measure of the path, and an over-use
-    /// just after the feedback returned cut `Ar` to `α·R` of that rate. Returns `true` when
-    /// a group completed and `Ar` was recomputed.
-    pub fn on_blind_packet(
-        &mut self,
-        send_us: i64,
-        arrival_us: i64,
-        size: DataSize,
-        key: GroupKey,
-    ) -> bool {
-        self.latest_us = self.latest_us.max(arrival_us);
-        self.on_group_packet(send_us, arrival_us, size, key)
-    }
-
     /// Feedback returned after a silence: `R` starts again from the packets sent after it
-    /// (see [`on_blind_packet`](Self::on_blind_packet)); until it covers a whole window,
-    /// an over-use decreases nothing, as at the start.
+    /// (those sent during it go to [`on_group_packet`](Self::on_group_packet) only); until it
+    /// covers a whole window, an over-use decreases nothing, as at the start.
     pub fn on_feedback_silence(&mut self) {
         self.receive_rate.restart();
     }
@@ -244,13 +228,19 @@ impl DelayBasedController {
         false
     }
 
-    fn on_group_packet(
+    /// A media packet for its group of eq. (4) only, counted in no `R`: one sent during a
+    /// feedback silence (send-side mode). The session chose its rate (it cut the
+    /// controller's for the silence), so `R` measured over it is no measure of the path, and
+    /// an over-use just after the feedback returned cut `Ar` to `α·R` of that rate. Returns
+    /// `true` when a group completed and `Ar` was recomputed.
+    pub fn on_group_packet(
         &mut self,
         send_us: i64,
         arrival_us: i64,
         size: DataSize,
         key: GroupKey,
     ) -> bool {
+        self.latest_us = self.latest_us.max(arrival_us);
         let Some(delta) = self
             .inter_arrival
             .on_packet(send_us, arrival_us, size.as_bytes(), key)

@@ -692,7 +692,7 @@ impl GccController {
                     updated |= match (blind, rec.padding || initial_probe) {
                         (true, true) => false,
                         (true, false) => {
-                            delay.on_blind_packet(rec.send_us, arrival.as_micros(), rec.size, key)
+                            delay.on_group_packet(rec.send_us, arrival.as_micros(), rec.size, key)
                         }
                         (false, true) => {
                             delay.on_padding(rec.send_us, arrival.as_micros(), rec.size)
