@@ -26,11 +26,7 @@
 //!
 //! Three additions of cg's, each switchable, because the rule as written leaves SCReAM v2
 //! starved in exactly the case it is for, and without a check raises the target for
-//! SCReAM's own queue. Measured in the cc simulation (`cc/tests/competing_tcp.rs`: one flow
-//! against CUBIC through a 300 ms drop-tail queue at 50 Mbit/s, RTT 30 ms, SCReAM's share of
-//! the link over 40–100 s; `scream_camera`: the camera-like source through MMSys16 §6.1's
-//! steps; seeds 1–8). With all three: share 0.279–0.343, camera §6.1 q95 40.3–41.8 ms
-//! (compensation off: 0.003 and 40.2–41.9 ms; the draft's rule as written: 0.003).
+//! SCReAM's own queue. The figures behind each: `docs/notes/2026-11-28.md`.
 //!
 //! - **A drain test confirms a competing flow** ([`CompetingFlows::drain_test`]) before the
 //!   target goes up: once the rule has wanted a higher target for a second, SCReAM halves
@@ -40,25 +36,24 @@
 //!   target stays at QDELAY_TARGET_LO for 10 s; if it stays up, another flow keeps it and the
 //!   rule's target holds for 30 s (re-tested with the target kept up meanwhile). libwebrtc's
 //!   SCReAM v2 drains for its base-delay reset the same way (`queue_delay_drain_*`) and leaves
-//!   this section a TODO. Without the test: share 0.316–0.356, but camera §6.1 q95
-//!   264–272 ms — each capacity drop's losses lifted the target and SCReAM then kept its own
-//!   queue there (the false positive the draft warns of).
+//!   this section a TODO. Without it each capacity drop's losses lifted the target and
+//!   SCReAM then kept its own queue there (the false positive the draft warns of).
 //! - **The rule sets the virtual-CE onset** ([`CompetingFlows::onset_scale`], 2): the rule
 //!   was written for v1 (RFC 8298), whose window grew while the queue delay was below the
 //!   target; v2 backs off from half the target (draft §4.2.2.1). Against CUBIC the queue
 //!   swings between ~200 and 300 ms, so a target the rule puts at ~1.5 × 250 ms, capped at
 //!   400 ms, still backs off all the time. Here the adapted target is twice the rule's value
 //!   (and its cap twice QDELAY_TARGET_HI), so v2 starts backing off where the rule puts v1's
-//!   target. With 1 (the draft's): share 0.229–0.309.
+//!   target.
 //! - **A CUBIC-friendly region** ([`CompetingFlows::cubic_friendly`]): while a competing flow
 //!   is confirmed, the window grows at least as fast as a CUBIC window would since SCReAM's
 //!   last loss reduction (RFC 9438 §4.2, C = 0.4, with SCReAM's own BETA_LOSS), as CUBIC
 //!   itself grows at least as fast as Reno (its Reno-friendly region, §4.3). The draft's
 //!   increase is at most about one MSS per RTT near the last reduction, and CUBIC regains in
-//!   seconds what SCReAM regains in minutes. Without it: share 0.004–0.005.
+//!   seconds what SCReAM regains in minutes.
 //!
 //! SCReAM's loss reaction once per RTT ([`ScreamConfig::loss_event_per_rtt`]) matters here
-//! too (without it 0.066–0.132).
+//! too.
 //!
 //! [`ScreamConfig::loss_event_per_rtt`]: super::ScreamConfig::loss_event_per_rtt
 

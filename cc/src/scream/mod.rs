@@ -35,64 +35,23 @@
 //! clamps; delays by 10 s), so a session can run indefinitely — see the 15-minute scenario in
 //! `cc/tests/scream_scenarios.rs` and shared/notes/scream-v2.md on the reference's defect.
 //!
-//! Where we deviate, and why:
+//! Where cg departs from the draft, each a [`ScreamConfig`] field (switchable, its doc states
+//! the rule and the reason) unless marked:
 //!
-//! - **L4S pacing cap** ([`ScreamConfig::l4s_pacing_cap`]): once L4S CE marks have arrived,
-//!   the pacer is held at the bottleneck rate (estimated from the receive rate of packet trains
-//!   that outran the bottleneck, `bottleneck.rs`) instead of 1.5 × target. With 60 fps frames
-//!   paced at 1.5 × target, every frame overruns the bottleneck once the target passes 2/3 of
-//!   it, DualPI2's 1 ms step marks the frame tails, and the flow settles near 56–68 % of the
-//!   link (the reference code measured 68 %; this model without the cap 56–60 %, seeds
-//!   21–22); with the cap, held for good once marks arrive ([`ScreamConfig::l4s_pacing_hold`])
-//!   and 5 % under the bottleneck for an RTT after each mark ([`ScreamConfig::l4s_mark_drain`]),
-//!   89.8–94.4 % with an L-queue p99 ≤ 0.42 ms (TMA24 scenario, seeds 21–28; a 5 s hold and
-//!   no drain gave 82.7–89.2 % and p99 up to 10.4 ms; with the restore below, 92.5–94.4 %
-//!   and p99 ≤ 0.98 ms). `None` restores the plain rule. After
-//!   the capacity rises no train outruns the bottleneck and the estimate holds the flow down
-//!   (issue #19, see [`ScreamConfig::l4s_pacing_hold`]).
-//! - **The long-idle restore keeps the flight's rate** ([`ScreamConfig::idle_restore_keeps_rate`]):
-//!   after a quiet spell the first L4S mark pulls the window down to the one whose target is
-//!   the rate in flight, not to the bytes in flight (which also divided the target by
-//!   `rate_margin + rate_adjust`, up to 1.7). TMA24 case, seeds 21–28: U 0.925–0.944 against
-//!   0.898–0.944.
-//! - **Pacing follows the media rate** as well as the target (`max(target, RTP rate)`, as the
-//!   reference's `rateRtpAvg` does): an encoder that lags a falling target is not throttled.
-//! - **The RTP-queue integral samples the queue at frame arrivals** (the draft's "per frame"):
-//!   the transport may report the queue after every send, but only a report whose size grew
-//!   (new media) is integrated, so the age of the frame being paced out does not count.
+//! - the L4S pacing cap at the estimated bottleneck rate ([`ScreamConfig::l4s_pacing_cap`]);
+//! - the long-idle restore keeps the flight's rate ([`ScreamConfig::idle_restore_keeps_rate`]);
+//! - pacing follows `max(target, RTP rate)`, as the reference (not switchable);
+//! - the RTP-queue integral samples at frame arrivals (not switchable) and skips frames queued
+//!   behind a large one ([`ScreamConfig::large_frame_factor`]);
+//! - no RTP-queue discard loop ([`ScreamConfig::discard_recovery_max_delay`]);
+//! - a virtual-CE reaction restarts the post-congestion ramp (not switchable);
+//! - the L4S back-off quartered while the encoder lags
+//!   ([`ScreamConfig::backoff_rate_limited_scale`]); no `frame_size_dev` by default
+//!   ([`ScreamConfig::frame_size_dev_alpha`]);
+//! - competing-flow compensation with cg's drain test ([`ScreamConfig::competing_flows`]);
+//! - one loss reaction per RTT ([`ScreamConfig::loss_event_per_rtt`]).
 //!
-//! - **No RTP-queue discard loop** ([`ScreamConfig::discard_recovery_max_delay`]): after a
-//!   discard, and while a large frame (key frame) is being sent, the queue is discarded only
-//!   above 0.35 s until it has drained once, so the key frame a discard asks for can leave
-//!   (see `media.rs`).
-//! - **Large frames do not drive the RTP-queue integral** ([`ScreamConfig::large_frame_factor`]):
-//!   frames queued behind a frame larger than 2 × nominal are not integrated (see `media.rs`).
-//!   With the camera-like source at 2 Mbit/s (seed 1) the mean `rate_adjust` fell from 0.13
-//!   to 0.007 and the mean target rose from 1.36 to 1.52 Mbit/s.
-//! - **A virtual-CE reaction restarts the post-congestion ramp** of the multiplicative
-//!   increase, as loss and CE do; the draft sets `last_congestion_detected_time` only on loss
-//!   or CE. Not switchable; measured with the draft's rule (`cc/tests/scream_camera.rs`,
-//!   camera, seeds 1–4): §6.1 U 0.813 / 0.810 / 0.827 / 0.824 against 0.811 / 0.802 /
-//!   0.828 / 0.821, frames discarded 74 / 31 / 22 / 46 against 46 / 31 / 22 / 35, two
-//!   drop-tail flows Jain 0.964 against 0.979: no gain that pays for the extra discards.
-//!
-//! - **The L4S back-off is quartered while the encoder lags** (the reference's rule, kept in
-//!   the draft set: [`ScreamConfig::backoff_rate_limited_scale`], measured there).
-//! - **No `frame_size_dev`** by default ([`ScreamConfig::frame_size_dev_alpha`], implemented
-//!   and switchable): on the camera-like source it costs 6–15 points of utilisation (seeds
-//!   1–8), for fairer drop-tail sharing and a shorter L queue at 50 Mbit/s.
-//!
-//! - **Competing-flow compensation** ([`ScreamConfig::competing_flows`], `competing.rs`): the
-//!   draft's adaptive queue-delay target, on in the draft set (off in the reference set),
-//!   with three additions of cg's, each switchable and measured there: a drain test that
-//!   confirms another flow keeps the queue before the target goes up, the target setting
-//!   v2's virtual-CE onset (v1's meaning), and CUBIC-friendly growth while a competing flow
-//!   is confirmed. Against CUBIC through 300 ms of drop-tail at 50 Mbit/s SCReAM keeps
-//!   0.28–0.34 of the link (0.003 without the compensation, 0.003 with the draft's rule as
-//!   written); without a competing flow nothing measured changes.
-//! - **One loss reaction per RTT** ([`ScreamConfig::loss_event_per_rtt`]): the draft reacts
-//!   again every `min(VIRTUAL_RTT, sRTT)` while losses arrive; RFC 8298 and TCP count one
-//!   loss event per RTT.
+//! Figures behind these: the tests under `cc/tests` and `docs/notes/2026-11-28.md`.
 //!
 //! Not implemented (optional in the draft): clock-drift compensation and the base-delay
 //! reset (draft §4.5), multi-stream scheduling.
