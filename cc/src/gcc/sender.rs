@@ -742,6 +742,22 @@ impl GccController {
     }
 }
 
+impl GccController {
+    /// Feedback the controller runs on arrived at `now`; returns whether it ends a silence
+    /// (a gap of `silence` since the last). A silence is no climb: the stall clock
+    /// ([`GccConfig::stall_probe_after`]) starts again.
+    fn on_fed(&mut self, silence: Duration, now: Instant) -> bool {
+        let ended = self
+            .last_feedback
+            .is_some_and(|t| now.saturating_duration_since(t) >= silence);
+        if ended {
+            self.last_climb_check = Some(now);
+        }
+        self.last_feedback = Some(now);
+        ended
+    }
+}
+
 /// Whether a packet sent at `send_us` was sent during the feedback silence `unheard`
 /// (send times, exclusive, inclusive).
 fn sent_blind(unheard: Option<(i64, i64)>, send_us: i64) -> bool {
@@ -803,18 +819,7 @@ impl Controller for GccController {
                     self.queue_delay = Some(self.base_delay.sample(rtt_us));
                 }
                 if let Some(remb) = feedback.remb {
-                    if self
-                        .last_feedback
-                        .is_some_and(|t| now.saturating_duration_since(t) >= REMB_SILENCE)
-                    {
-                        // A silence is no climb: the stall clock starts again; and `R`
-                        // starts again without the packets sent blind.
-                        self.last_climb_check = Some(now);
-                        if let Some(d) = self.delay.as_mut() {
-                            d.on_feedback_silence();
-                        }
-                    }
-                    self.last_feedback = Some(now);
+                    self.on_fed(REMB_SILENCE, now);
                     self.apply_ar(remb, now);
                     self.on_remb(remb, now);
                 }
@@ -827,24 +832,17 @@ impl Controller for GccController {
             }
             GccMode::SendSideTwcc => {
                 if !feedback.packets.is_empty() {
-                    if self
-                        .last_feedback
-                        .is_some_and(|t| now.saturating_duration_since(t) >= FEEDBACK_SILENCE)
-                    {
+                    if self.on_fed(FEEDBACK_SILENCE, now) {
                         // Sent blind: after the newest packet acknowledged before the
-                        // silence, up to now.
+                        // silence, up to now; `R` starts again without those packets.
                         self.unheard = Some((
                             self.newest_acked_us.unwrap_or(i64::MIN),
                             micros_since(now, self.base),
                         ));
-                        // A silence is no climb: the stall clock starts again; and `R`
-                        // starts again without the packets sent blind.
-                        self.last_climb_check = Some(now);
                         if let Some(d) = self.delay.as_mut() {
                             d.on_feedback_silence();
                         }
                     }
-                    self.last_feedback = Some(now);
                     self.on_packet_results(feedback, now);
                 }
             }
@@ -1420,5 +1418,36 @@ mod tests {
             c.target_bitrate()
         );
         assert_eq!(paced, most);
+    }
+
+    /// REMB mode: a gap of [`REMB_SILENCE`] between REMBs restarts the stall clock too, so
+    /// the REMB that ends it starts no capacity probe; the climb's own probe follows 5 s of
+    /// REMBs later.
+    #[test]
+    fn remb_mode_a_remb_silence_is_no_stalled_climb() {
+        let t0 = Instant::now();
+        let cfg = GccConfig {
+            max_bitrate: Bitrate::mbps(5),
+            ..GccConfig::default()
+        };
+        let mut c = GccController::new(&cfg, t0);
+        let mut remb = |kbps: u64, at: u64| {
+            let f = Feedback {
+                remb: Some(Bitrate::kbps(kbps)),
+                ..Default::default()
+            };
+            c.on_feedback(&f, t0 + Duration::from_millis(at));
+            probes(&mut c)
+        };
+        // A fall (the capacity estimate), 2 s of rising REMBs, 4 s of silence.
+        remb(1000, 1000);
+        remb(900, 2000);
+        remb(910, 3000);
+        remb(920, 4000);
+        assert_eq!(remb(930, 8000), [], "no probe as REMBs return");
+        let later: Vec<Bitrate> = (1..=5)
+            .flat_map(|k| remb(930 + 10 * k, 8000 + 1000 * k))
+            .collect();
+        assert!(!later.is_empty(), "the stall probe 5 s after the return");
     }
 }
