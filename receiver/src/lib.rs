@@ -41,7 +41,7 @@ mod stats;
 
 pub use config::{ReceiverConfig, parse_codec, parse_stream_codec};
 pub use session::Receiver;
-pub use stats::{FreezeRecord, Stats};
+pub use stats::{FreezeRecord, G2gStages, Stats};
 
 pub use cg_app::Error;
 pub use cg_cc::ControllerKind;

@@ -16,7 +16,7 @@ use cg_webrtc::{PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::stats::FreezeRecord;
+use crate::stats::{FreezeRecord, G2gStages};
 use crate::{ReceiverConfig, Stats};
 
 /// A receiver session: bound, decoder started, not yet running. See the crate docs.
@@ -556,6 +556,7 @@ async fn run_peer<S: HasReceiver>(
                 };
                 if let Some(ReceiverEvent::Frame(f)) = event {
                     state.frames_received += 1;
+                    state.arrived(&f);
                     let capture = f.capture_time.unwrap_or(f.first_arrival);
                     let frame = cg_media::EncodedFrame {
                         data: f.data,
@@ -615,8 +616,14 @@ struct State {
     freezes_seen: u64,
     /// When the frames of the last second were decoded.
     decoded_at: VecDeque<HostTime>,
+    /// Frames handed to the decoder with the sender's stages, oldest first: (index, capture,
+    /// the sender's timing, last arrival).
+    in_decoder: VecDeque<(u64, Instant, cg_rtp::VideoTiming, Instant)>,
     last: Stats,
 }
+
+/// Frames of [`State::in_decoder`] kept: more than a decoder holds.
+const IN_DECODER: usize = 256;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Totals {
@@ -663,8 +670,37 @@ impl State {
             last_sample: start,
             freezes_seen: 0,
             decoded_at: VecDeque::new(),
+            in_decoder: VecDeque::new(),
             last: Stats::default(),
         }
+    }
+
+    /// Keeps a frame's sender stages until it is decoded (as frame `frames_received`).
+    fn arrived(&mut self, f: &cg_rtp::ReceivedFrame) {
+        if let (Some(capture), Some(timing)) = (f.capture_time, f.sender_timing) {
+            if self.in_decoder.len() == IN_DECODER {
+                self.in_decoder.pop_front();
+            }
+            self.in_decoder
+                .push_back((self.frames_received, capture, timing, f.last_arrival));
+        }
+    }
+
+    /// The stages of decoded frame `r`, if it carried the sender's.
+    fn stages_of(&mut self, r: &DecodedFrame) -> Option<G2gStages> {
+        while self.in_decoder.front().is_some_and(|e| e.0 < r.index) {
+            self.in_decoder.pop_front();
+        }
+        let &(index, capture, timing, last_arrival) = self.in_decoder.front()?;
+        (index == r.index).then_some(())?;
+        self.in_decoder.pop_front();
+        G2gStages::of_frame(
+            capture,
+            timing,
+            last_arrival,
+            r.pushed_at.to_instant(),
+            r.decoded_at.to_instant(),
+        )
     }
 
     fn new_session(&mut self, peer: SocketAddr) {
@@ -726,10 +762,12 @@ impl State {
             .as_secs_f64();
         self.last_sample = now;
         let mut g2g: Vec<f64> = Vec::new();
+        let mut stages = Vec::new();
         while let Ok(r) = self.records.try_recv() {
             if let Some(l) = r.glass_to_glass {
                 g2g.push(l.as_secs_f64() * 1e3);
             }
+            stages.extend(self.stages_of(&r));
             self.decoded_at.push_back(r.decoded_at);
         }
         g2g.sort_by(f64::total_cmp);
@@ -773,6 +811,7 @@ impl State {
             g2g_ms: (!g2g.is_empty()).then(|| g2g[g2g.len() / 2]),
             g2g_max_ms: g2g.last().copied(),
             g2g_p95_ms: dec.p95_glass_to_glass.map(|d| d.as_secs_f64() * 1e3),
+            g2g_stages: G2gStages::median(&stages),
             width: dec.last_size.map_or(0, |(w, _)| w),
             height: dec.last_size.map_or(0, |(_, h)| h),
             decoded_fps: self.decoded_at.len() as u32,

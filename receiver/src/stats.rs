@@ -15,6 +15,78 @@ pub struct FreezeRecord {
     pub duration_ms: f64,
 }
 
+/// Where glass-to-glass latency went, stage by stage, ms: each stage's median over the frames
+/// decoded in the last interval that carried the sender's stages (the video-timing header
+/// extension). A frame's stages add up to its glass-to-glass latency; the medians need not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct G2gStages {
+    /// Capture (the frame entering the sender's encoding pipeline) to the encoder's output.
+    pub encode_ms: f64,
+    /// The encoder's output to the frame's packets queued for the pacer (the sender's frame
+    /// queue between the two).
+    pub queue_ms: f64,
+    /// Queued to its last packet leaving the pacer.
+    pub pacing_ms: f64,
+    /// Its last packet leaving to the last of its packets arriving (a repair included).
+    pub network_ms: f64,
+    /// The last arrival to the decoder's input: reassembly, waiting for an earlier frame.
+    pub jitter_buffer_ms: f64,
+    /// The decoder's input to its output (cg-recv shows a frame as it is decoded).
+    pub decode_ms: f64,
+}
+
+impl G2gStages {
+    /// The stages of one frame, from the sender's `timing` (ms after `capture`) and the
+    /// receiver's instants; `None` when they are out of order (the sender's clock is not
+    /// this host's).
+    pub fn of_frame(
+        capture: std::time::Instant,
+        timing: cg_rtp::VideoTiming,
+        last_arrival: std::time::Instant,
+        pushed: std::time::Instant,
+        decoded: std::time::Instant,
+    ) -> Option<G2gStages> {
+        let at = |d: u16| capture + std::time::Duration::from_millis(u64::from(d));
+        let (encoded, queued, left) = (
+            at(timing.encode_finish_ms),
+            at(timing.packetization_finish_ms),
+            at(timing.pacer_exit_ms),
+        );
+        let span = |a: std::time::Instant, b: std::time::Instant| {
+            b.checked_duration_since(a).map(|d| d.as_secs_f64() * 1e3)
+        };
+        Some(G2gStages {
+            encode_ms: span(capture, encoded)?,
+            queue_ms: span(encoded, queued)?,
+            pacing_ms: span(queued, left)?,
+            // Whole milliseconds from the sender: a packet may seem to arrive before it left.
+            network_ms: span(left, last_arrival).unwrap_or(0.0),
+            jitter_buffer_ms: span(last_arrival, pushed)?,
+            decode_ms: span(pushed, decoded)?,
+        })
+    }
+
+    /// Each stage's median over `frames` (`None` for none).
+    pub fn median(frames: &[G2gStages]) -> Option<G2gStages> {
+        if frames.is_empty() {
+            return None;
+        }
+        let med = |f: fn(&G2gStages) -> f64| {
+            let mut v: Vec<f64> = frames.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        Some(G2gStages {
+            encode_ms: med(|s| s.encode_ms),
+            queue_ms: med(|s| s.queue_ms),
+            pacing_ms: med(|s| s.pacing_ms),
+            network_ms: med(|s| s.network_ms),
+            jitter_buffer_ms: med(|s| s.jitter_buffer_ms),
+            decode_ms: med(|s| s.decode_ms),
+        })
+    }
+}
+
 /// One statistics sample of a running receiver. Rates and `loss` are over the last
 /// interval; counters are totals since the start.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -87,6 +159,9 @@ pub struct Stats {
     pub g2g_max_ms: Option<f64>,
     /// Glass-to-glass latency, 95th percentile over the decoder's recent window, ms.
     pub g2g_p95_ms: Option<f64>,
+    /// Glass-to-glass latency stage by stage, when the sender sends its stages.
+    #[serde(default)]
+    pub g2g_stages: Option<G2gStages>,
     /// The playout-delay limits the sender asks for (minimum, maximum), ms, if it asks. cg-recv
     /// renders every frame as soon as it is decoded, within any limits.
     #[serde(default)]
@@ -130,5 +205,61 @@ impl Stats {
                 None => "  waiting for a sender".to_owned(),
             }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// A frame's stages run from one instant to the next and add up to its latency; a
+    /// sender's clock that puts a stage after the receiver's instants gives none.
+    #[test]
+    fn a_frames_stages_add_up_to_its_glass_to_glass_latency() {
+        let c = Instant::now();
+        let ms = Duration::from_millis;
+        let timing = cg_rtp::VideoTiming {
+            encode_finish_ms: 8,
+            packetization_finish_ms: 10,
+            pacer_exit_ms: 25,
+            ..Default::default()
+        };
+        let s = G2gStages::of_frame(c, timing, c + ms(31), c + ms(34), c + ms(40)).unwrap();
+        assert_eq!(
+            [
+                s.encode_ms,
+                s.queue_ms,
+                s.pacing_ms,
+                s.network_ms,
+                s.jitter_buffer_ms,
+                s.decode_ms
+            ],
+            [8.0, 2.0, 15.0, 6.0, 3.0, 6.0]
+        );
+        // Whole milliseconds from the sender: an arrival "before" the pacer exit is 0 ms.
+        let s = G2gStages::of_frame(c, timing, c + ms(24), c + ms(30), c + ms(32)).unwrap();
+        assert_eq!(s.network_ms, 0.0);
+        assert_eq!(
+            G2gStages::of_frame(c, timing, c + ms(31), c + ms(20), c + ms(40)),
+            None
+        );
+        let m = G2gStages::median(&[
+            G2gStages {
+                network_ms: 1.0,
+                ..Default::default()
+            },
+            G2gStages {
+                network_ms: 9.0,
+                ..Default::default()
+            },
+            G2gStages {
+                network_ms: 4.0,
+                ..Default::default()
+            },
+        ])
+        .unwrap();
+        assert_eq!(m.network_ms, 4.0);
+        assert_eq!(G2gStages::median(&[]), None);
     }
 }

@@ -251,6 +251,7 @@ struct RecvLine {
     frames_decoded: u64,
     recv_rate_bps: u64,
     g2g_ms: Option<f64>,
+    g2g_stages: Option<cg_receiver::G2gStages>,
     peer: Option<String>,
     playout_delay_ms: Option<[f64; 2]>,
     webrtc_freezes: u64,
@@ -350,6 +351,35 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
     let g2g: Vec<f64> = got.iter().filter_map(|l| l.g2g_ms).collect();
     assert!(!g2g.is_empty(), "glass-to-glass latency reported");
     assert!(g2g.iter().all(|&g| g > 0.0 && g < 2000.0), "{g2g:?}");
+    // cg-send sends each frame's stages (video-timing); they account for the latency: the
+    // stages' medians add up to about the median, within 10 ms or a half.
+    let with_frames: Vec<&RecvLine> = got.iter().filter(|l| l.g2g_ms.is_some()).collect();
+    let staged: Vec<(f64, cg_receiver::G2gStages)> = with_frames
+        .iter()
+        .filter_map(|l| Some((l.g2g_ms?, l.g2g_stages?)))
+        .collect();
+    assert!(
+        staged.len() * 10 >= with_frames.len() * 9,
+        "stages on {} of {} lines",
+        staged.len(),
+        with_frames.len()
+    );
+    for (g, s) in &staged {
+        let parts = [
+            s.encode_ms,
+            s.queue_ms,
+            s.pacing_ms,
+            s.network_ms,
+            s.jitter_buffer_ms,
+            s.decode_ms,
+        ];
+        let sum: f64 = parts.iter().sum();
+        assert!(parts.iter().all(|p| p.is_finite() && *p >= 0.0), "{s:?}");
+        assert!(
+            (sum - g).abs() <= 10f64.max(g / 2.0),
+            "g2g {g} ms, stages {s:?}"
+        );
+    }
     // The gaming profile asks the receiver to render at once, and it hears so.
     assert_eq!(r.playout_delay_ms, Some([0.0, 0.0]));
     assert!(r.webrtc_freezes <= 1, "{} freezes", r.webrtc_freezes);

@@ -304,9 +304,12 @@ pub(crate) async fn push_frame<S: HasSender>(
     frame: &cg_media::EncodedFrame,
     codec: cg_rtp::Codec,
 ) -> Option<bool> {
+    let capture_time = frame.capture_time.to_instant();
     let f = cg_rtp::EncodedFrame {
         data: frame.data.clone(),
-        capture_time: frame.capture_time.to_instant(),
+        capture_time,
+        // cg-media stamps a frame as it enters the encoding pipeline and again as it leaves.
+        encoded: Some((capture_time, capture_time + frame.encode_latency)),
         key_frame: frame.key_frame,
         codec,
     };

@@ -61,6 +61,8 @@ pub struct DecodedFrame {
     pub index: u64,
     /// The sender's capture time.
     pub capture_time: HostTime,
+    /// When it was pushed into the decoder (host `CLOCK_MONOTONIC`).
+    pub pushed_at: HostTime,
     /// When the decoder delivered it (host `CLOCK_MONOTONIC`).
     pub decoded_at: HostTime,
     /// `decoded_at − capture_time`; `None` if the capture time is later than now (not this
@@ -549,6 +551,7 @@ impl Inner {
             seq: p.seq,
             index: p.index,
             capture_time: p.capture_time,
+            pushed_at: p.pushed_at,
             decoded_at: now,
             glass_to_glass: g2g,
             width,

@@ -210,6 +210,7 @@ fn rtp_send(c: &mut Criterion) {
                     data = Bytes::from(vec![0x00; frame_len]);
                 }
                 let f = EncodedFrame {
+                    encoded: None,
                     data,
                     capture_time: now,
                     key_frame: i == 0,

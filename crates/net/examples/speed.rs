@@ -75,6 +75,7 @@ impl Fed {
                 data = Bytes::from(key);
             }
             let frame = EncodedFrame {
+                encoded: None,
                 data,
                 capture_time: now,
                 key_frame: self.frames == 0,

@@ -128,6 +128,7 @@ async fn five_seconds_of_vp8_at_5_mbps_ect1_over_loopback_with_the_rtp_sessions(
         send_handle
             .call(move |s: &mut SenderSession, now| {
                 let f = EncodedFrame {
+                    encoded: None,
                     data,
                     capture_time: now,
                     key_frame: i == 0,

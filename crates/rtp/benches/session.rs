@@ -41,6 +41,7 @@ fn frame(now: Instant, key: bool) -> EncodedFrame {
     let mut data = vec![0x5A; PAYLOAD * PER_FRAME];
     data[0] = if key { 0x10 } else { 0x11 };
     EncodedFrame {
+        encoded: None,
         data: Bytes::from(data),
         capture_time: now,
         key_frame: key,

@@ -15,6 +15,10 @@ pub struct EncodedFrame {
     /// When the frame was captured (local clock); sets the RTP timestamp (90 kHz) and the
     /// abs-capture-time extension.
     pub capture_time: Instant,
+    /// When the encoder started and finished it (local clock), sent in the video-timing
+    /// extension; `None` when the caller does not know (the extension then carries zeros for
+    /// the encoder's stages).
+    pub encoded: Option<(Instant, Instant)>,
     /// Whether the encoder produced a key frame (a new decoding chain starts here).
     pub key_frame: bool,
     /// The codec; must have a payload type in [`crate::SenderConfig::payload_types`].
@@ -36,9 +40,14 @@ pub struct ReceivedFrame {
     /// [`crate::NtpClock`]s (abs-capture-time); `None` when the extension was absent or the
     /// time maps before the receiver's start.
     pub capture_time: Option<Instant>,
+    /// The sender's stages (video-timing extension on the frame's last packet), if sent.
+    pub sender_timing: Option<crate::VideoTiming>,
     /// When the first packet of the frame arrived.
     pub first_arrival: Instant,
-    /// When the frame became complete (and was emitted).
+    /// When the last of its packets arrived (a repair's arrival when one was needed).
+    pub last_arrival: Instant,
+    /// When the frame became complete (and was emitted): after `last_arrival` when it waited
+    /// for an earlier frame.
     pub completed: Instant,
     /// How many of its packets arrived only through retransmission.
     pub retransmitted_packets: u32,

@@ -14,6 +14,8 @@ pub(crate) struct Stored {
     pub timestamp: u32,
     pub marker: bool,
     pub capture_ntp: Option<u64>,
+    /// video-timing as first sent, on a frame's last packet.
+    pub video_timing: Option<crate::VideoTiming>,
     pub payload: Bytes,
     pub sent: Instant,
     pub last_retransmit: Option<Instant>,
@@ -103,6 +105,7 @@ mod tests {
             timestamp: 0,
             marker: false,
             capture_ntp: None,
+            video_timing: None,
             payload: Bytes::new(),
             sent,
             last_retransmit: None,

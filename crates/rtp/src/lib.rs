@@ -45,7 +45,10 @@
 //!   transport-wide sequence number (id 2,
 //!   `http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01`) and
 //!   abs-capture-time (id 3, `http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time`,
-//!   the 64-bit NTP capture timestamp of the frame, on the first packet of every frame).
+//!   the 64-bit NTP capture timestamp of the frame, on the first packet of every frame),
+//!   playout-delay (id 4, when the sender asks limits) and video-timing (id 5,
+//!   `http://www.webrtc.org/experiments/rtp-hdrext/video-timing`, the frame's encoder,
+//!   packetization and pacer-exit times after capture, on its last packet; [`VideoTiming`]).
 //! - Sequence numbers, RTP and transport-wide, are assigned as packets leave the pacer, so
 //!   frames the pacer drops (queue bound, SCReAM's `DiscardQueue`) leave no gap the receiver
 //!   would count as loss and NACK; after such a drop the sender refuses delta frames until a
@@ -132,7 +135,7 @@ pub mod rtcp;
 
 pub use codec_frame::{Codec, EncodedFrame, ReceivedFrame};
 pub use error::Error;
-pub use rtp_packet::{ExtensionIds, PlayoutDelay};
+pub use rtp_packet::{ExtensionIds, PlayoutDelay, VideoTiming};
 pub use session_receiver::{
     FeedbackConfig, ReceiverConfig, ReceiverEvent, ReceiverSession, ReceiverStats,
 };

@@ -25,6 +25,88 @@ pub struct ExtensionIds {
     /// the sender asks of the receiver, on the first packet of each frame when the sender
     /// has one to ask. Default `Some(4)`.
     pub playout_delay: Option<u8>,
+    /// `http://www.webrtc.org/experiments/rtp-hdrext/video-timing`: the [`VideoTiming`] of
+    /// each frame, on its last packet. Default `Some(5)`.
+    pub video_timing: Option<u8>,
+}
+
+/// When a frame passed each stage of the sender, in milliseconds after its capture (webrtc's
+/// video-timing header extension: a flags byte, then six 16-bit big-endian deltas, on the
+/// last packet of a frame). With the capture time (abs-capture-time) the receiver splits a
+/// frame's glass-to-glass latency into the sender's stages and the network's. Deltas
+/// saturate at 65 535 ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct VideoTiming {
+    /// [`VideoTiming::TIMER`] and/or [`VideoTiming::OUTLIER`]; libwebrtc's receiver reports
+    /// a frame's timing (Chromium's `googTimingFrameInfo`) only when one is set.
+    pub flags: u8,
+    /// The encoder started on the frame.
+    pub encode_start_ms: u16,
+    /// The encoder finished it.
+    pub encode_finish_ms: u16,
+    /// Its packets were made and queued for the pacer.
+    pub packetization_finish_ms: u16,
+    /// Its last packet left the pacer.
+    pub pacer_exit_ms: u16,
+    /// Reserved for a network element on the path; 0 from a sender.
+    pub network_ms: u16,
+    /// Reserved for a second network element; 0 from a sender.
+    pub network2_ms: u16,
+}
+
+impl VideoTiming {
+    /// The frame's timing is sent on a timer (cg-send sends it on every frame).
+    pub const TIMER: u8 = 0x01;
+    /// The frame is larger than usual.
+    pub const OUTLIER: u8 = 0x02;
+    const WIRE: usize = 13;
+    /// Before the flags byte was added (libwebrtc still reads this form).
+    const WIRE_LEGACY: usize = 12;
+
+    /// Milliseconds from `base` to `t`, saturating at both ends of 16 bits.
+    pub fn delta_ms(base: std::time::Instant, t: std::time::Instant) -> u16 {
+        t.saturating_duration_since(base)
+            .as_millis()
+            .min(u128::from(u16::MAX)) as u16
+    }
+
+    fn to_wire(self) -> [u8; Self::WIRE] {
+        let mut b = [0u8; Self::WIRE];
+        b[0] = self.flags;
+        for (i, v) in self.deltas().into_iter().enumerate() {
+            b[1 + 2 * i..3 + 2 * i].copy_from_slice(&v.to_be_bytes());
+        }
+        b
+    }
+
+    fn from_wire(b: &[u8]) -> Option<Self> {
+        let (flags, d) = match b.len() {
+            Self::WIRE => (b[0], &b[1..]),
+            Self::WIRE_LEGACY => (Self::TIMER, b),
+            _ => return None,
+        };
+        let at = |i: usize| u16::from_be_bytes([d[2 * i], d[2 * i + 1]]);
+        Some(VideoTiming {
+            flags,
+            encode_start_ms: at(0),
+            encode_finish_ms: at(1),
+            packetization_finish_ms: at(2),
+            pacer_exit_ms: at(3),
+            network_ms: at(4),
+            network2_ms: at(5),
+        })
+    }
+
+    fn deltas(self) -> [u16; 6] {
+        [
+            self.encode_start_ms,
+            self.encode_finish_ms,
+            self.packetization_finish_ms,
+            self.pacer_exit_ms,
+            self.network_ms,
+            self.network2_ms,
+        ]
+    }
 }
 
 /// The playout-delay limits a sender asks the receiver to keep between a frame's capture
@@ -85,6 +167,7 @@ impl Default for ExtensionIds {
             transport_cc: Some(2),
             abs_capture_time: Some(3),
             playout_delay: Some(4),
+            video_timing: Some(5),
         }
     }
 }
@@ -97,6 +180,7 @@ impl ExtensionIds {
             self.transport_cc,
             self.abs_capture_time,
             self.playout_delay,
+            self.video_timing,
         ]
         .into_iter()
         .flatten()
@@ -112,21 +196,23 @@ impl ExtensionIds {
         Ok(())
     }
 
-    /// The most bytes the extension block can take (header 4 + elements, padded).
+    /// The most bytes the extension block of a packet can take (header 4 + elements,
+    /// padded): a frame's first packet carries abs-capture-time and playout-delay, its last
+    /// video-timing. A frame of one packet carries all three only where they fit
+    /// ([`overhead`](Self::overhead)).
     pub fn max_overhead(&self) -> usize {
-        let mut n: usize = 0;
-        if self.abs_send_time.is_some() {
-            n += 4;
-        }
-        if self.transport_cc.is_some() {
-            n += 3;
-        }
-        if self.abs_capture_time.is_some() {
-            n += 9;
-        }
-        if self.playout_delay.is_some() {
-            n += 4;
-        }
+        self.overhead(true, false).max(self.overhead(false, true))
+    }
+
+    /// The extension block's bytes on a frame's `first` and/or `last` packet.
+    pub fn overhead(&self, first: bool, last: bool) -> usize {
+        let on =
+            |id: Option<u8>, yes: bool, len: usize| if id.is_some() && yes { 1 + len } else { 0 };
+        let n = on(self.abs_send_time, true, 3)
+            + on(self.transport_cc, true, 2)
+            + on(self.abs_capture_time, first, 8)
+            + on(self.playout_delay, first, 3)
+            + on(self.video_timing, last, VideoTiming::WIRE);
         if n == 0 { 0 } else { 4 + n.div_ceil(4) * 4 }
     }
 }
@@ -144,6 +230,7 @@ pub(crate) struct OutgoingRtp<'a> {
     pub transport_seq: Option<u16>,
     pub capture_ntp: Option<u64>,
     pub playout_delay: Option<PlayoutDelay>,
+    pub video_timing: Option<VideoTiming>,
     /// Bytes of RTP padding to append (P bit, RFC 3550 §5.1); 0 for none.
     pub padding: u8,
 }
@@ -180,6 +267,12 @@ pub(crate) fn write_rtp(p: &OutgoingRtp<'_>, ids: &ExtensionIds) -> Result<Bytes
         });
     }
     if let (Some(id), Some(v)) = (ids.playout_delay, p.playout_delay) {
+        exts.push(Extension {
+            id,
+            payload: Bytes::copy_from_slice(&v.to_wire()),
+        });
+    }
+    if let (Some(id), Some(v)) = (ids.video_timing, p.video_timing) {
         exts.push(Extension {
             id,
             payload: Bytes::copy_from_slice(&v.to_wire()),
@@ -223,6 +316,7 @@ pub(crate) struct ParsedRtp {
     pub transport_seq: Option<u16>,
     pub capture_ntp: Option<u64>,
     pub playout_delay: Option<PlayoutDelay>,
+    pub video_timing: Option<VideoTiming>,
 }
 
 /// Parses an RTP packet; every length is checked by `rtc-rtp` (fuzzed) and here.
@@ -259,6 +353,12 @@ pub(crate) fn parse_rtp(data: &[u8], ids: &ExtensionIds) -> Result<ParsedRtp, Er
         ext(ids.abs_send_time, 3).map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
     let transport_seq = ext(ids.transport_cc, 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     let playout_delay = ext(ids.playout_delay, 3).map(|b| PlayoutDelay::from_wire(&b));
+    let video_timing = ids.video_timing.and_then(|id| {
+        h.extensions
+            .iter()
+            .find(|e| e.id == id)
+            .and_then(|e| VideoTiming::from_wire(&e.payload))
+    });
     let capture_ntp = ids.abs_capture_time.and_then(|id| {
         // abs-capture-time is 8 bytes, or 16 with the estimated clock offset.
         h.extensions
@@ -282,6 +382,7 @@ pub(crate) fn parse_rtp(data: &[u8], ids: &ExtensionIds) -> Result<ParsedRtp, Er
         transport_seq,
         capture_ntp,
         playout_delay,
+        video_timing,
     })
 }
 
@@ -312,15 +413,31 @@ mod tests {
                 min: std::time::Duration::from_millis(30),
                 max: std::time::Duration::from_millis(40_950),
             }),
+            video_timing: Some(VideoTiming {
+                flags: VideoTiming::TIMER,
+                encode_start_ms: 1,
+                encode_finish_ms: 9,
+                packetization_finish_ms: 10,
+                pacer_exit_ms: 31,
+                network_ms: 0,
+                network2_ms: 0,
+            }),
             padding: 0,
         };
         let b = write_rtp(&p, &ids).unwrap();
-        assert!(b.len() <= 12 + ids.max_overhead() + 5);
         assert_eq!(
             b.len(),
-            12 + ids.max_overhead() + 5,
+            12 + ids.overhead(true, true) + 5,
             "every extension written"
         );
+        // A first or a last packet alone takes less: abs-send-time, transport-wide
+        // sequence number and abs-capture-time, playout-delay (24 bytes with the header); or
+        // video-timing (28).
+        assert_eq!(
+            (ids.overhead(true, false), ids.overhead(false, true)),
+            (24, 28)
+        );
+        assert_eq!(ids.max_overhead(), 28);
         let q = parse_rtp(&b, &ids).unwrap();
         assert_eq!(q.ssrc, 0xDEAD_BEEF);
         assert_eq!(q.seq, 65535);
@@ -330,6 +447,7 @@ mod tests {
         assert_eq!(q.transport_seq, Some(777));
         assert_eq!(q.capture_ntp, Some(0x0102_0304_0506_0708));
         assert_eq!(q.playout_delay, p.playout_delay);
+        assert_eq!(q.video_timing, p.video_timing);
         assert!(!is_rtcp(&b));
     }
 
@@ -361,6 +479,34 @@ mod tests {
             max: ms(41_000),
         };
         assert!(too_long.validate().is_err());
+    }
+
+    /// The video-timing extension's 13 bytes: flags, then encode start, encode finish,
+    /// packetization, pacer exit and the two network slots, 16 bits each, big-endian (webrtc's
+    /// description); the 12-byte form before the flags byte reads too; other lengths are
+    /// ignored, and deltas saturate.
+    #[test]
+    fn video_timing_wire_format() {
+        let t = VideoTiming {
+            flags: VideoTiming::TIMER | VideoTiming::OUTLIER,
+            encode_start_ms: 2,
+            encode_finish_ms: 0x0102,
+            packetization_finish_ms: 0x0203,
+            pacer_exit_ms: 0xFFFF,
+            network_ms: 7,
+            network2_ms: 8,
+        };
+        let w = t.to_wire();
+        assert_eq!(w, [3, 0, 2, 1, 2, 2, 3, 0xFF, 0xFF, 0, 7, 0, 8]);
+        assert_eq!(VideoTiming::from_wire(&w), Some(t));
+        let legacy = VideoTiming::from_wire(&w[1..]).unwrap();
+        assert_eq!(legacy.flags, VideoTiming::TIMER);
+        assert_eq!(legacy.pacer_exit_ms, 0xFFFF);
+        assert_eq!(VideoTiming::from_wire(&w[..11]), None);
+        let t0 = std::time::Instant::now();
+        let s = std::time::Duration::from_secs;
+        assert_eq!(VideoTiming::delta_ms(t0, t0 + s(70)), u16::MAX);
+        assert_eq!(VideoTiming::delta_ms(t0 + s(1), t0), 0);
     }
 
     #[test]

@@ -43,6 +43,7 @@ impl Tx {
             let mut data = vec![0x5Au8; (f.size.as_bytes() as usize).max(2)];
             data[0] = if f.key { 0x10 } else { 0x11 };
             let frame = EncodedFrame {
+                encoded: None,
                 data: Bytes::from(data),
                 capture_time: f.capture,
                 key_frame: f.key,

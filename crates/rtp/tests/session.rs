@@ -110,6 +110,103 @@ fn the_playout_delay_asked_reaches_the_receiver() {
     }
 }
 
+/// Each frame's sender stages reach the receiver (video-timing, on the last packet): the
+/// encoder's start and finish and the packetization as the caller stamped them, and the pacer
+/// exit of its last packet, which with the wire's delay makes its last arrival. A lost last
+/// packet brings its timing back in its retransmission.
+#[test]
+fn each_frames_sender_stages_reach_the_receiver() {
+    let (mut w, _) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(5), Ecn::NotEct);
+    let t0 = w.now;
+    let ms = Duration::from_millis;
+    let mut src = cbr_source(Codec::Vp8, 30, 6000, 1000);
+    // Captured 12 ms before it is handed over, encoded from 2 to 9 ms after capture.
+    let mut stamped = |now: Instant| {
+        let (f, next) = src(now);
+        let f = f.map(|f| cg_rtp::EncodedFrame {
+            capture_time: now - ms(12),
+            encoded: Some((now - ms(10), now - ms(3))),
+            ..f
+        });
+        (f, next)
+    };
+    let mut last_packets = 0;
+    w.drop_fwd = Box::new(move |t, _| {
+        // The fifth frame's last packet (the marker bit).
+        if t.kind == TransmitKind::Media && t.bytes[1] & 0x80 != 0 {
+            last_packets += 1;
+            return last_packets == 5;
+        }
+        false
+    });
+    w.run(t0 + Duration::from_secs(2), &mut stamped);
+    assert!(w.frames.len() >= 58, "{} frames", w.frames.len());
+    assert_eq!(w.receiver.stats().frames_lost, 0);
+    let repaired = w
+        .frames
+        .iter()
+        .filter(|f| f.retransmitted_packets == 1)
+        .count();
+    assert_eq!(repaired, 1, "the dropped last packet is repaired");
+    // The first frame was captured before the receiver's clock starts, so its capture time
+    // does not map (it is judged on the sender's stages only).
+    for (i, f) in w.frames.iter().enumerate() {
+        let t = f.sender_timing.expect("every frame carries its timing");
+        assert_eq!(t.flags, cg_rtp::VideoTiming::TIMER);
+        assert_eq!(
+            (
+                t.encode_start_ms,
+                t.encode_finish_ms,
+                t.packetization_finish_ms
+            ),
+            (2, 9, 12)
+        );
+        // A 6 kB frame leaves within a frame interval at 5 Mbit/s.
+        assert!((12..=12 + 33).contains(&t.pacer_exit_ms), "{t:?}");
+        if i == 0 {
+            continue;
+        }
+        let capture = f.capture_time.expect("abs-capture-time");
+        let exit = capture + ms(u64::from(t.pacer_exit_ms));
+        let network = f.last_arrival.saturating_duration_since(exit);
+        if f.retransmitted_packets == 0 {
+            assert!(network >= DELAY && network <= DELAY + ms(2), "{network:?}");
+        } else {
+            // The original's pacer exit: the network stage holds the repair.
+            assert!(network > 2 * DELAY, "{network:?}");
+        }
+    }
+}
+
+/// A frame of one packet carries every extension only where they fit: at the largest
+/// single-packet sizes it goes without its timing, and no packet exceeds the packet size.
+#[test]
+fn a_one_packet_frame_carries_its_timing_only_where_it_fits() {
+    let (mut w, _) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(5), Ecn::NotEct);
+    w.capture = true;
+    let t0 = w.now;
+    let limit = w.sender.config().max_packet_size;
+    let largest = w.sender.config().max_payload() - 1; // the VP8 descriptor takes one byte
+    let mut n = 0;
+    let mut src = |now: Instant| {
+        // Sizes from well under the largest one-packet frame to it, then again.
+        let size = largest - 40 + (n % 41);
+        n += 1;
+        let f = common::frame(Codec::Vp8, size, n == 1, now, n as u8);
+        (Some(f), now + Duration::from_millis(33))
+    };
+    w.run(t0 + Duration::from_secs(3), &mut src);
+    assert!(w.frames.len() >= 85, "{} frames", w.frames.len());
+    let biggest = w.captured.iter().filter(|c| c.1).map(|c| c.2.len()).max().unwrap();
+    assert!(biggest <= limit, "a {biggest}-byte packet (limit {limit})");
+    let with = w.frames.iter().filter(|f| f.sender_timing.is_some()).count();
+    assert!(
+        with > 0 && with < w.frames.len(),
+        "{with} of {} frames with their timing",
+        w.frames.len()
+    );
+}
+
 #[test]
 fn transport_wide_cc_reaches_the_controller_with_arrival_spacing() {
     let (mut w, seen) = wire(FeedbackKind::TransportWideCc, Bitrate::mbps(2), Ecn::NotEct);

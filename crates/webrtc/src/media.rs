@@ -23,6 +23,10 @@ pub const ABS_CAPTURE_TIME_URI: &str =
 /// `a=extmap` URI of playout-delay (the sender asks the viewer to render at once).
 pub const PLAYOUT_DELAY_URI: &str = "http://www.webrtc.org/experiments/rtp-hdrext/playout-delay";
 
+/// `a=extmap` URI of video-timing (each frame's sender stages; Chromium reports them as
+/// `googTimingFrameInfo`).
+pub const VIDEO_TIMING_URI: &str = "http://www.webrtc.org/experiments/rtp-hdrext/video-timing";
+
 /// H.264 as Chromium 156 decodes it here: Constrained Baseline 3.1, non-interleaved
 /// (packetization-mode 1), which is what cg-media's x264 caps produce. `rtc` matches on
 /// packetization-mode and the first two bytes of profile-level-id, so a mode-0 payload type is
@@ -104,6 +108,7 @@ pub(crate) fn media_engine(codec: Codec) -> Result<MediaEngine, Error> {
         TRANSPORT_CC_URI,
         ABS_CAPTURE_TIME_URI,
         PLAYOUT_DELAY_URI,
+        VIDEO_TIMING_URI,
     ] {
         me.register_header_extension(
             RTCRtpHeaderExtensionCapability { uri: uri.into() },

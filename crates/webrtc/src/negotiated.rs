@@ -4,7 +4,9 @@
 use cg_rtp::{Codec, ExtensionIds, ReceiverConfig, SenderConfig};
 
 use crate::Error;
-use crate::media::{ABS_CAPTURE_TIME_URI, ABS_SEND_TIME_URI, PLAYOUT_DELAY_URI, TRANSPORT_CC_URI};
+use crate::media::{
+    ABS_CAPTURE_TIME_URI, ABS_SEND_TIME_URI, PLAYOUT_DELAY_URI, TRANSPORT_CC_URI, VIDEO_TIMING_URI,
+};
 
 /// The RTCP feedback both sides agreed on for the media payload type (`a=rtcp-fb`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -144,6 +146,7 @@ impl Negotiated {
                 transport_cc: ext(TRANSPORT_CC_URI),
                 abs_capture_time: ext(ABS_CAPTURE_TIME_URI),
                 playout_delay: ext(PLAYOUT_DELAY_URI),
+                video_timing: ext(VIDEO_TIMING_URI),
             },
             feedback,
         })
@@ -213,6 +216,7 @@ mod tests {
         a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time\r\n\
         a=extmap:4 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01\r\n\
         a=extmap:5 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay\r\n\
+        a=extmap:7 http://www.webrtc.org/experiments/rtp-hdrext/video-timing\r\n\
         a=rtpmap:108 H264/90000\r\na=rtcp-fb:108 transport-cc\r\na=rtcp-fb:108 nack\r\n\
         a=rtcp-fb:108 nack pli\r\na=rtcp-fb:109 ack ccfb\r\n\
         a=fmtp:108 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n\
@@ -232,6 +236,7 @@ mod tests {
                 transport_cc: Some(4),
                 abs_capture_time: None,
                 playout_delay: Some(5),
+                video_timing: Some(7),
             }
         );
         // `ack ccfb` was listed for the RTX payload type only, so not for the media.

@@ -30,12 +30,18 @@ fn vp8_answer_to_chromium_keeps_its_numbers_and_feedback_and_gives_a_host_candid
             transport_cc: Some(4),
             abs_capture_time: None, // Chromium's recvonly offer does not list it
             playout_delay: Some(5),
+            video_timing: Some(7),
         }
     );
-    assert!(
-        sdp.contains("a=extmap:5 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay"),
-        "the answer takes playout-delay: {sdp}"
-    );
+    for ext in [
+        "5 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay",
+        "7 http://www.webrtc.org/experiments/rtp-hdrext/video-timing",
+    ] {
+        assert!(
+            sdp.contains(&format!("a=extmap:{ext}")),
+            "the answer takes {ext}: {sdp}"
+        );
+    }
     let f = n.feedback;
     assert!(
         f.nack && f.pli && f.fir && f.remb && f.transport_cc && f.ccfb,

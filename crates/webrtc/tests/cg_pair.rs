@@ -166,6 +166,7 @@ fn source(sent: &mut Vec<Bytes>) -> impl FnMut(Instant, Bitrate) -> Option<Encod
             .into();
         sent.push(data.clone());
         Some(EncodedFrame {
+            encoded: None,
             data,
             capture_time: now,
             key_frame: key,

@@ -30,6 +30,8 @@ pub(crate) struct Pkt {
     pub payload: Bytes,
     pub arrival: Instant,
     pub capture_ntp: Option<u64>,
+    /// video-timing, on the last packet of a frame.
+    pub video_timing: Option<crate::VideoTiming>,
     pub rtx: bool,
     pub info: PayloadInfo,
 }
@@ -42,7 +44,10 @@ pub(crate) struct Assembled {
     pub data: Vec<u8>,
     pub key_frame: bool,
     pub capture_ntp: Option<u64>,
+    pub video_timing: Option<crate::VideoTiming>,
     pub first_arrival: Instant,
+    /// The latest arrival of its packets.
+    pub last_arrival: Instant,
     pub retransmitted: u32,
 }
 
@@ -398,6 +403,8 @@ impl Assembler {
         let mut rtx = 0;
         let mut ok = true;
         let mut first: Option<(Codec, u64, Option<u64>, Instant)> = None;
+        let mut video_timing = None;
+        let mut last_arrival: Option<Instant> = None;
         for s in start..=end {
             let Some(p) = self.buf.remove(&s) else {
                 ok = false;
@@ -408,6 +415,8 @@ impl Assembler {
                 first = Some((p.codec, p.ts, p.capture_ntp, p.arrival));
             }
             rtx += u32::from(p.rtx);
+            video_timing = p.video_timing.or(video_timing);
+            last_arrival = Some(last_arrival.map_or(p.arrival, |a| a.max(p.arrival)));
             match codec::depacketize(p.codec, &p.payload, &mut data) {
                 Ok(info) => key |= info.key_frame,
                 Err(e) => {
@@ -443,7 +452,9 @@ impl Assembler {
             data,
             key_frame: key,
             capture_ntp,
+            video_timing,
             first_arrival,
+            last_arrival: last_arrival.unwrap_or(first_arrival),
             retransmitted: rtx,
         });
     }
@@ -471,6 +482,7 @@ mod tests {
             payload: payload.clone(),
             arrival: at,
             capture_ntp: None,
+            video_timing: None,
             rtx,
             info: codec::inspect(Codec::Vp8, payload).unwrap(),
         }

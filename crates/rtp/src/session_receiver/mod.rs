@@ -476,6 +476,7 @@ impl ReceiverSession {
                 payload: p.payload,
                 arrival: now,
                 capture_ntp: p.capture_ntp,
+                video_timing: p.video_timing,
                 rtx,
                 info,
             },
@@ -500,7 +501,9 @@ impl ReceiverSession {
                 rtp_timestamp: MediaTime::from_ticks(a.ts),
                 key_frame: a.key_frame,
                 capture_time,
+                sender_timing: a.video_timing,
                 first_arrival: a.first_arrival,
+                last_arrival: a.last_arrival,
                 completed: now,
                 retransmitted_packets: a.retransmitted,
             }));

@@ -98,6 +98,7 @@ mod tests {
 
     fn frame(key: bool, capture_time: Instant) -> EncodedFrame {
         EncodedFrame {
+            encoded: None,
             data: Bytes::from(vec![if key { 0x10 } else { 0x11 }; 3000]),
             capture_time,
             key_frame: key,

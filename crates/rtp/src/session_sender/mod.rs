@@ -64,7 +64,7 @@ use crate::pacer::{Pacer, PacketClass, Queued, Release};
 use crate::rtcp;
 use crate::rtp_packet::is_rtcp;
 use crate::time::{NtpClock, WrapUnwrapper};
-use crate::{EncodedFrame, Error, Transmit, TransmitKind, codec};
+use crate::{EncodedFrame, Error, Transmit, TransmitKind, VideoTiming, codec};
 use breaker::Breaker;
 use sent_log::SentLog;
 
@@ -178,6 +178,9 @@ struct Unsent {
     payload_type: u8,
     /// abs-capture-time, on the first packet of a frame.
     capture_ntp: Option<u64>,
+    /// The frame's capture time and its video-timing so far, on its last packet; the pacer
+    /// exit is filled in as it leaves.
+    timing: Option<(Instant, VideoTiming)>,
     payload: Bytes,
 }
 
@@ -352,7 +355,34 @@ impl SenderSession {
             );
         }
         let capture_ntp = Some(self.ntp.ntp(frame.capture_time));
+        // A frame of one packet carries video-timing only where it fits beside the first
+        // packet's extensions (the packet size allows for one or the other).
         let n = payloads.len();
+        let fits = n > 1 || {
+            let all = self.config.extensions.overhead(true, true);
+            let len = payloads.first().map_or(0, Bytes::len);
+            self.config.transport_overhead + 12 + all + 2 + len <= self.config.max_packet_size
+        };
+        let timing = self
+            .config
+            .extensions
+            .video_timing
+            .filter(|_| fits)
+            .map(|_| {
+                let at = |t: Option<Instant>| {
+                    t.map_or(0, |t| VideoTiming::delta_ms(frame.capture_time, t))
+                };
+                (
+                    frame.capture_time,
+                    VideoTiming {
+                        flags: VideoTiming::TIMER,
+                        encode_start_ms: at(frame.encoded.map(|e| e.0)),
+                        encode_finish_ms: at(frame.encoded.map(|e| e.1)),
+                        packetization_finish_ms: at(Some(now)),
+                        ..VideoTiming::default()
+                    },
+                )
+            });
         self.frame_id += 1;
         // Header + extensions (at most: abs-capture-time rides on first packets only).
         let ext = self.config.transport_overhead + self.config.extensions.max_overhead();
@@ -363,6 +393,7 @@ impl SenderSession {
                 marker: i + 1 == n,
                 payload_type: pt,
                 capture_ntp: if i == 0 { capture_ntp } else { None },
+                timing: if i + 1 == n { timing } else { None },
                 payload,
             };
             self.pacer.enqueue(

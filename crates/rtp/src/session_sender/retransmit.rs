@@ -25,16 +25,17 @@ impl SenderSession {
         let seq = self.rtx_seq;
         self.rtx_seq = self.rtx_seq.wrapping_add(1);
         let mut payload = Vec::new();
-        let (timestamp, marker, capture_ntp, padding) = match &s {
+        let (timestamp, marker, capture_ntp, video_timing, padding) = match &s {
             Some(s) => {
                 payload.reserve(2 + s.payload.len());
                 payload.extend_from_slice(&(s.seq as u16).to_be_bytes());
                 payload.extend_from_slice(&s.payload);
-                (s.timestamp, s.marker, s.capture_ntp, 0)
+                (s.timestamp, s.marker, s.capture_ntp, s.video_timing, 0)
             }
             None => (
                 self.last_rtp_ts.map(|(t, _)| t).unwrap_or(self.ts_offset),
                 false,
+                None,
                 None,
                 self.config.padding_bytes,
             ),
@@ -51,6 +52,7 @@ impl SenderSession {
                 transport_seq: Some(tx as u16),
                 capture_ntp,
                 playout_delay: capture_ntp.and(self.config.playout_delay),
+                video_timing,
                 padding,
             },
             &self.config.extensions,

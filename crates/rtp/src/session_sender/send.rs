@@ -12,7 +12,7 @@ use super::{SenderSession, Unsent};
 use crate::history::Stored;
 use crate::rtcp;
 use crate::rtp_packet::{OutgoingRtp, write_rtp};
-use crate::{Error, Transmit, TransmitKind};
+use crate::{Error, Transmit, TransmitKind, VideoTiming};
 
 impl SenderSession {
     pub(super) fn rtp_timestamp(&self, capture: Instant) -> u32 {
@@ -66,6 +66,10 @@ impl SenderSession {
         let seq = self.seq;
         self.seq += 1;
         let tx = self.next_transport_seq();
+        let video_timing = m.timing.map(|(capture, t)| VideoTiming {
+            pacer_exit_ms: VideoTiming::delta_ms(capture, now),
+            ..t
+        });
         let bytes = write_rtp(
             &OutgoingRtp {
                 ssrc: self.config.ssrc,
@@ -78,6 +82,7 @@ impl SenderSession {
                 transport_seq: Some(tx as u16),
                 capture_ntp: m.capture_ntp,
                 playout_delay: m.capture_ntp.and(self.config.playout_delay),
+                video_timing,
                 padding: 0,
             },
             &self.config.extensions,
@@ -99,6 +104,7 @@ impl SenderSession {
             timestamp: m.timestamp,
             marker: m.marker,
             capture_ntp: m.capture_ntp,
+            video_timing,
             payload: m.payload,
             sent: now,
             last_retransmit: None,

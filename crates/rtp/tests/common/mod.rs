@@ -170,6 +170,7 @@ pub fn frame(codec: Codec, len: usize, key: bool, capture: Instant, salt: u8) ->
         }
     };
     EncodedFrame {
+        encoded: None,
         data: Bytes::from(data),
         capture_time: capture,
         key_frame: key,
