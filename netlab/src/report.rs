@@ -297,6 +297,19 @@ pub fn table(s: &Summary) -> String {
             opt(v.g2g_ms.as_ref().map(|d| d.p50)),
             opt(v.g2g_max_ms),
         );
+        if let Some(st) = v.stages_ms {
+            let _ = writeln!(
+                t,
+                "{name}: latency by stage (medians, ms): encode {:.1}, queue {:.1}, pacing {:.1}, network {}, arrival {}, jitter buffer {:.1}, decode {:.1}",
+                st.encode,
+                st.queue,
+                st.pacing,
+                opt(st.network),
+                opt(st.arrival),
+                st.jitter_buffer,
+                st.decode,
+            );
+        }
     }
     if let Some(fw) = &s.forwarder {
         let _ = writeln!(

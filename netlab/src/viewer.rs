@@ -7,6 +7,10 @@
 //! WebRTC's (a gap of at least max(3 × mean, mean + 150 ms)), which both viewers count; what
 //! one viewer cannot measure is `None`, never a zero: cg-recv has no playout buffer to report,
 //! a browser's page no glass-to-glass latency.
+//!
+//! Where the latency went ([`Stages`]) comes from the sender's stages in the video-timing
+//! header extension: cg-recv splits each frame's glass-to-glass latency; a browser reports its
+//! slowest recent frame's stages (`googTimingFrameInfo`), on its own clock.
 
 use std::path::Path;
 
@@ -43,6 +47,107 @@ pub struct ViewerSummary {
     pub g2g_ms: Option<Dist>,
     /// The largest glass-to-glass latency of a frame decoded within the window, ms.
     pub g2g_max_ms: Option<f64>,
+    /// Where the latency went, each stage's median within the window: over cg-recv's
+    /// records, or over the distinct frames a browser reported as its slowest.
+    #[serde(default)]
+    pub stages_ms: Option<Stages>,
+}
+
+/// A frame's latency stage by stage, ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stages {
+    /// Capture to the encoder's output.
+    pub encode: f64,
+    /// The encoder's output to the frame queued for the pacer.
+    pub queue: f64,
+    /// Queued to its last packet leaving the pacer.
+    pub pacing: f64,
+    /// The last packet leaving to the last arriving; `None` from a browser, whose capture
+    /// time is not on the sender's clock.
+    pub network: Option<f64>,
+    /// The first packet arriving to the last (a browser's `receive_start` to `receive_finish`:
+    /// pacing as it arrived); `None` from cg-recv.
+    pub arrival: Option<f64>,
+    /// The last arrival to the decoder's input.
+    pub jitter_buffer: f64,
+    /// The decoder.
+    pub decode: f64,
+}
+
+impl Stages {
+    /// Each stage's median over `all` (`None` for none).
+    fn median(all: &[Stages]) -> Option<Stages> {
+        let med = |f: &dyn Fn(&Stages) -> Option<f64>| {
+            let mut v: Vec<f64> = all.iter().filter_map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
+        };
+        (!all.is_empty()).then(|| Stages {
+            encode: med(&|s| Some(s.encode)).unwrap_or(f64::NAN),
+            queue: med(&|s| Some(s.queue)).unwrap_or(f64::NAN),
+            pacing: med(&|s| Some(s.pacing)).unwrap_or(f64::NAN),
+            network: med(&|s| s.network),
+            arrival: med(&|s| s.arrival),
+            jitter_buffer: med(&|s| Some(s.jitter_buffer)).unwrap_or(f64::NAN),
+            decode: med(&|s| Some(s.decode)).unwrap_or(f64::NAN),
+        })
+    }
+
+    /// cg-recv's `g2g_stages` record.
+    fn of_cg_recv(v: &Value) -> Option<Stages> {
+        let s = v.get("g2g_stages")?;
+        Some(Stages {
+            encode: num(s, "encode_ms")?,
+            queue: num(s, "queue_ms")?,
+            pacing: num(s, "pacing_ms")?,
+            network: num(s, "network_ms"),
+            arrival: None,
+            jitter_buffer: num(s, "jitter_buffer_ms")?,
+            decode: num(s, "decode_ms")?,
+        })
+    }
+
+    /// A browser's `googTimingFrameInfo`: RTP timestamp, capture, encode start and finish,
+    /// packetization, pacer exit, the two network slots, receive start and finish, decode
+    /// start and finish, render, outlier and timer flags (libwebrtc's `TimingFrameInfo`).
+    /// Returns the frame's RTP timestamp with its stages.
+    fn of_timing_frame(info: &str) -> Option<(i64, Stages)> {
+        let f: Vec<f64> = info
+            .split(',')
+            .map(|x| x.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let [
+            ts,
+            _capture,
+            enc0,
+            enc1,
+            packetized,
+            pacer,
+            _n1,
+            _n2,
+            rx0,
+            rx1,
+            dec0,
+            dec1,
+            ..,
+        ] = f[..]
+        else {
+            return None;
+        };
+        Some((
+            ts as i64,
+            Stages {
+                encode: enc1 - enc0,
+                queue: packetized - enc1,
+                pacing: pacer - packetized,
+                network: None,
+                arrival: Some(rx1 - rx0),
+                jitter_buffer: dec0 - rx1,
+                decode: dec1 - dec0,
+            },
+        ))
+    }
 }
 
 /// One viewer record: when (s since the run's t0) and the fields used.
@@ -189,6 +294,7 @@ fn common<'a, 'b>(
         jitter_buffer_ms: None,
         g2g_ms: None,
         g2g_max_ms: None,
+        stages_ms: None,
     };
     Some((summary, before, inside))
 }
@@ -204,6 +310,11 @@ fn from_cg_recv(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
         .iter()
         .filter_map(|r| num(r.v, "g2g_max_ms"))
         .reduce(f64::max);
+    let stages: Vec<Stages> = inside
+        .iter()
+        .filter_map(|r| Stages::of_cg_recv(r.v))
+        .collect();
+    s.stages_ms = Stages::median(&stages);
     Some(s)
 }
 
@@ -214,6 +325,12 @@ fn from_chromium(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
     let emitted = growth(before, last, "jitterBufferEmittedCount");
     s.jitter_buffer_ms =
         (emitted > 0.0).then(|| growth(before, last, "jitterBufferDelay") / emitted * 1e3);
+    // The same frame stays the slowest for many reports: each frame counts once.
+    let frames: std::collections::BTreeMap<i64, Stages> = inside
+        .iter()
+        .filter_map(|r| Stages::of_timing_frame(r.v.get("googTimingFrameInfo")?.as_str()?))
+        .collect();
+    s.stages_ms = Stages::median(&frames.into_values().collect::<Vec<_>>());
     Some(s)
 }
 
@@ -247,6 +364,8 @@ mod tests {
                 "webrtc_freezes": freezes, "webrtc_freeze_total_ms": frozen,
                 "resolution_switches": sw, "width": w, "height": w * 9 / 16,
                 "g2g_ms": g2g, "g2g_max_ms": g2g + 10.0,
+                "g2g_stages": {"encode_ms": 5.0, "queue_ms": 0.0, "pacing_ms": g2g / 2.0,
+                    "network_ms": 1.0, "jitter_buffer_ms": 0.1, "decode_ms": 2.0},
             })
         };
         write(
@@ -269,6 +388,8 @@ mod tests {
         assert_eq!(s.held_size, Some((1280, 720)));
         assert_eq!(s.g2g_ms.as_ref().map(|g| g.p50), Some(50.0));
         assert_eq!(s.g2g_max_ms, Some(70.0));
+        let st = s.stages_ms.expect("stages");
+        assert_eq!((st.pacing, st.network, st.arrival), (25.0, Some(1.0), None));
         assert_eq!(s.jitter_buffer_ms, None);
         assert_eq!(
             summarise(&d, "cg", T0, (10.0, 20.0)),
@@ -282,13 +403,21 @@ mod tests {
     #[test]
     fn a_browser_s_inbound_rtp_reports_give_the_same_summary() {
         let d = dir("page");
+        // Chromium 156's format, one report of a run: the frame's pacer exit 46 ms after
+        // capture, its packets arriving over 34 ms, decoded in 4 ms.
+        let slow = |ts: u32, pacer: i32| {
+            format!(
+                "{ts},-47,-47,-35,-34,{pacer},-47,-47,49648457,49648491,49648491,49648495,0,0,1"
+            )
+        };
         let rep = |t: f64, frames: u64, freezes: u64, frozen: f64, w: u32, jb: f64| {
             serde_json::json!({"viewer": "v1", "t": t, "mono_ns": at(t), "report": {"stats": [
                 {"type": "candidate-pair"},
                 {"type": "inbound-rtp", "kind": "video", "framesDecoded": frames,
                  "framesPerSecond": 30, "freezeCount": freezes, "totalFreezesDuration": frozen,
                  "frameWidth": w, "frameHeight": w * 9 / 16,
-                 "jitterBufferDelay": jb, "jitterBufferEmittedCount": frames},
+                 "jitterBufferDelay": jb, "jitterBufferEmittedCount": frames,
+                 "googTimingFrameInfo": if t < 2.5 { slow(7, -1) } else { slow(9, -4) }},
             ]}})
         };
         write(
@@ -308,6 +437,19 @@ mod tests {
         // (2.4 − 0.6) s over 60 frames.
         assert!((s.jitter_buffer_ms.unwrap() - 30.0).abs() < 1e-9);
         assert_eq!((s.g2g_ms, s.g2g_max_ms), (None, None));
+        // Two distinct slowest frames in the window (pacing 33 and 30 ms): the median of two
+        // is the larger.
+        let st = s.stages_ms.expect("stages");
+        assert_eq!(
+            (st.encode, st.queue, st.pacing, st.network, st.arrival),
+            (12.0, 1.0, 33.0, None, Some(34.0))
+        );
+        assert_eq!((st.jitter_buffer, st.decode), (0.0, 4.0));
+        assert_eq!(Stages::of_timing_frame("1,2,3"), None);
+        assert_eq!(
+            Stages::of_timing_frame("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o"),
+            None
+        );
         std::fs::remove_dir_all(&d).ok();
     }
 }

@@ -459,7 +459,8 @@ fn chromium_views_gaming_on_a_busy_host(name: &str, picture: &str) {
 /// Chromium views `picture` at 1280×720 (`--profile gaming`) from cg-send with `controller`
 /// over the clean 50 Mbit/s link for `secs`, `load` (a `[load]` table, or empty) beside it.
 /// Judged on Chromium's own figures from 10 s (issue #37): no freeze, at least 29 fps, a mean
-/// jitter-buffer delay of at most 30 ms, at most `switches` resolution switches and 720p held.
+/// jitter-buffer delay of at most 30 ms, at most `switches` resolution switches and 720p held,
+/// and the latency's stages reported.
 /// Returns what failed. SCReAM runs on RFC 8888, which Chromium sends behind its field trial.
 fn chromium_views_gaming(
     name: &str,
@@ -519,6 +520,10 @@ fn chromium_views_gaming(
     let jb = num(v, "jitter_buffer_ms");
     if jb.is_nan() || jb > 30.0 {
         why.push(format!("mean jitter-buffer delay {jb} ms (> 30 ms)"));
+    }
+    // The browser hears each frame's sender stages (video-timing) and reports them.
+    if v["stages_ms"]["pacing"].as_f64().is_none() {
+        why.push(format!("no latency stages from the browser: {}", v["stages_ms"]));
     }
     why.into_iter()
         .map(|w| format!("{controller} {busy}: {w}"))

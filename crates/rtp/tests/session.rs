@@ -197,9 +197,19 @@ fn a_one_packet_frame_carries_its_timing_only_where_it_fits() {
     };
     w.run(t0 + Duration::from_secs(3), &mut src);
     assert!(w.frames.len() >= 85, "{} frames", w.frames.len());
-    let biggest = w.captured.iter().filter(|c| c.1).map(|c| c.2.len()).max().unwrap();
+    let biggest = w
+        .captured
+        .iter()
+        .filter(|c| c.1)
+        .map(|c| c.2.len())
+        .max()
+        .unwrap();
     assert!(biggest <= limit, "a {biggest}-byte packet (limit {limit})");
-    let with = w.frames.iter().filter(|f| f.sender_timing.is_some()).count();
+    let with = w
+        .frames
+        .iter()
+        .filter(|f| f.sender_timing.is_some())
+        .count();
     assert!(
         with > 0 && with < w.frames.len(),
         "{with} of {} frames with their timing",
