@@ -32,7 +32,7 @@ use cg_cc::sim::{
     self, EncoderConfig, ReceiverConfig, SenderConfig, SimReceiver, SimSender, metrics,
 };
 use cg_link::sim::Sim;
-use cg_link::{CapacityConfig, EventKind};
+use cg_link::{CapacityConfig, EventKind, Link};
 use cg_types::{Bitrate, Ecn};
 use common::{MMSYS16_6_1, links, mmsys16_6_1, seeds, t90};
 
@@ -56,8 +56,16 @@ fn run(
     nominal: Bitrate,
     secs: u64,
 ) -> Run {
+    run_on(cfg, seed, links(capacity, nominal), secs)
+}
+
+fn run_on(
+    cfg: &ScreamConfig,
+    seed: u64,
+    (f, r): (Link<sim::SimPacket>, Link<sim::SimPacket>),
+    secs: u64,
+) -> Run {
     let start = Instant::now();
-    let (f, r) = links(capacity, nominal);
     let mut s = Sim::new(f, r, start);
     let sender = SenderConfig {
         encoder: EncoderConfig {
@@ -300,6 +308,40 @@ fn constant_bounds(cap: Bitrate) {
             "seed {}: freeze {:?}",
             o.seed,
             o.freeze
+        );
+    }
+}
+
+/// Issue #37's clean link: 50 Mbit/s, 1 ms each way, the camera capped at 5 Mbit/s. The
+/// window must carry the maximum rate for as long as a packet stays unacknowledged — an sRTT
+/// and a feedback gap (40 ms here, where the sRTT is 2 ms): no frame is discarded and the
+/// sender holds the maximum from 10 s to the end of 120 s, each of the seeds.
+#[test]
+fn camera_on_a_short_fast_path_holds_the_maximum_without_discards() {
+    let cap = Bitrate::mbps(50);
+    let cfg = scream_cfg();
+    for seed in seeds() {
+        let r = run_on(
+            &cfg,
+            seed,
+            common::links_with(CapacityConfig::constant(cap), cap, Duration::from_millis(1)),
+            120,
+        );
+        let ev = r.s.forward().events();
+        let u = metrics::utilisation(ev.iter(), cfg.max_bitrate, r.at(10), r.end);
+        eprintln!(
+            "seed {seed}: {:.3} of the maximum from 10 s, {} frames dropped, longest frame gap {:?}",
+            u,
+            r.dropped_frames(),
+            r.longest_freeze()
+        );
+        assert_eq!(r.dropped_frames(), 0, "seed {seed}");
+        // Headers count on the wire: a little over the media maximum.
+        assert!(u > 0.9 && u < 1.15, "seed {seed}: {u:.3} of the maximum");
+        assert!(
+            r.longest_freeze() <= Duration::from_millis(150),
+            "seed {seed}: {:?}",
+            r.longest_freeze()
         );
     }
 }

@@ -99,6 +99,9 @@ const MSS_WINDOW: Duration = Duration::from_secs(1);
 /// At most this many undrained events are kept.
 const MAX_EVENTS: usize = 16;
 
+/// Gaps between feedbacks longer than this (s) are silences, not the feedback interval.
+const FEEDBACK_GAP_MAX: f64 = 0.5;
+
 /// A SCReAM v2 sender-side controller. Build it from a [`ScreamConfig`].
 #[derive(Debug, Clone)]
 pub struct Scream {
@@ -140,6 +143,10 @@ pub struct Scream {
     max_bif_prev: u64,
     bif_window_start: Option<Instant>,
     last_progress: Option<Instant>,
+    /// When the last feedback arrived, and the smoothed gap between feedbacks (s): a packet
+    /// stays in flight for about an sRTT and a feedback gap.
+    last_feedback: Option<Instant>,
+    feedback_gap: f64,
 
     acked_bytes_window: u64,
     acked_window_start: Option<Instant>,
@@ -217,6 +224,8 @@ impl Scream {
             max_bif_prev: 0,
             bif_window_start: None,
             last_progress: None,
+            last_feedback: None,
+            feedback_gap: 0.0,
             acked_bytes_window: 0,
             acked_window_start: None,
             acked_rate_bps: 0.0,
@@ -489,7 +498,10 @@ impl Scream {
         self.newly_acked_ce = 0;
 
         // --- bounds ---
-        let rtt_c = (srtt.as_secs_f64() + 0.001).clamp(0.001, 0.2);
+        // The time a packet stays in flight: an sRTT, a feedback gap (cg-rtp reports every
+        // 40 ms; on a path of a few ms a window of the sRTT alone cannot carry one frame) and
+        // the reference's 1 ms.
+        let rtt_c = (srtt.as_secs_f64() + self.feedback_gap + 0.001).clamp(0.001, 0.2);
         let max_bytes_per_rtt = cfg.max_bitrate.as_bps_f64() / 8.0 * rtt_c;
         if self.target.as_bps_f64() >= 0.95 * cfg.max_bitrate.as_bps_f64() {
             // Reference: at the maximum rate keep the window near what is actually used, so a
@@ -708,6 +720,14 @@ impl Controller for Scream {
     }
 
     fn on_feedback(&mut self, feedback: &Feedback<'_>, now: Instant) {
+        if let Some(last) = self.last_feedback {
+            let gap = now.saturating_duration_since(last).as_secs_f64();
+            // A silence is no feedback interval.
+            if gap < FEEDBACK_GAP_MAX {
+                self.feedback_gap += (gap - self.feedback_gap) / 8.0;
+            }
+        }
+        self.last_feedback = Some(now);
         let mut delivered = 0u64;
         let mut newest: Option<(i64, RemoteTime)> = None;
         let mut last_owd: Option<i64> = None;

@@ -36,16 +36,25 @@ pub fn links(
     capacity: CapacityConfig,
     nominal: Bitrate,
 ) -> (Link<sim::SimPacket>, Link<sim::SimPacket>) {
+    links_with(capacity, nominal, ONE_WAY)
+}
+
+/// [`links`] with `one_way` delay each way.
+pub fn links_with(
+    capacity: CapacityConfig,
+    nominal: Bitrate,
+    one_way: Duration,
+) -> (Link<sim::SimPacket>, Link<sim::SimPacket>) {
     let forward = LinkConfig {
         capacity,
         event_limit: None,
         ..LinkConfig::constant(nominal)
     }
-    .with_delay(ONE_WAY)
+    .with_delay(one_way)
     .with_qdisc(QdiscConfig::DropTail(DropTailConfig::time(
         Duration::from_millis(300),
     )));
-    let reverse = LinkConfig::constant(Bitrate::mbps(100)).with_delay(ONE_WAY);
+    let reverse = LinkConfig::constant(Bitrate::mbps(100)).with_delay(one_way);
     (
         Link::new(forward).expect("valid forward link"),
         Link::new(reverse).expect("valid reverse link"),
