@@ -287,11 +287,9 @@ pub struct GccConfig {
     /// mode has no RTT measurement (libwebrtc assumes 200 ms there). Default 200 ms.
     pub default_rtt: Duration,
     /// Send-side mode: use the RTT measured from feedback instead of `default_rtt` in the
-    /// additive step. Default `false`, so that both modes grow alike: with the measured RTT
-    /// (about 75 ms in `gcc_scenarios`) the send-side increase was 1.7 times faster than the
-    /// scalar Kalman filter's detection could follow (single flow q95 144 ms instead of 63 ms).
-    /// Measured again with [`IncreaseMode::LinkCapacity`], seeds 1–4: single flow q95 after
-    /// 30 s 83–105 ms (47–63 ms without), three-flow Jain 0.795–0.994 (0.966–0.992 without).
+    /// additive step. Default `false`, so that both modes grow alike. Reason: with a short
+    /// measured RTT the send-side increase outruns what the scalar Kalman filter's detection
+    /// can follow, and the queue grows (figures: `docs/notes/2026-11-28.md`, "GccConfig").
     pub additive_measured_rtt: bool,
     /// The additive increase adds one packet of this size per response time (RTT + 100 ms).
     /// Default 1200 bytes.
@@ -330,10 +328,9 @@ pub struct GccConfig {
     /// decrease drains at the new rate — while `Ar`, back at `α·R` after that decrease,
     /// needs 6–7 s of additive increase to pass the old capacity at 1 Mbit/s. The REMB
     /// sender probes when the REMB value passes the capacity it inferred, so until then it
-    /// did not probe either. Measured in `cc/tests/gcc_camera.rs` (REMB §6.1 camera, seeds
-    /// 1–4): U 0.865–0.881 → 0.887–0.903, t90 after 1 → 2.5 Mbit/s at most 8.7 → 5.8 s,
-    /// q95 64–75 → 62–72 ms; the same switch in send-side mode raised its loss above 0.5 %,
-    /// so it stays there as it was. Default `true`; `false` gives the send-side rule.
+    /// did not probe either. Send-side mode keeps the wait: there the same switch raised the
+    /// loss (figures: `docs/notes/2026-11-28.md`, "GccConfig"). Default `true`; `false` gives
+    /// the send-side rule.
     pub remb_capacity_reset_by_receive_rate: bool,
 
     /// Loss-based controller. Default [`LossModel::Mmsys16`].
@@ -364,17 +361,21 @@ pub struct GccConfig {
 
     /// Pacing factor `f` (MMSys16 §3.5). Default 1.5.
     pub pacing_factor: f64,
-    /// Send-side mode with the capacity cap on, while no bottleneck rate is known (no
-    /// over-use or saturated probe since the link-capacity estimate last reset; see
-    /// [`pacing_link_capacity_factor`](Self::pacing_link_capacity_factor)): the pacer may
-    /// go up to this × `A` to send what is queued within a frame interval (33 ms). A cg
-    /// rule: the link has carried all the flow sent, so a frame far larger than the
-    /// average (a game's scene cut, a key frame) leaves as fast as libwebrtc lets it (its
-    /// factor, 2.5) rather than reaching the viewer later than the frames' cadence allows;
-    /// frames of the average size still leave at `f·A`, and once the link is found full
-    /// the cap takes over. REMB mode keeps `f`: its sender cannot tell whether the link
-    /// carried a probe. Default 2.5; [`pacing_factor`](Self::pacing_factor) or less turns
-    /// it off.
+    /// With the capacity cap on ([`pacing_link_capacity_factor`](Self::pacing_link_capacity_factor)),
+    /// until the link first pushes back (the first over-use; in REMB mode the first falling
+    /// REMB), the pacer paces every frame at this × `A`. After that, in send-side mode while
+    /// no bottleneck rate is known (no over-use or saturated probe since the link-capacity
+    /// estimate last reset), it may go up to this × `A` to send what is queued within a
+    /// frame interval (33 ms). A cg rule: the link has
+    /// carried all the flow sent, so a frame leaves as fast as libwebrtc lets it (its
+    /// factor, 2.5) rather than spread over most of a frame interval, which a viewer's
+    /// jitter buffer counts in full (it times a frame from its first packet); a frame far
+    /// larger than the average (a game's scene cut, a key frame) does not reach the viewer
+    /// later than the frames' cadence allows. After an over-use has been seen, frames of
+    /// the average size leave at `f·A` (a faster link after a capacity reset is still near
+    /// the rate it was found full at), and once the link is found full the cap takes over.
+    /// REMB mode then keeps `f`: its sender cannot tell whether the link carried a probe.
+    /// Default 2.5; [`pacing_factor`](Self::pacing_factor) or less turns it off.
     pub pacing_factor_unbounded: f64,
     /// While the bottleneck queuing delay the sender measures (send-side: one-way delay
     /// from transport-wide feedback over its minimum; REMB mode: receiver-report RTT over
@@ -427,13 +428,10 @@ pub struct GccConfig {
     ///
     /// Reason: each decrease takes `1 − α` (15 %) off the rate, so a queue we built drains
     /// within a few (after 2.5 → 0.5 Mbit/s: gone by the third); a loss-based flow keeps a
-    /// DropTail buffer full whatever we send, and a decrease every second handed it the link.
-    /// CCR16 §4.2's case (one CUBIC flow, 2 Mbit/s, DT/300, fair share 0.5) without this,
-    /// simulated seeds 1–8: send-side 0.116–0.226 of the link, REMB 0.087–0.199; in netlab
-    /// with the real cg-send and kernel CUBIC (`scenarios/matched/gcc*-cubic-droptail-2mbit`)
-    /// 0.098 and 0.065 — the paper reports the fair share (its GCC has no such decrease).
-    /// With it: see `cc/tests/competing_tcp.rs`. The single-flow scenarios (`gcc_scenarios`,
-    /// `gcc_camera`, seeds 1–8) give the same figures either way.
+    /// DropTail buffer full whatever we send, and a decrease every second handed it the link
+    /// (CCR16 §4.2's case, where the paper reports the fair share; its GCC has no such
+    /// decrease). Guarded by `cc/tests/competing_tcp.rs`; figures without it:
+    /// `docs/notes/2026-11-28.md`, "GccConfig".
     pub standing_queue_competing: Option<u32>,
     /// How long the standing-queue check stands down ([`GccConfig::standing_queue_competing`])
     /// before it tries again. Default 30 s.
@@ -451,10 +449,8 @@ pub struct GccConfig {
     /// their padding, with its abs-send-time and arrival times, and raises `Ar` (and at once
     /// the REMB) to a valid one's rate ([`crate::gcc::probe_detector`]); the sender takes a
     /// REMB that rose within 1 s of a cluster as its result. Clusters wait for the pacer to
-    /// run out of media and are 50 ms apart, so that the receiver sees them. Measured
-    /// (`cc/tests/gcc_camera.rs`, REMB mode, seeds 1–4): §6.1 U 0.858–0.889 and t90 after
-    /// 1 → 2.5 Mbit/s 4.1–10.4 s (0.702–0.799 and 20.5 s to not within 50 s without);
-    /// constant 2 Mbit/s U 0.898–0.909 (0.719–0.748).
+    /// run out of media and are 50 ms apart, so that the receiver sees them (figures with and
+    /// without: `docs/notes/2026-11-28.md`, "Probing rules").
     pub probing: bool,
     /// With `probing`: also probe at 2× the estimate when the link-capacity estimate is
     /// forgotten because the rate went above it (a cg addition, see
@@ -462,13 +458,9 @@ pub struct GccConfig {
     pub capacity_probing: bool,
     /// Shortest further probe (one at 2× a result above 0.7× the last probe's rate), see
     /// [`crate::gcc::probe_controller::FURTHER_PROBE_DURATION`]. Default `None`: 15 ms in REMB
-    /// mode (libwebrtc's minimum), every cluster's 30 ms in send-side mode. In REMB
-    /// mode at 30 ms the further probe of the capacity probe in §6.1 camera (netlab, 4.3–4.6
-    /// Mbit/s into 2.5 Mbit/s) made `dm` 11.6 ms on the next frame, the receiver's `m` 0.30
-    /// against `γ` 0.15, and an over-use that set `Ar` from 2.13 to 1.81 Mbit/s 0.2 s later
-    /// (three runs of three; t90 after 1 → 2.5 Mbit/s 14.6, 9.4, 14.4 s); at 15 ms none in
-    /// two runs (7.0, 8.2 s). Send-side mode was not measured in netlab; in the cc simulation
-    /// (camera §6.1, seeds 1–12) neither value is better.
+    /// mode (libwebrtc's minimum), every cluster's 30 ms in send-side mode. Reason for the
+    /// shorter REMB-mode probe: the receiver's detector sees the further probe's queue on the
+    /// next frame and over-uses on it (figures: `docs/notes/2026-11-28.md`, "Probing rules").
     pub further_probe_duration: Option<Duration>,
     /// With `capacity_probing`: also probe the capacity (as when the link-capacity estimate
     /// is forgotten) after this long climbing additively without an over-use — in REMB mode,

@@ -36,9 +36,10 @@
 //! let probe = sender.target_bitrate().mul_f64(3.0);
 //! assert!(matches!(sender.poll_event(), Some(ControllerEvent::Probe { rate, .. }) if rate == probe));
 //! assert_eq!(sender.pacing_rate(), probe);
-//! // The papers' REMB mode paces at 1.5 × the target.
+//! // REMB mode paces at libwebrtc's 2.5 × the target until the link first pushes back,
+//! // then at the papers' 1.5 ×.
 //! let remb = GccConfig::default().build(now).unwrap();
-//! assert_eq!(remb.pacing_rate(), remb.target_bitrate().mul_f64(1.5));
+//! assert_eq!(remb.pacing_rate(), remb.target_bitrate().mul_f64(2.5));
 //! ```
 //!
 //! Stats (for plots): `m`, `gamma`, `dm` (ms), `gain`, `noise_var`, `signal` (−1/0/+1),

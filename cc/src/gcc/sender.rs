@@ -148,6 +148,10 @@ pub struct GccController {
     remb_capacity: LinkCapacity,
     /// REMB mode: the last REMB value, and whether it was below the one before.
     last_remb: Option<(Bitrate, bool)>,
+    /// The link has pushed back: a REMB fell (REMB mode: the receiver's over-use) or a
+    /// standing queue was measured. Send-side over-uses are counted by the delay-based
+    /// controller.
+    pushed_back: bool,
     /// REMB mode: media waits in the pacer, so a cluster would not start now.
     media_waiting: bool,
     /// Media bytes in the pacer, as [`Controller::on_media_queue`] last said.
@@ -281,6 +285,7 @@ impl GccController {
             alpha: c.alpha,
             remb_capacity: LinkCapacity::default(),
             last_remb: None,
+            pushed_back: false,
             media_waiting: false,
             media_queued: DataSize::ZERO,
             last_feedback: None,
@@ -388,6 +393,7 @@ impl GccController {
         let previous = self.last_remb;
         let fell = previous.is_some_and(|(prev, _)| remb < prev);
         self.last_remb = Some((remb, fell));
+        self.pushed_back |= fell;
         if fell {
             let r = remb.mul_f64(1.0 / self.alpha.max(0.01));
             if self
@@ -448,6 +454,13 @@ impl GccController {
             self.last_climb_check = Some(now);
             p.on_capacity_reset(now);
         }
+    }
+
+    /// The bottleneck queuing delay measured now; one above the standing-queue limit is the
+    /// link pushing back.
+    fn set_queue_delay(&mut self, q: Duration) {
+        self.queue_delay = Some(q);
+        self.pushed_back |= self.standing_queue.is_some_and(|limit| q > limit);
     }
 
     /// The standing-queue decrease ([`GccConfig::standing_queue_decrease`]).
@@ -715,7 +728,9 @@ impl GccController {
             }
         }
         if let Some((_, q)) = newest_queue {
+            // As `set_queue_delay`, field by field: `delay` borrows the controller.
             self.queue_delay = Some(q);
+            self.pushed_back |= self.standing_queue.is_some_and(|limit| q > limit);
         }
         if let Some(n) = newest_send {
             self.newest_acked_us = Some(self.newest_acked_us.map_or(n, |o| o.max(n)));
@@ -816,7 +831,8 @@ impl Controller for GccController {
                     // receiver report has over the smallest one seen.
                     self.base_delay.rotate(now);
                     let rtt_us = i64::try_from(rtt.as_micros()).unwrap_or(i64::MAX);
-                    self.queue_delay = Some(self.base_delay.sample(rtt_us));
+                    let q = self.base_delay.sample(rtt_us);
+                    self.set_queue_delay(q);
                 }
                 if let Some(remb) = feedback.remb {
                     self.on_fed(REMB_SILENCE, now);
@@ -899,15 +915,18 @@ impl Controller for GccController {
         let target = self.target_bitrate();
         let f = if standing { 1.0 } else { self.pacing_factor };
         let mut rate = target.mul_f64(f);
-        if !standing
-            && bottleneck.is_none()
-            && self.pace_at_capacity.is_some()
-            && self.mode == GccMode::SendSideTwcc
-        {
-            // No bottleneck found: what is queued may leave within a frame interval.
-            let drain = self.media_queued.as_bits() as f64 / UNBOUNDED_DRAIN.as_secs_f64();
+        if !standing && bottleneck.is_none() && self.pace_at_capacity.is_some() {
             let most = target.mul_f64(self.pacing_factor_unbounded);
-            rate = rate.max(Bitrate::from_bps_f64(drain).min(most));
+            let overused = self.delay.as_ref().is_some_and(|d| d.stats().overuses > 0);
+            if !(self.pushed_back || overused) {
+                // The link has never pushed back: every frame as fast as libwebrtc lets it.
+                rate = rate.max(most);
+            } else if self.mode == GccMode::SendSideTwcc {
+                // No bottleneck found since: what is queued may leave within a frame
+                // interval.
+                let drain = self.media_queued.as_bits() as f64 / UNBOUNDED_DRAIN.as_secs_f64();
+                rate = rate.max(Bitrate::from_bps_f64(drain).min(most));
+            }
         }
         if let Some(k) = self.pace_at_capacity
             && let Some(cap) = bottleneck
@@ -963,9 +982,13 @@ mod tests {
 
     /// A 1000-byte media packet.
     fn media(seq: u64, send_time: Instant) -> SentPacket {
+        media_sized(seq, send_time, 1000)
+    }
+
+    fn media_sized(seq: u64, send_time: Instant, bytes: u64) -> SentPacket {
         SentPacket {
             seq,
-            size: DataSize::bytes(1000),
+            size: DataSize::bytes(bytes),
             send_time,
             ecn: Ecn::NotEct,
             kind: PacketKind::Media,
@@ -975,10 +998,22 @@ mod tests {
     /// 1000-byte packets every 10 ms (800 kbit/s) with the one-way delay `extra(i)` ms on
     /// top of a 20 ms base, acknowledged in reports of 5.
     fn run(c: &mut GccController, from: u64, n: u64, t0: Instant, extra: impl Fn(u64) -> u64) {
+        run_sized(c, from, n, t0, 1000, extra);
+    }
+
+    /// [`run`] with packets of `bytes`.
+    fn run_sized(
+        c: &mut GccController,
+        from: u64,
+        n: u64,
+        t0: Instant,
+        bytes: u64,
+        extra: impl Fn(u64) -> u64,
+    ) {
         let mut results = Vec::new();
         for i in from..from + n {
             let at = t0 + Duration::from_millis(10 * i);
-            c.on_packet_sent(&media(i, at));
+            c.on_packet_sent(&media_sized(i, at, bytes));
             let arrival = 10_000 * i as i64 + 1000 * (20 + extra(i) as i64);
             results.push(PacketResult {
                 seq: i,
@@ -1304,7 +1339,8 @@ mod tests {
         report(&mut c, 1000, 52);
         report(&mut c, 2000, 50);
         assert_eq!(c.stats().queue_delay, Some(Duration::ZERO));
-        assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(1.5));
+        // The link has not pushed back yet: every frame at libwebrtc's factor.
+        assert_eq!(c.pacing_rate(), c.target_bitrate().mul_f64(2.5));
         report(&mut c, 3000, 370);
         assert_eq!(c.stats().queue_delay, Some(Duration::from_millis(320)));
         assert_eq!(c.pacing_rate(), c.target_bitrate(), "standing queue: A");
@@ -1366,9 +1402,11 @@ mod tests {
         assert!(!probes(&mut c).is_empty(), "the stall probe");
     }
 
-    /// Send-side, before any bottleneck rate is known, what is queued leaves within a frame
-    /// interval ([`UNBOUNDED_DRAIN`]), up to [`GccConfig::pacing_factor_unbounded`] × `A`;
-    /// once an over-use found the bottleneck, the pacer is capped near its rate.
+    /// Send-side: until the first over-use every frame leaves at
+    /// [`GccConfig::pacing_factor_unbounded`] × `A`; once an over-use found the bottleneck, the
+    /// pacer is capped near its rate; after the capacity estimate is forgotten (the link got
+    /// faster), an average frame leaves at `f·A` and what is queued within a frame interval
+    /// ([`UNBOUNDED_DRAIN`]), up to the same factor.
     #[test]
     fn a_large_frame_leaves_within_a_frame_interval_until_the_bottleneck_is_found() {
         let t0 = Instant::now();
@@ -1389,19 +1427,11 @@ mod tests {
         assert_eq!(c.gcc_stats().delay.unwrap().bottleneck_rate, None);
         let a = c.target_bitrate();
         let f = cfg.pacing_factor;
-        // An average frame: `f·A`.
+        let k = cfg.pacing_factor_unbounded;
+        // No over-use yet: an average frame at 2.5·A, and five of them too.
         let frame = (a.as_bps_f64() / 8.0 / 30.0) as u64;
-        assert_eq!(queued(&mut c, frame, 3000), a.mul_f64(f));
-        // Five of them within 33 ms would take about 5·A: capped at 2.5·A.
-        assert_eq!(
-            queued(&mut c, 5 * frame, 3000),
-            a.mul_f64(cfg.pacing_factor_unbounded)
-        );
-        // Two of them within 33 ms take about 2·A: between `f·A` and the cap.
-        let two = queued(&mut c, 2 * frame, 3000).as_bps_f64();
-        let drain = (2 * frame * 8) as f64 / UNBOUNDED_DRAIN.as_secs_f64();
-        assert!((two - drain).abs() < 1.0, "{two} vs {drain}");
-        assert!(two > a.mul_f64(f).as_bps_f64(), "{two}");
+        assert_eq!(queued(&mut c, frame, 3000), a.mul_f64(k));
+        assert_eq!(queued(&mut c, 5 * frame, 3000), a.mul_f64(k));
         // An over-use (a queue growing 1 ms per packet) finds the bottleneck; the climb
         // after it brings `f·A` above the cap, which then holds the pacer.
         run(&mut c, 300, 40, t0, |i| i - 299);
@@ -1418,6 +1448,17 @@ mod tests {
             c.target_bitrate()
         );
         assert_eq!(paced, most);
+        // The link gets faster: the receive rate doubles and `A` climbs past the capacity
+        // estimate, which is forgotten. An average frame leaves at `f·A` again, two frames'
+        // worth within a frame interval, five at most at 2.5·A.
+        run_sized(&mut c, 1240, 1500, t0, 2000, |_| 40);
+        assert_eq!(c.gcc_stats().delay.unwrap().bottleneck_rate, None, "reset");
+        let a = c.target_bitrate();
+        let frame = (a.as_bps_f64() / 8.0 / 30.0) as u64;
+        assert_eq!(queued(&mut c, frame, 27_400), a.mul_f64(f));
+        let two = queued(&mut c, 2 * frame, 27_400);
+        assert!(two > a.mul_f64(f) && two < a.mul_f64(k), "{two}");
+        assert_eq!(queued(&mut c, 5 * frame, 27_400), a.mul_f64(k));
     }
 
     /// REMB mode: a gap of [`REMB_SILENCE`] between REMBs restarts the stall clock too, so
