@@ -359,89 +359,118 @@ const BUSY_HOST: &str = "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
 
 /// Issue #37: 1280×720 camera video capped at 5 Mbit/s over a clean 50 Mbit/s link, send-side
 /// GCC, on a busy host (`[load]`: two busy loops at nice 19, the endpoints at nice 0 as a user
-/// starts them). The real-time path must hold no backlog: from 15 s to the end, cg-recv's
-/// glass-to-glass median within issue #37's 50 ms and its p95 over the last 256 frames
-/// within 100 ms at every report (the issue asks p99 ≤ 100 ms; cg-recv reports the p95 and
-/// each interval's worst frame, which the test prints), no run of frames dropped at once,
-/// and nearly every frame decoded. Runs and their figures: `docs/notes/2026-11-28.md`. The
-/// pacer keeping up with its input matters here only when GCC's pacing rate sits under the
-/// encoder's wire rate, which depends on its capacity estimate, so that mechanism's own
-/// guard is the pacer's unit test `a_rate_based_pacer_keeps_up_with_input_faster_than_its_rate`.
+/// starts them), judged by [`plain_glass_to_glass`]. Runs and their figures:
+/// `docs/notes/2026-11-28.md`. The pacer keeping up with its input matters here only when
+/// GCC's pacing rate sits under the encoder's wire rate, which depends on its capacity
+/// estimate, so that mechanism's own guard is the pacer's unit test
+/// `a_rate_based_pacer_keeps_up_with_input_faster_than_its_rate`.
 #[test]
 #[cfg_attr(
     debug_assertions,
     ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
 )]
 fn camera_720p_on_a_busy_host_keeps_glass_to_glass_latency_low() {
-    let toml = scenario(
-        "cg-busy-host",
-        40,
+    twice("busy-host", |attempt| {
+        plain_glass_to_glass(&format!("busy-host-{attempt}"), "gcc", 40, BUSY_HOST)
+    });
+}
+
+/// Issue #37's judged matrix in cg-recv: each controller, idle and on a busy host, 120 s of
+/// the camera picture over the clean link, judged by [`plain_glass_to_glass`].
+#[test]
+#[ignore = "issue #37, long (6 × 120 s): run with `cargo xtask test --long`"]
+fn plain_judged_matrix_every_controller_idle_and_busy() {
+    let mut why = Vec::new();
+    for controller in ["gcc", "gcc-remb", "scream"] {
+        for load in ["", BUSY_HOST] {
+            let busy = if load.is_empty() { "idle" } else { "busy" };
+            why.extend(plain_glass_to_glass(
+                &format!("plain-{controller}-{busy}"),
+                controller,
+                120,
+                load,
+            ));
+        }
+    }
+    assert!(why.is_empty(), "{}", why.join("; "));
+}
+
+/// cg-send → cg-recv with `controller`, 1280×720 camera capped at 5 Mbit/s over the clean
+/// 50 Mbit/s link for `secs`, `load` (a `[load]` table, or empty) beside it. The real-time
+/// path must hold no backlog. From 15 s to the end: the median of cg-recv's per-report
+/// glass-to-glass medians within issue #37's 50 ms, and the 99th percentile of its last 256
+/// frames within 100 ms at every report (the worst 8-s window, stricter than the issue's
+/// p99 over the run); at most 3 frames dropped by the sender; at least 97 % decoded. Returns
+/// what failed.
+fn plain_glass_to_glass(name: &str, controller: &str, secs: u32, load: &str) -> Vec<String> {
+    let busy = if load.is_empty() { "idle" } else { "busy" };
+    let (_summary, out) = match webrtc_run(
+        name,
         CLEAN_50MBIT,
-        "gcc",
+        "1ms",
+        controller,
         "not_ect",
         CAMERA_720P,
-    )
-    .replace("@DELAY@", "1ms")
-    .replace("@START@", "300k")
-        + BUSY_HOST;
-    run_checked(
-        "busy-host",
-        &toml,
-        |_| {},
-        |_s, out| {
-            let t0 = t0(out);
-            let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
-            let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
-            let (Some(ls), Some(lr)) = (sent.last(), recv.last()) else {
-                return Err("no cg statistics".into());
-            };
-            let p95: Vec<f64> = recv
-                .iter()
-                .filter(|l| run_t(l, t0) >= 15.0)
-                .map(|l| num(l, "g2g_p95_ms"))
-                .collect();
-            // NaN (no frame decoded in a window) fails the bound: `max` keeps it.
-            let worst =
-                p95.iter().copied().fold(
-                    f64::NEG_INFINITY,
-                    |a, b| if b.is_nan() { b } else { a.max(b) },
-                );
-            let late: Vec<&Value> = recv.iter().filter(|l| run_t(l, t0) >= 15.0).collect();
-            let mut medians: Vec<f64> = late.iter().map(|l| num(l, "g2g_ms")).collect();
-            medians.sort_by(f64::total_cmp);
-            let median = medians.get(medians.len() / 2).copied().unwrap_or(f64::NAN);
-            let worst_frame = late
-                .iter()
-                .map(|l| num(l, "g2g_max_ms"))
-                .fold(f64::NEG_INFINITY, f64::max);
-            let (dropped, frames) = (num(ls, "frames_dropped"), num(ls, "frames_encoded"));
-            let decoded = num(lr, "frames_decoded");
-            eprintln!(
-                "busy host, 720p camera, GCC: g2g from 15 s: median {median:.1} ms, p95 worst {worst:.1} ms over {} records, worst frame {worst_frame:.1} ms; sender dropped {dropped} of {frames} frames; decoded {decoded}",
-                p95.len(),
-            );
-            let mut why = Vec::new();
-            if median.is_nan() || median > 50.0 {
-                why.push(format!("glass-to-glass median {median:.1} ms (> 50 ms)"));
-            }
-            if p95.is_empty() || worst.is_nan() || worst > 100.0 {
-                why.push(format!(
-                    "glass-to-glass p95 reached {worst:.1} ms (> 100 ms)"
-                ));
-            }
-            if dropped.is_nan() || dropped > 3.0 {
-                why.push(format!("the sender dropped {dropped} frames (> 3)"));
-            }
-            if !(frames > 0.0 && decoded >= 0.97 * frames) {
-                why.push(format!("decoded {decoded} of {frames} frames (< 97 %)"));
-            }
-            if why.is_empty() {
-                Ok(())
-            } else {
-                Err(why.join("; "))
-            }
-        },
+        "off",
+        secs,
+        load,
+    ) {
+        Ok(r) => r,
+        Err(e) => return vec![e],
+    };
+    let t0 = t0(&out);
+    let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
+    let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+    let (Some(ls), Some(lr)) = (sent.last(), recv.last()) else {
+        return vec![format!("{controller} {busy}: no cg statistics")];
+    };
+    let late: Vec<&Value> = recv.iter().filter(|l| run_t(l, t0) >= 15.0).collect();
+    // NaN (no frame decoded in a window) fails the bound: `max` keeps it.
+    let worst = late
+        .iter()
+        .map(|l| num(l, "g2g_p99_ms"))
+        .fold(
+            f64::NEG_INFINITY,
+            |a, b| if b.is_nan() { b } else { a.max(b) },
+        );
+    let mut medians: Vec<f64> = late.iter().map(|l| num(l, "g2g_ms")).collect();
+    medians.sort_by(f64::total_cmp);
+    let median = medians.get(medians.len() / 2).copied().unwrap_or(f64::NAN);
+    let worst_frame = late
+        .iter()
+        .map(|l| num(l, "g2g_max_ms"))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let (dropped, frames) = (num(ls, "frames_dropped"), num(ls, "frames_encoded"));
+    let decoded = num(lr, "frames_decoded");
+    let stages = late
+        .iter()
+        .rev()
+        .find(|l| l["g2g_stages"].is_object())
+        .map(|l| l["g2g_stages"].to_string());
+    eprintln!(
+        "cg-recv, 720p camera, {controller}, {busy} host: g2g from 15 s: median {median:.1} ms, p99 worst {worst:.1} ms over {} records, worst frame {worst_frame:.1} ms; sender dropped {dropped} of {frames} frames; decoded {decoded}; last stages {}",
+        late.len(),
+        stages.unwrap_or_default(),
     );
+    let mut why = Vec::new();
+    if median.is_nan() || median > 50.0 {
+        why.push(format!("glass-to-glass median {median:.1} ms (> 50 ms)"));
+    }
+    if late.is_empty() || worst.is_nan() || worst > 100.0 {
+        why.push(format!(
+            "glass-to-glass p99 reached {worst:.1} ms (> 100 ms)"
+        ));
+    }
+    if dropped.is_nan() || dropped > 3.0 {
+        why.push(format!("the sender dropped {dropped} frames (> 3)"));
+    }
+    if !(frames > 0.0 && decoded >= 0.97 * frames) {
+        why.push(format!("decoded {decoded} of {frames} frames (< 97 %)"));
+    }
+    why.into_iter()
+        .map(|w| format!("{controller} {busy}: {w}"))
+        .collect()
 }
 
 /// Issue #37 in the browser: Chromium views a 1280×720 stream capped at 5 Mbit/s over a clean
@@ -523,7 +552,10 @@ fn chromium_views_gaming(
     }
     // The browser hears each frame's sender stages (video-timing) and reports them.
     if v["stages_ms"]["pacing"].as_f64().is_none() {
-        why.push(format!("no latency stages from the browser: {}", v["stages_ms"]));
+        why.push(format!(
+            "no latency stages from the browser: {}",
+            v["stages_ms"]
+        ));
     }
     why.into_iter()
         .map(|w| format!("{controller} {busy}: {w}"))

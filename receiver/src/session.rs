@@ -811,6 +811,7 @@ impl State {
             g2g_ms: (!g2g.is_empty()).then(|| g2g[g2g.len() / 2]),
             g2g_max_ms: g2g.last().copied(),
             g2g_p95_ms: dec.p95_glass_to_glass.map(|d| d.as_secs_f64() * 1e3),
+            g2g_p99_ms: dec.p99_glass_to_glass.map(|d| d.as_secs_f64() * 1e3),
             g2g_stages: G2gStages::median(&stages),
             width: dec.last_size.map_or(0, |(w, _)| w),
             height: dec.last_size.map_or(0, |(_, h)| h),

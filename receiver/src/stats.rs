@@ -159,6 +159,9 @@ pub struct Stats {
     pub g2g_max_ms: Option<f64>,
     /// Glass-to-glass latency, 95th percentile over the decoder's recent window, ms.
     pub g2g_p95_ms: Option<f64>,
+    /// Glass-to-glass latency, 99th percentile over the same window, ms.
+    #[serde(default)]
+    pub g2g_p99_ms: Option<f64>,
     /// Glass-to-glass latency stage by stage, when the sender sends its stages.
     #[serde(default)]
     pub g2g_stages: Option<G2gStages>,

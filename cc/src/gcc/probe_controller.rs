@@ -18,32 +18,26 @@
 //! - cg's addition ([`ProbeController::on_capacity_reset`]): when the link-capacity
 //!   estimate is forgotten because the rate went above it (the bottleneck got faster, see
 //!   [`super::rate_control`]), a probe at 2× the estimate, with further probes as at start,
-//!   at most every [`CAPACITY_PROBE_INTERVAL`]. libwebrtc probes only at start, in ALR and
-//!   after drops, so a camera sending at its whole estimate finds a faster link at 8 % per
-//!   second (issue #14: t90 15.8 s after 1 → 2.5 Mbit/s). The request is kept while other
-//!   probing is under way (or the interval has not passed) and carried out as soon as it
-//!   is over, unless the estimate fell meanwhile: the reset fires once per capacity
-//!   estimate, so a request dropped because, say, a recovery probe's results were still
-//!   awaited would leave the sender climbing additively until the next reset.
-//!   Near a rate the link was last found to saturate at (the last result of a probing
-//!   sequence that did not probe on, forgotten at a large drop), the probe goes at
-//!   [`NEAR_FACTOR`] × the estimate instead, with the shorter further-probe duration, and
-//!   probes on only if the link carried it (a result above
-//!   [`super::probe_estimator`]'s saturation ratio of its rate). A probe-seeded capacity
-//!   estimate is narrow (σ ≥ √(0.4 × estimate), 4 % at 2 Mbit/s) and a saturated result is
-//!   95 % of the link rate, so the additive climb passes it a few seconds after a probe with
-//!   the link still full: a 2× probe there leaves `estimate × duration` of queue (26 ms at
-//!   2.3 Mbit/s for 30 ms) and the delay detector over-uses on it (netlab §6.1 camera, four
-//!   runs of four, issue #14: `Ar` back to 85 % within 0.3 s of such probes, t90 above 8 s
-//!   in two of them); at 1.5× and the link full it is a third of that.
-//!
+//!   at most every [`CAPACITY_PROBE_INTERVAL`]. Reason: libwebrtc probes only at start, in
+//!   ALR and after drops, so a sender using its whole estimate finds a faster link only by
+//!   the additive climb. The request is kept while other probing is under way (or the
+//!   interval has not passed) and carried out as soon as it is over, unless the estimate fell
+//!   meanwhile: the reset fires once per capacity estimate, so a dropped request would leave
+//!   the sender climbing until the next one.
+//! - Near a rate the link was last found to saturate at (the last result of a probing
+//!   sequence that did not probe on, forgotten at a large drop), that probe goes at
+//!   [`NEAR_FACTOR`] × the estimate, with the shorter further-probe duration, and probes on
+//!   only if the link carried it (a result above [`super::probe_estimator`]'s saturation
+//!   ratio of its rate). Reason: a saturated result is 95 % of the link rate and the
+//!   probe-seeded capacity estimate is narrow, so the climb passes it with the link still
+//!   full, and a 2× probe there leaves `estimate × duration` of queue, which the delay
+//!   detector reads as over-use.
 //! - cg's second addition ([`crate::gcc::GccConfig::stall_probe_after`]): the same
-//!   capacity probe after 5 s of additive increase without an over-use (in REMB mode:
-//!   without a falling REMB). The
-//!   reset above needs the receive rate to pass the estimate's mean + 3σ, which a smooth
-//!   source (game content) does only by climbing there at one packet per response time:
-//!   after a 10 → 20 Mbit/s return that took up to 47 s (send-side), with the probe at most
-//!   6.5 s.
+//!   capacity probe after a stretch of additive increase without an over-use (in REMB mode:
+//!   without a falling REMB). Reason: the reset above needs the receive rate to pass the
+//!   estimate's mean + 3σ, which a smooth source reaches only by climbing there.
+//!
+//! The measurements behind these rules: `docs/notes/2026-11-28.md` ("Probing rules, figures").
 //!
 //! Periodic ALR probing (every 5 s at 2×) is off for camera video in libwebrtc and not
 //! done here.

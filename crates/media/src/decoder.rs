@@ -126,6 +126,8 @@ pub struct DecoderStats {
     pub median_glass_to_glass: Option<Duration>,
     /// 95th percentile over the last 256 decoded frames.
     pub p95_glass_to_glass: Option<Duration>,
+    /// 99th percentile of the same window.
+    pub p99_glass_to_glass: Option<Duration>,
     /// [`DecodedFrame`] records dropped because their channel was full.
     pub records_dropped: u64,
 }
@@ -394,6 +396,7 @@ impl Decoder {
             last_glass_to_glass: s.last_latency,
             median_glass_to_glass: pct(0.5),
             p95_glass_to_glass: pct(0.95),
+            p99_glass_to_glass: pct(0.99),
             records_dropped: s.records_dropped,
         }
     }
