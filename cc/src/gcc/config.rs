@@ -362,8 +362,9 @@ pub struct GccConfig {
     /// Pacing factor `f` (MMSys16 §3.5). Default 1.5.
     pub pacing_factor: f64,
     /// With the capacity cap on ([`pacing_link_capacity_factor`](Self::pacing_link_capacity_factor)),
-    /// until the link first pushes back (the first over-use; in REMB mode the first falling
-    /// REMB), the pacer paces every frame at this × `A`. After that, in send-side mode while
+    /// until the link first pushes back (the first over-use or standing queue; in REMB mode
+    /// the first REMB under the target), the pacer paces every frame at this × `A` (under
+    /// the cap where a probe gave a bottleneck rate). After that, in send-side mode while
     /// no bottleneck rate is known (no over-use or saturated probe since the link-capacity
     /// estimate last reset), it may go up to this × `A` to send what is queued within a
     /// frame interval (33 ms). A cg rule: the link has

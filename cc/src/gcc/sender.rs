@@ -148,8 +148,8 @@ pub struct GccController {
     remb_capacity: LinkCapacity,
     /// REMB mode: the last REMB value, and whether it was below the one before.
     last_remb: Option<(Bitrate, bool)>,
-    /// The link has pushed back: a REMB fell (REMB mode: the receiver's over-use) or a
-    /// standing queue was measured. Send-side over-uses are counted by the delay-based
+    /// The link has pushed back: a REMB came under the target (REMB mode: the receiver's
+    /// over-use) or a standing queue was measured. Send-side over-uses are counted by the delay-based
     /// controller.
     pushed_back: bool,
     /// REMB mode: media waits in the pacer, so a cluster would not start now.
@@ -389,11 +389,13 @@ impl GccController {
     /// went past the capacity seen at its decreases: the link got faster) forgets it and
     /// asks for the capacity probe — unless a probe raised it: then it enters the estimate
     /// with weight 0.5, as a probe result does at the receiver.
-    fn on_remb(&mut self, remb: Bitrate, now: Instant) {
+    fn on_remb(&mut self, remb: Bitrate, under_target: bool, now: Instant) {
         let previous = self.last_remb;
-        let fell = previous.is_some_and(|(prev, _)| remb < prev);
+        // Only a fall under the target is the receiver's decrease (`α·R` of a receive rate
+        // near the target); one that stays above it is its estimate clamped to the receive
+        // rate of a sender held at its maximum.
+        let fell = under_target && previous.is_some_and(|(prev, _)| remb < prev);
         self.last_remb = Some((remb, fell));
-        self.pushed_back |= fell;
         if fell {
             let r = remb.mul_f64(1.0 / self.alpha.max(0.01));
             if self
@@ -836,8 +838,11 @@ impl Controller for GccController {
                 }
                 if let Some(remb) = feedback.remb {
                     self.on_fed(REMB_SILENCE, now);
+                    // A REMB under the target is the link pushing back (see `on_remb`).
+                    let under_target = remb < self.target_bitrate();
+                    self.pushed_back |= under_target;
                     self.apply_ar(remb, now);
-                    self.on_remb(remb, now);
+                    self.on_remb(remb, under_target, now);
                 }
                 if let Some(loss) = feedback.loss {
                     self.on_receiver_report(loss, now);
@@ -915,13 +920,14 @@ impl Controller for GccController {
         let target = self.target_bitrate();
         let f = if standing { 1.0 } else { self.pacing_factor };
         let mut rate = target.mul_f64(f);
-        if !standing && bottleneck.is_none() && self.pace_at_capacity.is_some() {
+        if !standing && self.pace_at_capacity.is_some() {
             let most = target.mul_f64(self.pacing_factor_unbounded);
             let overused = self.delay.as_ref().is_some_and(|d| d.stats().overuses > 0);
             if !(self.pushed_back || overused) {
-                // The link has never pushed back: every frame as fast as libwebrtc lets it.
+                // The link has never pushed back: every frame as fast as libwebrtc lets it
+                // (under the cap below when a probe gave a bottleneck rate).
                 rate = rate.max(most);
-            } else if self.mode == GccMode::SendSideTwcc {
+            } else if bottleneck.is_none() && self.mode == GccMode::SendSideTwcc {
                 // No bottleneck found since: what is queued may leave within a frame
                 // interval.
                 let drain = self.media_queued.as_bits() as f64 / UNBOUNDED_DRAIN.as_secs_f64();
@@ -1318,6 +1324,41 @@ mod tests {
         c.on_feedback(&remb, ms(300));
         assert!(probes(&mut c).is_empty());
         assert!(c.target_bitrate() < Bitrate::kbps(1500));
+    }
+
+    /// REMB mode: a REMB that falls but stays above the target (the receiver's estimate
+    /// clamped to what a sender at its maximum sends) leaves the pacer at 2.5·A and finds no
+    /// bottleneck; the first REMB under the target is the link pushing back: the pacer is
+    /// capped near the bottleneck it gives, then `f·A` for good.
+    #[test]
+    fn remb_mode_paces_at_libwebrtcs_factor_until_a_remb_comes_under_the_target() {
+        let t0 = Instant::now();
+        let cfg = GccConfig {
+            probing: false,
+            start_bitrate: Bitrate::mbps(5),
+            max_bitrate: Bitrate::mbps(5),
+            ..GccConfig::default()
+        };
+        let mut c = GccController::new(&cfg, t0);
+        let remb = |c: &mut GccController, kbps: u64, at_ms: u64| {
+            let feedback = Feedback {
+                remb: Some(Bitrate::kbps(kbps)),
+                ..Default::default()
+            };
+            c.on_feedback(&feedback, t0 + Duration::from_millis(at_ms));
+            c.pacing_rate().as_bps_f64() / c.target_bitrate().as_bps_f64()
+        };
+        assert_eq!(remb(&mut c, 12_000, 1000), 2.5);
+        assert_eq!(c.target_bitrate(), Bitrate::mbps(5), "held at the maximum");
+        assert_eq!(remb(&mut c, 7_500, 2000), 2.5, "fell, but above the target");
+        // Under the target: the receiver's `α·R`, a bottleneck at `R`, the pacer capped at
+        // 1.1 × that.
+        let capped = remb(&mut c, 4_000, 3000);
+        assert!(
+            (capped - 1.1 / 0.85).abs() < 1e-3,
+            "under the target: {capped}"
+        );
+        assert_eq!(remb(&mut c, 9_000, 4000), 1.5, "f·A for good");
     }
 
     #[test]
