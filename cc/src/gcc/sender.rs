@@ -384,7 +384,7 @@ impl GccController {
     /// lifts `As` to it, or eq. (5)'s 5 % per report would hold the target far below. A REMB
     /// no lower than the previous one after a decrease is the recovery (the send-side
     /// trigger is the detector's over-use ending, which the sender does not see here). A
-    /// REMB below the previous one is the receiver's `α·R`: `R` enters a link-capacity
+    /// REMB below the previous one and under the target is the receiver's `α·R`: `R` enters a link-capacity
     /// estimate like the receiver's, and a REMB above its mean + 3σ (the receiver's `Ar`
     /// went past the capacity seen at its decreases: the link got faster) forgets it and
     /// asks for the capacity probe — unless a probe raised it: then it enters the estimate
