@@ -395,6 +395,8 @@ impl GccController {
         // near the target); one that stays above it is its estimate clamped to the receive
         // rate of a sender held at its maximum.
         let fell = under_target && previous.is_some_and(|(prev, _)| remb < prev);
+        // A REMB under the target is the link pushing back.
+        self.pushed_back |= under_target;
         self.last_remb = Some((remb, fell));
         if fell {
             let r = remb.mul_f64(1.0 / self.alpha.max(0.01));
@@ -729,11 +731,6 @@ impl GccController {
                 (None, _) => {}
             }
         }
-        if let Some((_, q)) = newest_queue {
-            // As `set_queue_delay`, field by field: `delay` borrows the controller.
-            self.queue_delay = Some(q);
-            self.pushed_back |= self.standing_queue.is_some_and(|limit| q > limit);
-        }
         if let Some(n) = newest_send {
             self.newest_acked_us = Some(self.newest_acked_us.map_or(n, |o| o.max(n)));
         }
@@ -751,6 +748,7 @@ impl GccController {
             self.apply_ar(ar, now);
         }
         if let Some((_, q)) = newest_queue {
+            self.set_queue_delay(q);
             self.on_queue_sample(q, now);
         }
         self.on_report_losses(received, lost, now);
@@ -838,9 +836,8 @@ impl Controller for GccController {
                 }
                 if let Some(remb) = feedback.remb {
                     self.on_fed(REMB_SILENCE, now);
-                    // A REMB under the target is the link pushing back (see `on_remb`).
+                    // Judged against the target before this REMB (see `on_remb`).
                     let under_target = remb < self.target_bitrate();
-                    self.pushed_back |= under_target;
                     self.apply_ar(remb, now);
                     self.on_remb(remb, under_target, now);
                 }
@@ -913,8 +910,10 @@ impl Controller for GccController {
             .standing_queue
             .zip(self.queue_delay)
             .is_some_and(|(limit, q)| q > limit);
-        let bottleneck = match self.delay.as_ref() {
-            Some(d) => d.stats().bottleneck_rate,
+        // Per packet: the delay-based figures copied once.
+        let delay = self.delay.as_ref().map(|d| d.stats());
+        let bottleneck = match delay {
+            Some(d) => d.bottleneck_rate,
             None => self.remb_capacity.bottleneck(),
         };
         let target = self.target_bitrate();
@@ -922,7 +921,7 @@ impl Controller for GccController {
         let mut rate = target.mul_f64(f);
         if !standing && self.pace_at_capacity.is_some() {
             let most = target.mul_f64(self.pacing_factor_unbounded);
-            let overused = self.delay.as_ref().is_some_and(|d| d.stats().overuses > 0);
+            let overused = delay.is_some_and(|d| d.overuses > 0);
             if !(self.pushed_back || overused) {
                 // The link has never pushed back: every frame as fast as libwebrtc lets it
                 // (under the cap below when a probe gave a bottleneck rate).
