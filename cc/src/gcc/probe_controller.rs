@@ -336,6 +336,15 @@ impl ProbeController {
             .is_some_and(|start| now.saturating_duration_since(start) <= window)
     }
 
+    /// Whether a result of `rate` for the last cluster started says the link carried the
+    /// cluster (above [`FURTHER_THRESHOLD`] of its rate, as [`Self::on_result`] judges it): a
+    /// lower bound of the capacity, not the rate of a bottleneck.
+    pub fn carried(&self, rate: Bitrate) -> bool {
+        self.started
+            .back()
+            .is_some_and(|p| rate > p.rate.mul_f64(FURTHER_THRESHOLD))
+    }
+
     /// Whether a cluster is waiting to start while none runs.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()

@@ -425,10 +425,11 @@ impl GccController {
             .is_some_and(|ub| remb.as_kbps_f64() <= ub);
         if probed && !within {
             // A probe raised it: a result, weight 0.5 as the receiver takes it
-            // (`RemoteRateController::on_probe_result`).
-            // The receiver does not say whether the link carried the cluster: taken
-            // as found full, the bottleneck rate.
-            self.remb_capacity.update(remb, 0.5, true);
+            // (`RemoteRateController::on_probe_result`). It is a bottleneck's rate only when
+            // the link did not carry the cluster; a carried one is a lower bound, and a cap
+            // on pacing at it would hold every large frame back on a link far faster.
+            let carried = self.probe.as_ref().is_some_and(|p| p.carried(remb));
+            self.remb_capacity.update(remb, 0.5, !carried);
         } else if above {
             self.remb_capacity.reset();
         }
@@ -1312,6 +1313,31 @@ mod tests {
         c.on_feedback(&remb, ms(300));
         assert_eq!(c.target_bitrate(), Bitrate::kbps(1500));
         assert_eq!(probes(&mut c), [Bitrate::kbps(3000)]);
+        // The receiver measured the 3 Mbit/s cluster at 2.5 Mbit/s: the link carried it
+        // (above 0.7 of its rate), a lower bound of the capacity and no bottleneck. Frames
+        // still leave at 2.5·A, and a further cluster at 2× goes out.
+        let at = |c: &mut GccController, kbps: u64, t: u64| {
+            let f = Feedback {
+                remb: Some(Bitrate::kbps(kbps)),
+                ..Default::default()
+            };
+            c.handle_timeout(ms(t));
+            c.on_feedback(&f, ms(t));
+            let paced = c.pacing_rate();
+            c.handle_timeout(ms(t + 100));
+            (c.target_bitrate(), paced, probes(c))
+        };
+        let (target, paced, next) = at(&mut c, 2500, 700);
+        assert_eq!(target, Bitrate::kbps(2500));
+        assert_eq!(paced, Bitrate::kbps(6250));
+        assert_eq!(next, [Bitrate::mbps(5)]);
+        // 3 Mbit/s from the 5 Mbit/s cluster, under 0.7 of it: the link did not carry it. A
+        // bottleneck (2.75 Mbit/s, the mean with the carried result), the pacer capped at
+        // 1.1 × it.
+        let (target, paced, next) = at(&mut c, 3000, 1400);
+        assert_eq!(target, Bitrate::mbps(3));
+        assert_eq!(paced, Bitrate::kbps(3025));
+        assert!(next.is_empty());
 
         // Off: the papers' REMB mode never probes.
         let off = GccConfig {
