@@ -30,6 +30,10 @@ pub struct ReceiverConfig {
     pub frame_rate: u32,
     /// Where decoded pictures go. Default `fake` (decode only).
     pub sink: SinkKind,
+    /// Score each decoded picture against this source (the sender draws the stamp that names
+    /// the source frame: `cg-send --stamp`). Default none.
+    #[serde(default)]
+    pub reference: Option<cg_media::ReferenceSpec>,
     /// GCC-REMB: the receive-side estimator's start rate. Default 300 kbit/s (GCC's).
     pub start_bitrate: Bitrate,
     /// GCC-REMB: the estimator's lowest value. Default 50 kbit/s.
@@ -74,6 +78,7 @@ impl Default for ReceiverConfig {
             controller: ControllerKind::default(),
             codec: Codec::Vp8,
             model: false,
+            reference: None,
             frame_rate: 30,
             sink: SinkKind::Fake,
             start_bitrate: Bitrate::kbps(300),
@@ -159,6 +164,7 @@ impl ReceiverConfig {
             frame_rate: self.frame_rate,
             sink: self.sink,
             model: self.model,
+            reference: self.reference,
             ..DecoderConfig::default()
         }
     }

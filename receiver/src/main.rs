@@ -53,6 +53,11 @@ struct Args {
     /// does not pull it down.
     #[arg(long, default_value = "300k")]
     start_bitrate: cg_types::Bitrate,
+    /// Score each shown picture's luma PSNR against the source it came from, named by the
+    /// stamp `cg-send --stamp` draws: PATTERN:WIDTHxHEIGHT@FPS of the sender's source, e.g.
+    /// camera:1280x720@30 (the synthetic pictures are made again here, no file travels).
+    #[arg(long, value_name = "SPEC")]
+    reference: Option<cg_media::ReferenceSpec>,
     /// Show the decoded video in a window (needs a display) instead of decoding only.
     #[arg(long)]
     display: bool,
@@ -191,6 +196,7 @@ fn config(a: &Args) -> Result<ReceiverConfig, Error> {
             SinkKind::Fake
         },
         peer_timeout: a.peer_timeout,
+        reference: a.reference,
         start_bitrate: a.start_bitrate,
         gcc: a.gcc.tuning(),
         stats_interval: a.stats_interval,

@@ -165,6 +165,16 @@ pub struct Stats {
     /// Glass-to-glass latency stage by stage, when the sender sends its stages.
     #[serde(default)]
     pub g2g_stages: Option<G2gStages>,
+    /// Picture quality with `--reference`: luma PSNR of the shown pictures against the
+    /// source, mean over the last 256 pictures scored, dB.
+    #[serde(default)]
+    pub psnr_db: Option<f64>,
+    /// Its 5th percentile (the worst pictures), dB.
+    #[serde(default)]
+    pub psnr_p5_db: Option<f64>,
+    /// Pictures scored since the start.
+    #[serde(default)]
+    pub pictures_scored: u64,
     /// The playout-delay limits the sender asks for (minimum, maximum), ms, if it asks. cg-recv
     /// renders every frame as soon as it is decoded, within any limits.
     #[serde(default)]

@@ -255,6 +255,10 @@ struct RecvLine {
     peer: Option<String>,
     playout_delay_ms: Option<[f64; 2]>,
     webrtc_freezes: u64,
+    #[serde(default)]
+    psnr_db: Option<f64>,
+    #[serde(default)]
+    pictures_scored: u64,
 }
 
 /// Runs `cg-recv` (with `recv_args`, stats to a file) and `cg-send` (with `send_args`, JSON
@@ -383,6 +387,48 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
     // The gaming profile asks the receiver to render at once, and it hears so.
     assert_eq!(r.playout_delay_ms, Some([0.0, 0.0]));
     assert!(r.webrtc_freezes <= 1, "{} freezes", r.webrtc_freezes);
+}
+
+/// `cg-send --stamp` draws each picture's number; `cg-recv --reference` makes the source
+/// picture again and scores what it decoded: well against the right source, as noise against
+/// another one.
+#[test]
+fn stamped_pictures_are_scored_against_the_source_the_receiver_is_given() {
+    let psnr = |reference: &str| {
+        let (_, rstats) = loopback(
+            &[
+                "--cc",
+                "gcc",
+                "--pattern",
+                "camera",
+                "--stamp",
+                "--width",
+                "320",
+                "--height",
+                "180",
+                "--start-bitrate",
+                "1M",
+                "--duration",
+                "4s",
+            ],
+            &["--cc", "gcc", "--reference", reference],
+        );
+        let last: RecvLine = serde_json::from_str(rstats.lines().last().unwrap()).unwrap();
+        (last.psnr_db, last.pictures_scored)
+    };
+    let (right, scored) = psnr("camera:320x180@30");
+    let (wrong, _) = psnr("game:320x180@30");
+    eprintln!("PSNR {right:?} over {scored} pictures; against another source {wrong:?}");
+    assert!(scored >= 60, "{scored} pictures scored");
+    assert!(right.is_some_and(|p| p > 22.0 && p < 60.0), "{right:?}");
+    assert!(wrong.is_some_and(|p| p < 15.0), "{wrong:?}");
+    // A reference that is no synthetic picture is refused before anything runs.
+    let out = Command::new(recv_bin())
+        .args(["--reference", "ball:320x180@30", "--duration", "1s"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("camera or game"), "{}", stderr(&out));
 }
 
 /// The model encoder at a rate and picture the real encoders cannot reach here (30 Mbit/s,

@@ -107,6 +107,10 @@ pub struct SenderConfig {
     /// `None`, the encoder's own (VP8 300 ms, x264 500 ms).
     #[serde(with = "humantime_serde")]
     pub rate_buffer: Option<Duration>,
+    /// Draw a stamp (frame number, wall-clock time) into every source picture (cg-media's
+    /// `EncoderConfig::stamp`): a viewer scores picture quality and times glass to glass on
+    /// it. Default false.
+    pub stamp: bool,
     /// Playout-delay limits asked of the receiver with the playout-delay header extension
     /// on the first packet of every frame (a browser honours them; cg-recv always renders
     /// at once and reports what was asked). [`cg_rtp::PlayoutDelay::ZERO`]: render each
@@ -143,6 +147,7 @@ impl Default for SenderConfig {
             adaptation: cg_media::AdaptationConfig::default(),
             frame_dropper: cg_media::EncoderConfig::default().frame_dropper,
             rate_buffer: None,
+            stamp: false,
             playout_delay: None,
         }
     }
@@ -237,6 +242,7 @@ impl SenderConfig {
             adaptation: self.adaptation.clone(),
             frame_dropper: self.frame_dropper,
             rate_buffer: self.rate_buffer,
+            stamp: self.stamp,
             ..EncoderConfig::default()
         }
     }

@@ -115,6 +115,12 @@ struct Args {
     /// target before it corrects; default the encoder's own (VP8 300 ms, x264 500 ms).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     rate_buffer: Option<std::time::Duration>,
+    /// Draw a stamp into the top-left corner of every picture: the frame number and the
+    /// wall-clock time, in black and white cells. A viewer reads it back: `cg-recv
+    /// --reference` scores picture quality against the source, a browser page times glass to
+    /// glass. Synthetic (`--pattern camera|game`) and file sources only.
+    #[arg(long)]
+    stamp: bool,
     /// Start bit rate (e.g. 300k, 2.5M, 1Mbit).
     #[arg(long, default_value = "300k")]
     start_bitrate: Bitrate,
@@ -371,6 +377,7 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         adaptation: adaptation(a)?,
         frame_dropper: duration_or_off("--frame-dropper", &a.frame_dropper, "500ms")?,
         rate_buffer: a.rate_buffer,
+        stamp: a.stamp,
         ..defaults
     };
     config.validate()?;

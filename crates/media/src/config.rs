@@ -281,6 +281,10 @@ pub struct EncoderConfig {
     /// Seed of the model encoder's size and timing noise (`encoder = "model"`, see
     /// `model.rs`). Default 1.
     pub model_seed: u64,
+    /// Draw a [`crate::Stamp`] (frame number and wall-clock time) into every source picture,
+    /// so a viewer can score picture quality and time glass to glass on what it shows. Synthetic
+    /// and file sources only. Default false.
+    pub stamp: bool,
 }
 
 impl Default for EncoderConfig {
@@ -302,6 +306,7 @@ impl Default for EncoderConfig {
             frame_dropper: Some(Duration::from_millis(500)),
             rate_buffer: None,
             model_seed: 1,
+            stamp: false,
         }
     }
 }
@@ -415,6 +420,9 @@ pub struct DecoderConfig {
     /// as decoded at once, no pipeline runs. Needs `codec` VP8 (the model's framing).
     /// Default false.
     pub model: bool,
+    /// Score each decoded picture against this source (its [`crate::Stamp`] names the
+    /// source frame; [`crate::quality`]); default none.
+    pub reference: Option<crate::ReferenceSpec>,
 }
 
 impl Default for DecoderConfig {
@@ -431,6 +439,7 @@ impl Default for DecoderConfig {
             frame_queue: 64,
             max_freeze_records: 256,
             model: false,
+            reference: None,
         }
     }
 }

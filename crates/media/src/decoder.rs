@@ -3,7 +3,8 @@
 //! ```text
 //! push(EncodedFrame) ─▶ gate (sequence gaps, key frames, queue bound) ─▶ appsrc (live)
 //!   ─▶ [h264parse/h265parse] ─▶ decoder (vp8dec | avdec_h264 | avdec_h265 | nv*dec)
-//!   ─▶ ●probe: decoded frames, size, glass-to-glass latency, freezes, swallowed frames
+//!   ─▶ ●probe: decoded frames, size, glass-to-glass latency, freezes, swallowed frames,
+//!              the picture's stamp (and its luma, to the scorer thread, with a reference)
 //!   ─▶ fakesink (sync=false) | videoconvert ─▶ autovideosink (sync=false)
 //! watch thread: bus errors (restart the pipeline), warnings, decode timeouts,
 //!               repeated key-frame requests while waiting
@@ -20,9 +21,12 @@ use gstreamer as gst;
 use gstreamer::prelude::*;
 use gstreamer_app as gst_app;
 use gstreamer_video as gst_video;
+use gstreamer_video::prelude::*;
 
 use crate::encoder::{lock, start_pipeline};
 use crate::freeze::FreezeDetector;
+use crate::quality::{QualitySummary, QualityWindow, Reference};
+use crate::stamp::Stamp;
 use crate::{
     Codec, DecoderConfig, EncodedFrame, Error, Freeze, HostTime, MediaCodec, SinkKind, props,
 };
@@ -72,6 +76,8 @@ pub struct DecodedFrame {
     pub width: u32,
     /// Decoded height in pixels.
     pub height: u32,
+    /// The code the sender drew into the picture, if it drew one and it reads back.
+    pub stamp: Option<Stamp>,
 }
 
 /// A snapshot of the receiver's counters.
@@ -130,6 +136,9 @@ pub struct DecoderStats {
     pub p99_glass_to_glass: Option<Duration>,
     /// [`DecodedFrame`] records dropped because their channel was full.
     pub records_dropped: u64,
+    /// Picture quality against the configured reference (`None` without one, or before the
+    /// first picture is scored).
+    pub quality: Option<QualitySummary>,
 }
 
 /// A running receiver pipeline. `Send + Sync`; every method is non-blocking.
@@ -145,6 +154,18 @@ struct Inner {
     key_request: AtomicBool,
     stopping: AtomicBool,
     records: SyncSender<DecodedFrame>,
+    /// Pictures to score, with a reference configured.
+    scorer: Option<SyncSender<Picture>>,
+    quality: Mutex<QualityWindow>,
+}
+
+/// A decoded picture's luma on its way to the scorer.
+struct Picture {
+    frame: u32,
+    luma: Vec<u8>,
+    stride: usize,
+    width: usize,
+    height: usize,
 }
 
 struct Pipe {
@@ -200,6 +221,13 @@ impl Decoder {
         crate::init()?;
         config.validate()?;
         let (tx, rx) = sync_channel(config.frame_queue);
+        let (scorer, scorer_rx) = match config.reference {
+            Some(spec) => {
+                let (tx, rx) = sync_channel::<Picture>(2);
+                (Some(tx), Some((Reference::new(spec)?, rx)))
+            }
+            None => (None, None),
+        };
         let inner = Arc::new(Inner {
             pipe: Mutex::new(None),
             state: Mutex::new(State {
@@ -237,8 +265,38 @@ impl Decoder {
             key_request: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             records: tx,
+            scorer,
+            quality: Mutex::new(QualityWindow::default()),
             config,
         });
+        if let Some((mut reference, pictures)) = scorer_rx {
+            let weak = Arc::downgrade(&inner);
+            std::thread::Builder::new()
+                .name("cg-media-score".to_owned())
+                .spawn(move || {
+                    // The lowest priority: scoring takes only time the real-time path leaves
+                    // (pictures it has no time for are skipped and counted).
+                    // SAFETY: setpriority(2) on this thread's own id; no memory is involved.
+                    unsafe {
+                        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
+                    }
+                    // Ends when the decoder (the only sender) is dropped.
+                    while let Ok(p) = pictures.recv() {
+                        let score = reference.psnr(
+                            u64::from(p.frame),
+                            &p.luma,
+                            p.stride,
+                            p.width,
+                            p.height,
+                        );
+                        let Some(inner) = weak.upgrade() else { return };
+                        if let Some(db) = score {
+                            lock(&inner.quality).push(db);
+                        }
+                    }
+                })
+                .map_err(|e| Error::Pipeline(format!("cannot spawn scorer thread: {e}")))?;
+        }
         if !inner.config.model {
             let pipe = build_pipe(&inner)?;
             *lock(&inner.pipe) = Some(pipe);
@@ -398,6 +456,7 @@ impl Decoder {
             p95_glass_to_glass: pct(0.95),
             p99_glass_to_glass: pct(0.99),
             records_dropped: s.records_dropped,
+            quality: lock(&self.inner.quality).summary(),
         }
     }
 
@@ -487,7 +546,7 @@ impl Inner {
         };
         let pts = s.admit(frame, is_key, now, true);
         drop(s);
-        self.on_decoded(Some(gst::ClockTime::from_nseconds(pts)), header.size);
+        self.on_decoded(Some(gst::ClockTime::from_nseconds(pts)), header.size, None);
         PushOutcome::Queued
     }
 
@@ -503,8 +562,41 @@ impl Inner {
         }
     }
 
+    /// Reads a decoded picture's stamp and, with a reference configured, hands its luma to the
+    /// scorer (counted as skipped when the scorer is still busy).
+    fn read_picture(&self, buffer: &gst::BufferRef, video: &gst_video::VideoInfo) -> Option<Stamp> {
+        let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, video).ok()?;
+        let stride = usize::try_from(*frame.plane_stride().first()?).ok()?;
+        let luma = frame.plane_data(0).ok()?;
+        let (width, height) = (video.width() as usize, video.height() as usize);
+        let stamp = Stamp::read(luma, stride, width, height);
+        if let Some(scorer) = &self.scorer {
+            match stamp {
+                None => lock(&self.quality).unread += 1,
+                Some(st) => {
+                    let picture = Picture {
+                        frame: st.frame,
+                        luma: luma[..luma.len().min(height * stride)].to_vec(),
+                        stride,
+                        width,
+                        height,
+                    };
+                    if scorer.try_send(picture).is_err() {
+                        lock(&self.quality).skipped += 1;
+                    }
+                }
+            }
+        }
+        stamp
+    }
+
     /// Called from the decoder's streaming thread for every decoded picture.
-    fn on_decoded(&self, pts: Option<gst::ClockTime>, size: Option<(u32, u32)>) {
+    fn on_decoded(
+        &self,
+        pts: Option<gst::ClockTime>,
+        size: Option<(u32, u32)>,
+        stamp: Option<Stamp>,
+    ) {
         let now = HostTime::now();
         let Some(pts) = pts.map(|p| p.nseconds()) else {
             return;
@@ -559,6 +651,7 @@ impl Inner {
             glass_to_glass: g2g,
             width,
             height,
+            stamp,
         };
         if let Err(TrySendError::Full(_)) = self.records.try_send(record) {
             s.records_dropped += 1;
@@ -642,11 +735,12 @@ fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, Error> {
     let weak = Arc::downgrade(inner);
     pad.add_probe(gst::PadProbeType::BUFFER, move |pad, info| {
         if let (Some(inner), Some(buffer)) = (weak.upgrade(), info.buffer()) {
-            let size = pad
+            let video = pad
                 .current_caps()
-                .and_then(|c| gst_video::VideoInfo::from_caps(&c).ok())
-                .map(|v| (v.width(), v.height()));
-            inner.on_decoded(buffer.pts(), size);
+                .and_then(|c| gst_video::VideoInfo::from_caps(&c).ok());
+            let size = video.as_ref().map(|v| (v.width(), v.height()));
+            let stamp = video.and_then(|v| inner.read_picture(buffer, &v));
+            inner.on_decoded(buffer.pts(), size, stamp);
         }
         gst::PadProbeReturn::Ok
     });

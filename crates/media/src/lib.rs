@@ -83,7 +83,8 @@
 //! ```text
 //! push(EncodedFrame) → gate → appsrc (live) → [h264parse | h265parse]
 //!   → vp8dec | avdec_h264 | avdec_h265 | nv*dec (if installed and `hardware`)
-//!   → ● output probe: decoded frames, size, glass-to-glass latency, freezes
+//!   → ● output probe: decoded frames, size, glass-to-glass latency, freezes, the stamp
+//!       (and the luma, to the scorer, with a reference)
 //!   → fakesink (default) | videoconvert → autovideosink   (both sync=false)
 //! ```
 //!
@@ -97,6 +98,14 @@
 //! for a key frame; a bus error, or a decoder that lets a second of frames time out, is
 //! answered by rebuilding the pipeline ([`DecoderStats::restarts`]). Freezes are gaps
 //! between decoded frames longer than 3 nominal frame intervals ([`FreezeDetector`]).
+//!
+//! # What the viewer sees: [`Stamp`] and [`quality`]
+//!
+//! With [`EncoderConfig::stamp`] the source draws a [`Stamp`] (frame number, wall-clock time,
+//! a check word) into each synthetic or file picture; the decoder reads it back from every
+//! picture ([`DecodedFrame::stamp`]). With [`DecoderConfig::reference`] it also scores each
+//! picture's luma PSNR against the same source picture made again ([`quality`]), in a thread
+//! at the lowest priority that skips pictures while it is busy ([`DecoderStats::quality`]).
 //!
 //! # Clocks
 //!
@@ -177,8 +186,10 @@ mod freeze;
 mod host_time;
 pub mod model;
 mod props;
+pub mod quality;
 mod rate_window;
 mod source;
+mod stamp;
 mod synth;
 mod vp8_header;
 
@@ -194,7 +205,9 @@ pub use frame::EncodedFrame;
 pub use frame_dropper::FrameDropper;
 pub use freeze::{Freeze, FreezeDetector};
 pub use host_time::HostTime;
+pub use quality::{QualitySummary, ReferenceSpec};
 pub use rate_window::RateWindow;
+pub use stamp::Stamp;
 pub use synth::SyntheticVideo;
 pub use vp8_header::vp8_base_qp;
 

@@ -10,6 +10,7 @@ use gstreamer::prelude::*;
 use gstreamer_app as gst_app;
 
 use crate::file_source::FrameReader;
+use crate::stamp::Stamp;
 use crate::synth::SyntheticVideo;
 use crate::{EncoderConfig, Error, SourceConfig, TestPattern, props};
 
@@ -56,6 +57,8 @@ struct Feeder {
     frames: Option<Frames>,
     /// Frame interval of the frames.
     interval: Duration,
+    /// Size of the frames, when a [`Stamp`] is drawn into each.
+    stamp: Option<(usize, usize)>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -110,6 +113,9 @@ impl BuiltSource {
                     appsrc,
                     frames: Some(Frames::Synthetic(g)),
                     interval: config.frame_interval(),
+                    stamp: config
+                        .stamp
+                        .then_some((config.width as usize, config.height as usize)),
                     stop: Arc::new(AtomicBool::new(false)),
                     thread: None,
                 });
@@ -181,6 +187,9 @@ impl BuiltSource {
                     interval: Duration::from_secs_f64(
                         f64::from(info.fps_den) / f64::from(info.fps_num),
                     ),
+                    stamp: config
+                        .stamp
+                        .then_some((info.width as usize, info.height as usize)),
                     stop: Arc::new(AtomicBool::new(false)),
                     thread: None,
                 });
@@ -200,6 +209,11 @@ impl BuiltSource {
                 chain.push(src);
                 chain.extend(converters(false, true)?);
             }
+        }
+        if config.stamp && feeder.is_none() {
+            return Err(Error::InvalidConfig(
+                "the stamp is drawn into synthetic (camera, game) and file sources only".to_owned(),
+            ));
         }
         chain.push(capsfilter.clone());
         pipeline.add_many(&chain)?;
@@ -237,13 +251,16 @@ impl BuiltSource {
         let appsrc = f.appsrc.clone();
         let stop = f.stop.clone();
         let interval = f.interval;
+        let stamp = f.stamp;
         let thread = std::thread::Builder::new()
             .name("cg-media-feed".to_owned())
             .spawn(move || {
                 let mut epoch = Instant::now();
                 let mut n: u32 = 0;
+                // Source frame number (not reset with the schedule).
+                let mut number: u32 = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    let frame = match reader.next() {
+                    let mut frame = match reader.next() {
                         Ok(Some(frame)) => frame,
                         Ok(None) => {
                             let _ = appsrc.end_of_stream();
@@ -263,6 +280,10 @@ impl BuiltSource {
                         epoch = now;
                         n = 0;
                     }
+                    if let Some((w, h)) = stamp {
+                        Stamp::now(number).draw(&mut frame, w, h);
+                    }
+                    number = number.wrapping_add(1);
                     if appsrc
                         .push_buffer(gst::Buffer::from_mut_slice(frame))
                         .is_err()

@@ -152,6 +152,36 @@ impl SyntheticVideo {
         self.width * self.height + 2 * (self.width / 2) * (self.height / 2)
     }
 
+    /// Frames made so far (the number of the next one).
+    pub fn position(&self) -> u64 {
+        self.n
+    }
+
+    /// Moves past the next frame without drawing it (the generator's state advances exactly
+    /// as [`Self::next_frame`] advances it, at a tiny fraction of its cost).
+    pub fn skip_frame(&mut self) {
+        match self.kind {
+            Kind::Camera => {
+                let span = (self.noise.len() - self.width * self.height) as u64;
+                for _ in 0..3 {
+                    self.rng.below(span);
+                }
+            }
+            Kind::Game => {
+                let (w, h) = (self.width, self.height);
+                let per_scene = (GAME_SCENE_SECONDS * self.frame_rate).round().max(1.0) as u64;
+                let index = self.n / per_scene;
+                if index != self.scene.index {
+                    self.scene = Scene::new(index, &mut self.rng, w, h);
+                }
+                for sp in &mut self.scene.sprites {
+                    sp.advance(w, h);
+                }
+            }
+        }
+        self.n += 1;
+    }
+
     /// Draws the next frame into `out` (resized to [`Self::frame_bytes`]).
     pub fn next_frame(&mut self, out: &mut Vec<u8>) {
         out.resize(self.frame_bytes(), 0);
@@ -552,6 +582,22 @@ mod tests {
             .map(|(&x, &y)| f64::from(x.abs_diff(y)))
             .sum::<f64>()
             / a.len() as f64
+    }
+
+    #[test]
+    fn a_skipped_frame_leaves_the_generator_where_drawing_it_would() {
+        for p in [TestPattern::Camera, TestPattern::Game] {
+            // Past a game scene cut (120 frames at 30 fps).
+            let drawn = frames(p, 160, 96, 130);
+            let mut g = SyntheticVideo::new(p, 160, 96, 30.0).unwrap();
+            for _ in 0..125 {
+                g.skip_frame();
+            }
+            assert_eq!(g.position(), 125);
+            let mut f = Vec::new();
+            g.next_frame(&mut f);
+            assert_eq!(f, drawn[125], "{p:?}");
+        }
     }
 
     #[test]

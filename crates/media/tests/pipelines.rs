@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cg_media::{
     Codec, Decoder, DecoderConfig, EncodedFrame, Encoder, EncoderConfig, Error, FileFormat,
-    MediaCodec, PushOutcome, SourceConfig, TestPattern,
+    MediaCodec, PushOutcome, QualitySummary, ReferenceSpec, SourceConfig, TestPattern,
 };
 use cg_types::{Bitrate, DataSize};
 
@@ -110,6 +110,64 @@ fn round_trip(encoder: &str, codec: Codec, width: u32, height: u32) {
     assert!(es.mean_encode_latency > Duration::ZERO);
     enc.stop();
     dec.stop();
+}
+
+/// Encodes stamped camera pictures at `rate`, decodes them scored against `reference`, and
+/// returns the quality after 90 frames with the stamped frame numbers read back.
+fn scored(rate: Bitrate, reference: &str) -> (QualitySummary, Vec<u32>) {
+    let _g = serial();
+    let (enc, rx) = Encoder::start(EncoderConfig {
+        source: SourceConfig::TestPattern {
+            pattern: TestPattern::Camera,
+        },
+        stamp: true,
+        ..config("vp8", 640, 360, rate)
+    })
+    .unwrap();
+    let (dec, records) = Decoder::start(DecoderConfig {
+        reference: Some(reference.parse::<ReferenceSpec>().unwrap()),
+        ..DecoderConfig::default()
+    })
+    .unwrap();
+    for _ in 0..90 {
+        let f = rx.recv_timeout(Duration::from_secs(10)).expect("frames");
+        dec.push(f).unwrap();
+    }
+    wait_for("scored pictures", Duration::from_secs(20), || {
+        dec.stats().quality.is_some_and(|q| q.scored >= 60)
+    });
+    let quality = dec.stats().quality.unwrap();
+    let numbers = records
+        .try_iter()
+        .filter_map(|r| r.stamp.map(|s| s.frame))
+        .collect();
+    enc.stop();
+    dec.stop();
+    (quality, numbers)
+}
+
+#[test]
+fn stamped_pictures_are_matched_to_their_source_and_scored_by_the_rate() {
+    let (high, numbers) = scored(Bitrate::mbps(3), "camera:640x360@30");
+    let (low, _) = scored(Bitrate::kbps(300), "camera:640x360@30");
+    let (wrong, _) = scored(Bitrate::mbps(3), "game:640x360@30");
+    eprintln!("PSNR mean / p5: 3 Mbit/s {high:?}; 300 kbit/s {low:?}; wrong source {wrong:?}");
+    // Every picture's number is read back, in order (the records channel holds 64).
+    assert!(numbers.len() >= 60, "{} stamps read", numbers.len());
+    assert!(numbers.windows(2).all(|w| w[1] > w[0]), "{numbers:?}");
+    assert_eq!(high.unread, 0, "{high:?}");
+    // The right source scores well and better with more bits; the wrong one scores as noise.
+    assert!(
+        high.psnr_mean_db > 27.0 && high.psnr_mean_db < 60.0,
+        "{high:?}"
+    );
+    assert!(
+        low.psnr_mean_db < high.psnr_mean_db - 2.0,
+        "{low:?} {high:?}"
+    );
+    assert!(low.psnr_mean_db > 20.0, "{low:?}");
+    assert!(wrong.psnr_mean_db < 15.0, "{wrong:?}");
+    assert!(high.psnr_p5_db <= high.psnr_mean_db);
 }
 
 #[test]

@@ -24,12 +24,14 @@ async function cgSignal(pc, endpoint) {
   return resource;
 }
 
-// Every second: `show(stats)` with pc.getStats() as an array, and, when `report` is set, the
-// whole array posted to the session's /stats (the server writes it to its reports file).
-function cgPoll(pc, resource, report, show) {
+// Every second: `show(stats)` with pc.getStats() as an array (and what `extra()`, if given,
+// returns appended), and, when `report` is set, the whole array posted to the session's
+// /stats (the server writes it to its reports file).
+function cgPoll(pc, resource, report, show, extra) {
   setInterval(async () => {
     const all = [];
     (await pc.getStats()).forEach((s) => all.push(s));
+    if (extra) all.push(...extra());
     show(all);
     if (report) {
       fetch(resource + "/stats", {
@@ -39,6 +41,71 @@ function cgPoll(pc, resource, report, show) {
       }).catch(() => {});
     }
   }, 1000);
+}
+
+// The stamp `cg-send --stamp` draws into each picture's top-left corner: three rows of 32
+// cells, each width/80 pixels, white for 1, most significant bit first — the frame number,
+// the low 32 bits of the Unix time in ms when the picture was made, and a check word
+// (frame ^ time ^ 0x5a5aa5a5). Returns { frame, wallMs } or null (no stamp, or misread).
+function cgReadStamp(video, canvas) {
+  const w = video.videoWidth, h = video.videoHeight;
+  const cell = w / 80;
+  if (!w || !h || cell < 2 || 3 * cell > h) return null;
+  // The band scaled to 4 pixels a cell; each cell read at its middle 2 × 2.
+  canvas.width = 128;
+  canvas.height = 12;
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  ctx.drawImage(video, 0, 0, 32 * cell, 3 * cell, 0, 0, 128, 12);
+  const px = ctx.getImageData(0, 0, 128, 12).data;
+  const words = [0, 0, 0];
+  for (let r = 0; r < 3; r++) {
+    for (let b = 0; b < 32; b++) {
+      let sum = 0;
+      for (const [dx, dy] of [[1, 1], [2, 1], [1, 2], [2, 2]]) {
+        const i = ((r * 4 + dy) * 128 + b * 4 + dx) * 4;
+        sum += px[i] + px[i + 1] + px[i + 2];
+      }
+      words[r] = ((words[r] << 1) | (sum > 4 * 3 * 128 ? 1 : 0)) >>> 0;
+    }
+  }
+  if (((words[0] ^ words[1] ^ 0x5a5aa5a5) >>> 0) !== words[2]) return null;
+  return { frame: words[0], wallMs: words[1] };
+}
+
+// Glass to glass on the page: for each picture shown, the time from its making (the stamp's
+// wall clock) to its expected display (requestVideoFrameCallback), on this host's clock.
+// Returns a function giving, once a second, a "cg-stamp" record of the pictures since the
+// last call: how many were stamped, the latency's median and maximum (ms), and how many
+// pictures showed no readable stamp.
+function cgStampClock(video) {
+  const canvas = document.createElement("canvas");
+  let ages = [], unread = 0, last = -1;
+  const onFrame = (_now, meta) => {
+    const s = cgReadStamp(video, canvas);
+    if (!s) {
+      unread++;
+    } else if (s.frame !== last) {
+      last = s.frame;
+      const shown = Math.floor(performance.timeOrigin + meta.expectedDisplayTime) >>> 0;
+      const age = (shown - s.wallMs) >>> 0;
+      if (age < 60000) ages.push(age);
+    }
+    video.requestVideoFrameCallback(onFrame);
+  };
+  if ("requestVideoFrameCallback" in HTMLVideoElement.prototype) {
+    video.requestVideoFrameCallback(onFrame);
+  }
+  return () => {
+    ages.sort((a, b) => a - b);
+    const rec = {
+      type: "cg-stamp", id: "cg-stamp", frames: ages.length, unread,
+      g2gMs: ages.length ? ages[Math.floor(ages.length / 2)] : null,
+      g2gMaxMs: ages.length ? ages[ages.length - 1] : null,
+    };
+    ages = [];
+    unread = 0;
+    return [rec];
+  };
 }
 
 // Rows of name → value into `table`.
