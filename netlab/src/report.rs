@@ -297,6 +297,12 @@ pub fn table(s: &Summary) -> String {
             opt(v.g2g_ms.as_ref().map(|d| d.p50)),
             opt(v.g2g_max_ms),
         );
+        if let (Some(mean), Some(low)) = (v.psnr_db, v.psnr_low_db) {
+            let _ = writeln!(
+                t,
+                "{name}: picture quality: luma PSNR against the source {mean:.1} dB (worst 5 % of pictures down to {low:.1} dB)"
+            );
+        }
         if let Some(st) = v.stages_ms {
             let _ = writeln!(
                 t,

@@ -6,7 +6,8 @@
 //! it (or zero, when the viewer started inside it) to the last record inside it. Freezes are
 //! WebRTC's (a gap of at least max(3 × mean, mean + 150 ms)), which both viewers count; what
 //! one viewer cannot measure is `None`, never a zero: cg-recv has no playout buffer to report,
-//! a browser's page no glass-to-glass latency.
+//! a browser's page no glass-to-glass latency unless the sender stamps its pictures
+//! (`cg-send --stamp`: the page reads the stamp of each picture it shows, a "cg-stamp" record).
 //!
 //! Where the latency went ([`Stages`]) comes from the sender's stages in the video-timing
 //! header extension: cg-recv splits each frame's glass-to-glass latency; a browser reports its
@@ -51,6 +52,13 @@ pub struct ViewerSummary {
     /// records, or over the distinct frames a browser reported as its slowest.
     #[serde(default)]
     pub stages_ms: Option<Stages>,
+    /// Picture quality when the viewer scores it (`cg-send --stamp`, `cg-recv --reference`):
+    /// luma PSNR against the source, the mean of the records' means inside the window, dB.
+    #[serde(default)]
+    pub psnr_db: Option<f64>,
+    /// The lowest 5th percentile of a record inside the window (its worst pictures), dB.
+    #[serde(default)]
+    pub psnr_low_db: Option<f64>,
 }
 
 /// A frame's latency stage by stage, ms.
@@ -183,20 +191,17 @@ pub fn summarise(raw: &Path, flow: &str, t0_ns: u64, window: (f64, f64)) -> Opti
         return Some(s);
     }
     let page = lines(&raw.join(format!("viewer-{flow}.jsonl")));
-    let recs: Vec<Rec> = page
-        .iter()
-        .filter_map(|l| {
-            let inbound = l["report"]["stats"]
-                .as_array()?
-                .iter()
-                .find(|s| s["type"] == "inbound-rtp" && s["kind"] == "video")?;
-            Some(Rec {
-                t: t_of(l)?,
-                v: inbound,
+    let entries = |pick: &dyn Fn(&Value) -> bool| -> Vec<Rec> {
+        page.iter()
+            .filter_map(|l| {
+                let v = l["report"]["stats"].as_array()?.iter().find(|s| pick(s))?;
+                Some(Rec { t: t_of(l)?, v })
             })
-        })
-        .collect();
-    from_chromium(&recs, window)
+            .collect()
+    };
+    let recs = entries(&|s| s["type"] == "inbound-rtp" && s["kind"] == "video");
+    let stamps = entries(&|s| s["type"] == "cg-stamp");
+    from_chromium(&recs, &stamps, window)
 }
 
 /// The records inside `window`, and the last one before it.
@@ -295,6 +300,8 @@ fn common<'a, 'b>(
         g2g_ms: None,
         g2g_max_ms: None,
         stages_ms: None,
+        psnr_db: None,
+        psnr_low_db: None,
     };
     Some((summary, before, inside))
 }
@@ -315,12 +322,30 @@ fn from_cg_recv(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
         .filter_map(|r| Stages::of_cg_recv(r.v))
         .collect();
     s.stages_ms = Stages::median(&stages);
+    let psnr: Vec<f64> = inside.iter().filter_map(|r| num(r.v, "psnr_db")).collect();
+    s.psnr_db = (!psnr.is_empty()).then(|| psnr.iter().sum::<f64>() / psnr.len() as f64);
+    s.psnr_low_db = inside
+        .iter()
+        .filter_map(|r| num(r.v, "psnr_p5_db"))
+        .reduce(f64::min);
     Some(s)
 }
 
-/// A browser reports its jitter buffer.
-fn from_chromium(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
+/// A browser reports its jitter buffer; the page, glass to glass when the sender stamps its
+/// pictures (`stamps`: its "cg-stamp" records, each over the second before it).
+fn from_chromium(recs: &[Rec], stamps: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
     let (mut s, before, inside) = common(recs, window, &CHROMIUM)?;
+    let (_, stamped) = split(stamps, window);
+    let stamped: Vec<&Rec> = stamped
+        .into_iter()
+        .filter(|r| num(r.v, "frames").is_some_and(|n| n > 0.0))
+        .collect();
+    let mut g2g: Vec<f64> = stamped.iter().filter_map(|r| num(r.v, "g2gMs")).collect();
+    s.g2g_ms = (!g2g.is_empty()).then(|| Dist::of(&mut g2g));
+    s.g2g_max_ms = stamped
+        .iter()
+        .filter_map(|r| num(r.v, "g2gMaxMs"))
+        .reduce(f64::max);
     let last = *inside.last()?;
     let emitted = growth(before, last, "jitterBufferEmittedCount");
     s.jitter_buffer_ms =
@@ -366,6 +391,7 @@ mod tests {
                 "g2g_ms": g2g, "g2g_max_ms": g2g + 10.0,
                 "g2g_stages": {"encode_ms": 5.0, "queue_ms": 0.0, "pacing_ms": g2g / 2.0,
                     "network_ms": 1.0, "jitter_buffer_ms": 0.1, "decode_ms": 2.0},
+                "psnr_db": 30.0 + t, "psnr_p5_db": 20.0 + t,
             })
         };
         write(
@@ -391,6 +417,8 @@ mod tests {
         let st = s.stages_ms.expect("stages");
         assert_eq!((st.pacing, st.network, st.arrival), (25.0, Some(1.0), None));
         assert_eq!(s.jitter_buffer_ms, None);
+        // Records at 2, 3 and 4 s.
+        assert_eq!((s.psnr_db, s.psnr_low_db), (Some(33.0), Some(22.0)));
         assert_eq!(
             summarise(&d, "cg", T0, (10.0, 20.0)),
             None,
@@ -418,6 +446,10 @@ mod tests {
                  "frameWidth": w, "frameHeight": w * 9 / 16,
                  "jitterBufferDelay": jb, "jitterBufferEmittedCount": frames,
                  "googTimingFrameInfo": if t < 2.5 { slow(7, -1) } else { slow(9, -4) }},
+                // The page's stamp reader: nothing read in the first second.
+                {"type": "cg-stamp", "frames": if t < 1.5 { 0 } else { 30 },
+                 "g2gMs": if t < 1.5 { None } else { Some(110.0 - 20.0 * t) },
+                 "g2gMaxMs": if t < 1.5 { None } else { Some(150.0 - 30.0 * t) }},
             ]}})
         };
         write(
@@ -436,7 +468,9 @@ mod tests {
         assert_eq!(s.resolution_switches, 2);
         // (2.4 − 0.6) s over 60 frames.
         assert!((s.jitter_buffer_ms.unwrap() - 30.0).abs() < 1e-9);
-        assert_eq!((s.g2g_ms, s.g2g_max_ms), (None, None));
+        // The page's glass to glass: 70 and 50 ms, the largest frame 90 ms.
+        let g2g = s.g2g_ms.expect("stamped pictures");
+        assert_eq!((g2g.p50, s.g2g_max_ms), (70.0, Some(90.0)));
         // Two distinct slowest frames in the window (pacing 33 and 30 ms): the median of two
         // is the larger.
         let st = s.stages_ms.expect("stages");
