@@ -724,6 +724,17 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
     );
 }
 
+/// MMSys16 §6.1's forward link: capacity 1 → 2.5 → 0.5 → 1 Mb/s, 50 s each, 25 ms one
+/// way, DropTail 300 ms.
+const MMSYS16_6_1_FWD: &str = r#"schedule = [
+  { at = "0s", rate = "1Mbit" },
+  { at = "50s", rate = "2.5Mbit" },
+  { at = "100s", rate = "500kbit" },
+  { at = "150s", rate = "1Mbit" },
+]
+delay = "25ms"
+qdisc = { kind = "droptail", limit = "300ms" }"#;
+
 /// MMSys16 §6.1: capacity 1 → 2.5 → 0.5 → 1 Mb/s, 50 s each, RTT 50 ms, DropTail 300 ms;
 /// one flow of `controller` sending the camera picture.
 fn mmsys16_6_1_camera(controller: &str, u: f64) {
@@ -743,14 +754,7 @@ fn mmsys16_6_1_camera(controller: &str, u: f64) {
 
 /// [`mmsys16_6_1_camera`] with another picture and bounds.
 fn mmsys16_6_1(controller: &str, pattern: &str, bounds: Bounds) {
-    let fwd = r#"schedule = [
-  { at = "0s", rate = "1Mbit" },
-  { at = "50s", rate = "2.5Mbit" },
-  { at = "100s", rate = "500kbit" },
-  { at = "150s", rate = "1Mbit" },
-]
-delay = "25ms"
-qdisc = { kind = "droptail", limit = "300ms" }"#;
+    let fwd = MMSYS16_6_1_FWD;
     let toml = scenario(
         &format!("cg-{controller}-6.1-{pattern}"),
         200,
@@ -784,14 +788,7 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
 fn mmsys16_6_1_with_a_chromium_viewer_freezes_no_longer_than_chromium_sending() {
     let y4m = std::env::temp_dir().join(format!("cg-camera-{}.y4m", std::process::id()));
     write_camera_y4m(&y4m, 10);
-    let fwd = r#"schedule = [
-  { at = "0s", rate = "1Mbit" },
-  { at = "50s", rate = "2.5Mbit" },
-  { at = "100s", rate = "500kbit" },
-  { at = "150s", rate = "1Mbit" },
-]
-delay = "25ms"
-qdisc = { kind = "droptail", limit = "300ms" }"#;
+    let fwd = MMSYS16_6_1_FWD;
     let run = |name: &str, send_args: &str, webrtc: &str| {
         let (s, out) = webrtc_run(
             name, fwd, "25ms", "gcc", "not_ect", send_args, webrtc, 200, BUSY_HOST,
