@@ -786,8 +786,8 @@ fn mmsys16_6_1(controller: &str, pattern: &str, bounds: Bounds) {
 #[test]
 #[ignore = "issue #37, long (2 × 200 s): run with `cargo xtask test --long`"]
 fn mmsys16_6_1_with_a_chromium_viewer_freezes_no_longer_than_chromium_sending() {
-    let y4m = std::env::temp_dir().join(format!("cg-camera-{}.y4m", std::process::id()));
-    write_camera_y4m(&y4m, 10);
+    let file = CameraY4m::write(10);
+    let y4m = &file.0;
     let fwd = MMSYS16_6_1_FWD;
     let run = |name: &str, send_args: &str, webrtc: &str| {
         let (s, out) = webrtc_run(
@@ -810,7 +810,6 @@ fn mmsys16_6_1_with_a_chromium_viewer_freezes_no_longer_than_chromium_sending() 
         &format!(r#""--use-file-for-fake-video-capture={}""#, y4m.display()),
         "chromium_publisher",
     );
-    let _ = std::fs::remove_file(&y4m);
     eprintln!(
         "frozen: cg → Chromium {:.2} s in {} freezes; Chromium → cg-recv {:.2} s in {} freezes",
         cg.1, cg.2, chromium.1, chromium.2
@@ -824,20 +823,34 @@ fn mmsys16_6_1_with_a_chromium_viewer_freezes_no_longer_than_chromium_sending() 
     );
 }
 
-/// Writes `secs` of the 1280×720@30 camera picture to `path` as Y4M.
-fn write_camera_y4m(path: &Path, secs: u32) {
-    use std::io::Write;
-    let mut video =
-        cg_media::SyntheticVideo::new(cg_media::TestPattern::Camera, 1280, 720, 30.0).unwrap();
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    writeln!(file, "YUV4MPEG2 W1280 H720 F30:1 Ip A1:1 C420jpeg").unwrap();
-    let mut frame = Vec::new();
-    for _ in 0..30 * secs {
-        video.next_frame(&mut frame);
-        file.write_all(b"FRAME\n").unwrap();
-        file.write_all(&frame).unwrap();
+/// `secs` of the 1280×720@30 camera picture as a Y4M file (415 MB for 10 s), removed when
+/// dropped, a failed run included.
+struct CameraY4m(PathBuf);
+
+impl CameraY4m {
+    fn write(secs: u32) -> CameraY4m {
+        use std::io::Write;
+        let path = std::env::temp_dir().join(format!("cg-camera-{}.y4m", std::process::id()));
+        let file = CameraY4m(path);
+        let mut video =
+            cg_media::SyntheticVideo::new(cg_media::TestPattern::Camera, 1280, 720, 30.0).unwrap();
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&file.0).unwrap());
+        writeln!(out, "YUV4MPEG2 W1280 H720 F30:1 Ip A1:1 C420jpeg").unwrap();
+        let mut frame = Vec::new();
+        for _ in 0..30 * secs {
+            video.next_frame(&mut frame);
+            out.write_all(b"FRAME\n").unwrap();
+            out.write_all(&frame).unwrap();
+        }
+        out.flush().unwrap();
+        file
     }
-    file.flush().unwrap();
+}
+
+impl Drop for CameraY4m {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 #[test]

@@ -160,17 +160,25 @@ impl SyntheticVideo {
     /// Moves past the next frame without drawing it (the generator's state advances exactly
     /// as [`Self::next_frame`] advances it, at a tiny fraction of its cost).
     pub fn skip_frame(&mut self) {
+        self.step();
+    }
+
+    /// Advances the state to the next frame — the camera's noise offsets drawn, the game's
+    /// scene changed and its sprites moved — and returns that frame's number and the camera's
+    /// offsets (luma, U, V). The one place the state moves, for drawing and skipping alike.
+    fn step(&mut self) -> (u64, [usize; 3]) {
+        let n = self.n;
+        let mut noise_at = [0; 3];
+        let (w, h) = (self.width, self.height);
         match self.kind {
             Kind::Camera => {
-                let span = (self.noise.len() - self.width * self.height) as u64;
-                for _ in 0..3 {
-                    self.rng.below(span);
+                let span = (self.noise.len() - w * h) as u64;
+                for at in &mut noise_at {
+                    *at = self.rng.below(span) as usize;
                 }
             }
             Kind::Game => {
-                let (w, h) = (self.width, self.height);
-                let per_scene = (GAME_SCENE_SECONDS * self.frame_rate).round().max(1.0) as u64;
-                let index = self.n / per_scene;
+                let index = n / self.frames_per_scene();
                 if index != self.scene.index {
                     self.scene = Scene::new(index, &mut self.rng, w, h);
                 }
@@ -180,41 +188,38 @@ impl SyntheticVideo {
             }
         }
         self.n += 1;
+        (n, noise_at)
+    }
+
+    fn frames_per_scene(&self) -> u64 {
+        (GAME_SCENE_SECONDS * self.frame_rate).round().max(1.0) as u64
     }
 
     /// Draws the next frame into `out` (resized to [`Self::frame_bytes`]).
     pub fn next_frame(&mut self, out: &mut Vec<u8>) {
+        let (n, [at_y, at_u, at_v]) = self.step();
         out.resize(self.frame_bytes(), 0);
         let (w, h) = (self.width, self.height);
         let (y_plane, uv) = out.split_at_mut(w * h);
         let (u_plane, v_plane) = uv.split_at_mut((w / 2) * (h / 2));
         match self.kind {
             Kind::Camera => {
-                let (ox, oy) = camera_offset(self.n);
-                let zoom = camera_zoom(self.n);
+                let (ox, oy) = camera_offset(n);
+                let zoom = camera_zoom(n);
                 sample_wrapped(y_plane, w, h, &self.luma[0], TEX_W, TEX_H, (ox, oy), zoom);
                 let (u, v) = &self.chroma[0];
                 let (cw, ch) = (w / 2, h / 2);
                 let c = (ox / 2.0, oy / 2.0);
                 sample_wrapped(u_plane, cw, ch, u, TEX_W / 2, TEX_H / 2, c, zoom);
                 sample_wrapped(v_plane, cw, ch, v, TEX_W / 2, TEX_H / 2, c, zoom);
-                let span = self.noise.len() - w * h;
-                let at = self.rng.below(span as u64) as usize;
-                add_noise(y_plane, &self.noise[at..at + w * h], 1);
+                add_noise(y_plane, &self.noise[at_y..at_y + w * h], 1);
                 // Chroma noise at half the luma σ: every other sample, halved.
-                let at = self.rng.below(span as u64) as usize;
-                add_noise(u_plane, &self.noise[at..], 2);
-                let at = self.rng.below(span as u64) as usize;
-                add_noise(v_plane, &self.noise[at..], 2);
+                add_noise(u_plane, &self.noise[at_u..], 2);
+                add_noise(v_plane, &self.noise[at_v..], 2);
             }
             Kind::Game => {
-                let per_scene = (GAME_SCENE_SECONDS * self.frame_rate).round().max(1.0) as u64;
-                let index = self.n / per_scene;
-                if index != self.scene.index {
-                    self.scene = Scene::new(index, &mut self.rng, w, h);
-                }
-                let t = (self.n % per_scene) as f64;
-                let s = &mut self.scene;
+                let t = (n % self.frames_per_scene()) as f64;
+                let s = &self.scene;
                 let ox = (s.origin.0 + s.velocity.0 * t).rem_euclid(TEX_W as f64) as usize;
                 let oy = (s.origin.1 + s.velocity.1 * t).rem_euclid(TEX_H as f64) as usize;
                 copy_wrapped(y_plane, w, h, &self.luma[s.backdrop], TEX_W, TEX_H, ox, oy);
@@ -225,14 +230,12 @@ impl SyntheticVideo {
                 }
                 tint(u_plane, s.tint.0);
                 tint(v_plane, s.tint.1);
-                for sp in &mut s.sprites {
-                    sp.advance(w, h);
+                for sp in &s.sprites {
                     fill_rect(y_plane, u_plane, v_plane, w, h, sp.rect(), sp.yuv);
                 }
-                draw_hud(y_plane, u_plane, v_plane, w, h, self.n);
+                draw_hud(y_plane, u_plane, v_plane, w, h, n);
             }
         }
-        self.n += 1;
     }
 }
 
