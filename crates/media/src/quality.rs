@@ -43,11 +43,10 @@ impl std::str::FromStr for ReferenceSpec {
             ))
         };
         let (pattern, rest) = s.split_once(':').ok_or_else(bad)?;
-        let pattern = match pattern {
-            "camera" => TestPattern::Camera,
-            "game" => TestPattern::Game,
-            _ => return Err(bad()),
-        };
+        // The patterns cg-send names the same way; only the synthetic ones can be made again.
+        let pattern = TestPattern::from_name(pattern)
+            .filter(|p| matches!(p, TestPattern::Camera | TestPattern::Game))
+            .ok_or_else(bad)?;
         let (size, fps) = rest.split_once('@').ok_or_else(bad)?;
         let (w, h) = size.split_once('x').ok_or_else(bad)?;
         let num = |v: &str| v.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(bad);
