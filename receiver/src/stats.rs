@@ -191,6 +191,9 @@ pub struct Stats {
     /// a sender that fell silent.
     #[serde(default)]
     pub bye_received: bool,
+    /// The receiver process's resident memory at the sample, KiB (a soak watches it stay flat).
+    #[serde(default)]
+    pub rss_kib: Option<u64>,
     /// Estimator quantities by name (GCC-REMB: `m`, `gamma`, `state`, `a_r`, `n_dd`…).
     pub extra: BTreeMap<String, f64>,
 }

@@ -108,6 +108,9 @@ pub struct Stats {
     /// transport-wide CC or RFC 8888, 3 s with REMB) until feedback returns.
     #[serde(default)]
     pub feedback_timeouts: u64,
+    /// The sender process's resident memory at the sample, KiB (a soak watches it stay flat).
+    #[serde(default)]
+    pub rss_kib: Option<u64>,
     /// Controller-specific quantities by name (GCC: `m`, `gamma`, `state`, `a_r`, `a_s`,
     /// `n_dd`…; SCReAM: `alpha`…).
     pub extra: BTreeMap<String, f64>,

@@ -12,7 +12,7 @@
 //! - [`MediaTime`] — a time on the 90 kHz RTP video clock (RTP timestamps), converted to and
 //!   from [`std::time::Duration`] in one place.
 //! - [`ProcStat`] — the fields cg reads from a Linux `/proc/PID/stat` line (process tree,
-//!   CPU time), parsed from its text.
+//!   CPU time), parsed from its text, and a process's resident memory ([`rss_kib`]).
 //! - [`Rng`] — a small seeded PRNG (xoshiro256\*\*), so that every random decision in a sans-IO
 //!   core is reproducible from its seed, whatever version of an external crate is built.
 //! - [`video_model`] — RFC 8593 §5's statistical video source (frame sizes and times that
@@ -37,6 +37,6 @@ pub use data_size::DataSize;
 pub use ecn::Ecn;
 pub use media_time::MediaTime;
 pub use parse::ParseError;
-pub use proc_stat::{ProcStat, USER_HZ};
+pub use proc_stat::{ProcStat, USER_HZ, rss_kib, vm_rss_kib};
 pub use remote_time::RemoteTime;
 pub use rng::Rng;

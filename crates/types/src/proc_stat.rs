@@ -48,6 +48,24 @@ impl ProcStat {
     }
 }
 
+/// Resident memory (`VmRSS`) of a `/proc/PID/status` text, KiB.
+pub fn vm_rss_kib(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// Resident memory of process `pid` (`None`: this process), KiB; `None` where `/proc` does
+/// not tell (the process is gone, or not Linux).
+pub fn rss_kib(pid: Option<u32>) -> Option<u64> {
+    let path = pid.map_or_else(
+        || "/proc/self/status".to_owned(),
+        |p| format!("/proc/{p}/status"),
+    );
+    vm_rss_kib(&std::fs::read_to_string(path).ok()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +91,16 @@ mod tests {
         assert_eq!(ProcStat::parse("12 (short) S 34 1 1"), None);
         assert_eq!(ProcStat::parse(")12 (x S 1"), None);
         assert_eq!(ProcStat::parse(""), None);
+    }
+
+    #[test]
+    fn resident_memory_is_read_from_the_status_text() {
+        assert_eq!(
+            vm_rss_kib("Name:\tcg-send\nVmRSS:\t   51234 kB\nVmSwap: 0 kB\n"),
+            Some(51234)
+        );
+        assert_eq!(vm_rss_kib("Name:\tkthreadd\n"), None);
+        assert_eq!(vm_rss_kib("VmRSS: lots kB\n"), None);
+        assert!(rss_kib(None).is_some_and(|k| k > 0));
     }
 }

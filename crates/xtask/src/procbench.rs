@@ -87,16 +87,8 @@ fn sample(pid: u32) -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     Some((
         cg_types::ProcStat::parse(&stat)?.cpu_ticks(),
-        rss_kib(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)?,
+        cg_types::rss_kib(Some(pid))?,
     ))
-}
-
-/// `VmRSS` of a `/proc/PID/status` text, KiB.
-fn rss_kib(status: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// Least-squares slope of `(t, y)`, y per unit of t.
@@ -320,13 +312,6 @@ pub fn procbench(args: &[String]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rss_parses() {
-        let status = "Name:\tcg-send\nVmPeak:\t  100 kB\nVmRSS:\t   54484 kB\nThreads:\t9\n";
-        assert_eq!(rss_kib(status), Some(54484));
-        assert_eq!(rss_kib("Name: x\n"), None);
-    }
 
     #[test]
     fn slope_and_options() {
