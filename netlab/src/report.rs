@@ -285,12 +285,13 @@ pub fn table(s: &Summary) -> String {
         let opt = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.0}"));
         let _ = writeln!(
             t,
-            "{name}: viewer ({}) {:.1} fps (lowest {}), {} freezes ({:.2} s frozen), {} resolution switches, held {}, jitter buffer {} ms, glass-to-glass median {} ms max {} ms",
+            "{name}: viewer ({}) {:.1} fps (lowest {}), {} freezes ({:.2} s frozen, longest {} ms), {} resolution switches, held {}, jitter buffer {} ms, glass-to-glass median {} ms max {} ms",
             v.viewer,
             v.fps,
             opt(v.fps_min),
             v.freezes,
             v.frozen_s,
+            opt(v.longest_freeze_ms),
             v.resolution_switches,
             v.held_size.map_or("-".into(), |(w, h)| format!("{w}×{h}")),
             opt(v.jitter_buffer_ms),

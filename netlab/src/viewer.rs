@@ -36,6 +36,11 @@ pub struct ViewerSummary {
     pub freezes: u64,
     /// Their summed duration, s.
     pub frozen_s: f64,
+    /// The longest of them, ms: the time frozen that a record added with its freezes (a
+    /// viewer adds a freeze's whole duration when it ends), exact when a record ended one
+    /// freeze and the sum of the freezes it ended otherwise; `None` without a freeze.
+    #[serde(default)]
+    pub longest_freeze_ms: Option<f64>,
     /// Times the decoded picture size changed within the window (a browser's reports come a
     /// second apart, so a size held for less than one report may be missed there).
     pub resolution_switches: u64,
@@ -223,6 +228,21 @@ fn growth(before: Option<&Rec>, last: &Rec, key: &str) -> f64 {
     (num(last.v, key).unwrap_or(0.0) - b).max(0.0)
 }
 
+/// The largest time frozen one record added along with a freeze, ms (see
+/// [`ViewerSummary::longest_freeze_ms`]).
+fn longest_freeze(before: Option<&Rec>, inside: &[&Rec], n: &Names) -> Option<f64> {
+    let mut prev = before;
+    let mut longest: Option<f64> = None;
+    for &r in inside {
+        if growth(prev, r, n.freezes) > 0.0 {
+            let ms = growth(prev, r, n.frozen.0) * n.frozen.1 * 1e3;
+            longest = Some(longest.map_or(ms, |l| l.max(ms)));
+        }
+        prev = Some(r);
+    }
+    longest
+}
+
 /// The size in the most records, and the changes from one record to the next.
 fn sizes(before: Option<&Rec>, inside: &[&Rec], w: &str, h: &str) -> (Option<(u32, u32)>, u64) {
     let size = |r: &Rec| {
@@ -294,6 +314,7 @@ fn common<'a, 'b>(
             .reduce(f64::min),
         freezes: growth(before, last, n.freezes) as u64,
         frozen_s: growth(before, last, n.frozen.0) * n.frozen.1,
+        longest_freeze_ms: longest_freeze(before, &inside, n),
         resolution_switches,
         held_size,
         jitter_buffer_ms: None,
@@ -410,6 +431,8 @@ mod tests {
         assert_eq!(s.frames_decoded, 90);
         assert_eq!(s.fps, 30.0);
         assert_eq!((s.freezes, s.frozen_s), (1, 0.25));
+        // The freeze that ended before the window is not the window's.
+        assert_eq!(s.longest_freeze_ms, Some(250.0));
         assert_eq!(s.resolution_switches, 1);
         assert_eq!(s.held_size, Some((1280, 720)));
         assert_eq!(s.g2g_ms.as_ref().map(|g| g.p50), Some(50.0));
@@ -465,6 +488,9 @@ mod tests {
         assert_eq!(s.viewer, "chromium");
         assert_eq!((s.frames_decoded, s.fps), (60, 30.0));
         assert_eq!((s.freezes, s.frozen_s), (1, 0.4));
+        assert_eq!(s.longest_freeze_ms, Some(400.0));
+        let calm = summarise(&d, "cg", T0, (2.5, 10.0)).expect("a report in the window");
+        assert_eq!((calm.freezes, calm.longest_freeze_ms), (0, None));
         assert_eq!(s.resolution_switches, 2);
         // (2.4 − 0.6) s over 60 frames.
         assert!((s.jitter_buffer_ms.unwrap() - 30.0).abs() < 1e-9);
