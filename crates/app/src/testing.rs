@@ -16,12 +16,11 @@ pub const BUILD_ARGS_ENV: &str = "CG_TEST_PROGRAMS_BUILD_ARGS";
 /// date, because a binary left from an older build would test old code; once per process
 /// for each set of packages.
 ///
-/// With [`BUILD_ARGS_ENV`] set (by `cargo xtask test` for its debug `cargo test --workspace
-/// --all-features`), cargo gets those arguments instead of `-p` for each package: the same
-/// package selection and features as the `cargo test` that runs the test, so this build is
-/// up to date already rather than resolving features for the two packages alone and
-/// compiling most of the tree again (1.5 min in CI). The arguments must build `packages`'
-/// binaries.
+/// With [`BUILD_ARGS_ENV`] set (by `cargo xtask test` for its debug and its release runs),
+/// cargo gets those arguments instead of `-p` for each package: the same package selection
+/// and features as the `cargo test` that runs the test, so this build is up to date already
+/// rather than resolving features for the two packages alone and compiling most of the tree
+/// again. The arguments must build `packages`' binaries.
 ///
 /// # Panics
 /// If cargo cannot run or the build fails: the test cannot go on without the programs.

@@ -23,8 +23,8 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 /// `cg_app::testing::BUILD_ARGS_ENV`: the `cargo build` arguments the end-to-end tests build
-/// cg-send and cg-recv with. Spelled out here because xtask depends on none of the
-/// workspace's crates (it has to build before anything else).
+/// cg-send and cg-recv with. Spelled out here because xtask does not link cg-app (it has to
+/// build, and install the system packages cg-app's dependencies need, before anything else).
 const BUILD_ARGS_ENV: &str = "CG_TEST_PROGRAMS_BUILD_ARGS";
 
 /// Debian packages the workspace needs, with what needs them.
@@ -239,18 +239,25 @@ fn test(extra: &[String]) -> Result<(), String> {
         .args(["test", "--workspace", "--all-features"])
         .env(BUILD_ARGS_ENV, "--workspace --all-features --bins --tests")
         .args(&extra))?;
-    let mut e2e = cargo();
-    e2e.args([
-        "test",
-        "--release",
-        "-p",
-        "cg-netlab",
+    // The end-to-end tests build cg-send and cg-recv with the selection that built them, so
+    // both builds resolve features alike and nothing is compiled twice (`-p cg-sender
+    // -p cg-receiver` alone resolves them otherwise and rebuilds half the tree).
+    let e2e_selection = [
+        "--workspace",
+        "--all-features",
         "--test",
         "cg_flows",
         "--test",
         "faults",
-    ])
-    .args(&extra);
+    ];
+    let mut e2e = cargo();
+    e2e.args(["test", "--release"])
+        .args(e2e_selection)
+        .env(
+            BUILD_ARGS_ENV,
+            format!("{} --bins", e2e_selection.join(" ")),
+        )
+        .args(&extra);
     if !extra.iter().any(|a| *a == "--") {
         e2e.arg("--");
     }
