@@ -7,6 +7,14 @@
 //! code, the decoded picture scaled up to the source size (bilinear), as the viewer's screen
 //! shows a picture coded at a lower resolution. A lower coded size therefore costs what it
 //! costs the viewer.
+//!
+//! The score is computed here rather than by GStreamer's or ffmpeg's metric elements because
+//! each shown picture must be matched to its source by its stamp while the receiver runs:
+//! GStreamer's `compare` reports only past a threshold, on two streams aligned by timestamp,
+//! and ffmpeg's `psnr` filter scores files afterwards. The metric is ffmpeg's: the example
+//! `score_y4m` prints it in that filter's `stats_file` format, and on the same files the two
+//! agree frame by frame (ffmpeg scaling with `flags=bilinear+accurate_rnd`; the check and its
+//! commands are in `docs/notes/2026-11-29.md`).
 
 use std::collections::VecDeque;
 
