@@ -234,10 +234,10 @@ fn run(
     eprintln!();
     let out = Outcome {
         utilisation: u,
-        q95: metrics::percentile(&q, 95.0).unwrap_or_default(),
-        q50: metrics::percentile(&q, 50.0).unwrap_or_default(),
+        q95: metrics::percentile(&q, 95.0).unwrap_or(NONE),
+        q50: metrics::percentile(&q, 50.0).unwrap_or(NONE),
         frames: sim.receiver(0).latencies.len(),
-        g2g_p95: metrics::percentile(&g2g, 95.0).unwrap_or_default(),
+        g2g_p95: metrics::percentile(&g2g, 95.0).unwrap_or(NONE),
         key_requests: sim.sender(0).key_requests,
     };
     eprintln!(
@@ -253,6 +253,9 @@ fn run(
     );
     out
 }
+
+/// A percentile of no samples: fails every upper bound instead of reading as an empty queue.
+const NONE: Duration = Duration::MAX;
 
 /// Start-up excluded from the metrics.
 const WARM_UP: Duration = Duration::from_secs(10);

@@ -1186,7 +1186,7 @@ mod tests {
             "{second} Mbit/s under a 20 Mbit/s limit"
         );
         let q = metrics::queuing_delays(ev.iter(), None, t0 + secs(2.0), t0 + secs(20.0));
-        let p95 = metrics::percentile(&q, 95.0).unwrap_or_default();
+        let p95 = metrics::percentile(&q, 95.0).expect("queue samples");
         assert!(
             p95 < Duration::from_millis(5),
             "no standing queue: p95 {p95:?}"
