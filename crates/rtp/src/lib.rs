@@ -147,6 +147,14 @@ pub use time::NtpClock;
 
 pub use rtcp::ccfb::NumReportsConvention;
 
+/// Entry points for the fuzz targets (`crates/rtp/fuzz`), behind the `fuzzing` feature: the
+/// crate's internal parsers, which no public type reaches on its own. Not an API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::rtp_packet::parse_and_rewrite_rtp;
+}
+
 use cg_types::Ecn;
 
 /// A datagram to send.
