@@ -247,7 +247,7 @@ fn camera_capacity_steps_send_side() {
 /// link-capacity estimate (45–52 ms at 1.0×, which starved cg-rtp's pacer: see
 /// `GccConfig::pacing_link_capacity_factor`).
 #[test]
-#[ignore = "issue #14 queue bound not met: send-side §6.1 q95 65–69 ms against 60 ms"]
+#[ignore = "issue #14 queue bound not met: send-side §6.1, q95 ≤ 60 ms (the test prints each seed's figures)"]
 fn camera_capacity_steps_send_side_queue() {
     camera_steps_bounds(GccMode::SendSideTwcc, true);
 }
@@ -268,13 +268,13 @@ fn camera_capacity_steps_send_side_queue() {
 /// 0.880–0.908 and t90 up to 7.8 s, but the single flow at 1 Mbit/s fell to U 0.849 (seed
 /// 5) and three REMB flows to Jain 0.909, so the probe stays on and this test is ignored.
 #[test]
-#[ignore = "issue #19: over seeds 1–8, t90 8.6 s (seed 5) against 8 s and U 0.877 (seed 6) against 0.88"]
+#[ignore = "issue #19: REMB camera §6.1 over seeds 1–8, t90 ≤ 8 s and U ≥ 0.88 on every seed (the test prints each seed's figures)"]
 fn camera_capacity_steps_remb() {
     camera_steps_bounds(GccMode::ReceiverSideRemb, false);
 }
 
 #[test]
-#[ignore = "issue #14 queue bound not met: REMB §6.1 q95 62–72 ms against 60 ms"]
+#[ignore = "issue #14 queue bound not met: REMB §6.1, q95 ≤ 60 ms (the test prints each seed's figures)"]
 fn camera_capacity_steps_remb_queue() {
     camera_steps_bounds(GccMode::ReceiverSideRemb, true);
 }
@@ -318,7 +318,7 @@ fn camera_constant_1mbps_send_side() {
 /// Measured, seeds 1–4 (whole 120 s, including the ramp from 300 kbit/s): U 0.898, 0.906,
 /// 0.904, 0.909 with REMB-mode probing (0.719, 0.748, 0.737, 0.736 without).
 #[test]
-#[ignore = "issue #14 goal not met in REMB mode (U 0.898 on seed 1 against 0.90 over 120 s)"]
+#[ignore = "issue #14 goal not met in REMB mode: U ≥ 0.90 at 2 Mbit/s over 120 s (the test prints each seed's figures)"]
 fn camera_constant_2mbps_remb() {
     camera_constant_utilisation(GccMode::ReceiverSideRemb, Bitrate::mbps(2));
 }

@@ -270,7 +270,7 @@ fn camera_capacity_steps_do_not_loop_discards() {
 /// Measured, seeds 1–4: U 0.811, 0.802, 0.828, 0.821 (per phase 0.73–0.85); t90 up to 20.7 s;
 /// q95 43–47 ms; loss ≤ 0.08 %; longest delivery gap 64 ms.
 #[test]
-#[ignore = "issue #14 goal not met: SCReAM camera §6.1 U 0.80–0.83 against 0.92, t90 up to 20.7 s"]
+#[ignore = "issue #14 goal not met: SCReAM camera §6.1, U ≥ 0.92 and t90 ≤ 8 s (the test prints each seed's figures)"]
 fn camera_capacity_steps_meet_issue_14_bounds() {
     let cfg = scream_cfg();
     let out: Vec<Outcome> = seeds().into_iter().map(|s| steps(&cfg, s)).collect();
@@ -348,14 +348,14 @@ fn camera_on_a_short_fast_path_holds_the_maximum_without_discards() {
 
 /// Measured, seeds 1–4: U 0.826, 0.832, 0.832, 0.827; 34, 12, 11, 22 frames dropped in 120 s.
 #[test]
-#[ignore = "issue #14 goal not met: SCReAM camera at 1 Mbit/s U 0.83 against 0.90"]
+#[ignore = "issue #14 goal not met: SCReAM camera at 1 Mbit/s, U ≥ 0.90 (the test prints each seed's figures)"]
 fn camera_constant_1mbps_utilisation() {
     constant_bounds(Bitrate::mbps(1));
 }
 
 /// Measured, seeds 1–4: U 0.859, 0.872, 0.876, 0.862; 35, 24, 21, 22 frames dropped in 120 s.
 #[test]
-#[ignore = "issue #14 goal not met: SCReAM camera at 2 Mbit/s U 0.86–0.88 against 0.90"]
+#[ignore = "issue #14 goal not met: SCReAM camera at 2 Mbit/s, U ≥ 0.90 (the test prints each seed's figures)"]
 fn camera_constant_2mbps_utilisation() {
     constant_bounds(Bitrate::mbps(2));
 }

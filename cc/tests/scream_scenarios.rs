@@ -575,7 +575,7 @@ fn the_scalable_ce_reaction_alone_keeps_the_l_queue_short() {
 /// [`judge_l4s_alone`] with the camera-like source (10× key frames, a 3–5× frame about once a
 /// second).
 #[test]
-#[ignore = "issue #19's hard case: U 0.903–0.999 and L-queue p99 ≤ 1.00 ms, but the media queue's p95 is 152–296 ms (seeds 21–28): paced at the link's rate by the L4S cap, a 10× frame takes ~170 ms to leave and the queue behind it stands (without the cap: U 0.44, L-queue p99 7–16 ms)"]
+#[ignore = "issue #19's hard case: with camera frame sizes the media queue's p95 exceeds 100 ms (paced at the link's rate by the L4S cap, a 10× frame leaves slowly and the queue behind it stands); the test prints each seed's figures"]
 fn l4s_with_camera_content_keeps_the_media_queue_under_100ms() {
     judge_l4s_alone(EncoderConfig::camera());
 }
