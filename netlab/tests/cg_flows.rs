@@ -64,8 +64,8 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
             eprintln!(
                 "{controller} 1 Mb/s: U {u:.3}, q95 {q95:.1} ms, loss {loss:.4}, decoded {decoded} of {frames_sent} frames, long freezes {long:?}"
             );
-            if u < 0.80 {
-                return Err(format!("utilisation {u:.3} < 0.80"));
+            if outside(u, 0.80, 1.0) {
+                return Err(format!("utilisation {u:.3} outside 0.80–1.0"));
             }
             if q95.is_nan() || q95 > 150.0 {
                 return Err(format!("queuing delay p95 {q95:.1} ms > 150 ms"));
@@ -137,8 +137,8 @@ qdisc = { kind = "dualpi2" }"#;
             if median.is_nan() || median > 2.0 {
                 return Err(format!("median queuing delay {median:.2} ms > 2 ms"));
             }
-            if u < 0.80 {
-                return Err(format!("utilisation {u:.3} < 0.80"));
+            if outside(u, 0.80, 1.0) {
+                return Err(format!("utilisation {u:.3} outside 0.80–1.0"));
             }
             Ok(())
         },
@@ -1404,8 +1404,8 @@ fn chromium_viewer(
         if !long_freezes.is_empty() {
             why.push(format!("freezes over 500 ms at {long_freezes:?} s"));
         }
-        if u < 0.85 {
-            why.push(format!("utilisation {u:.3} < 0.85"));
+        if outside(u, 0.85, 1.0) {
+            why.push(format!("utilisation {u:.3} outside 0.85–1.0"));
         }
         if jb.is_nan() || jb > 0.100 {
             why.push(format!(

@@ -129,6 +129,11 @@ pub fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Whether `x` lies outside `lo..=hi`; NaN (nothing measured) lies outside every range.
+pub fn outside(x: f64, lo: f64, hi: f64) -> bool {
+    !(lo..=hi).contains(&x)
+}
+
 pub fn num(v: &Value, k: &str) -> f64 {
     v[k].as_f64().unwrap_or(f64::NAN)
 }
