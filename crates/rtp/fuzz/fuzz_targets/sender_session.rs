@@ -46,6 +46,8 @@ fuzz_target!(|data: &[u8]| {
         let f = EncodedFrame {
             data: Bytes::from(vec![if k == 0 { 0x10 } else { 0x11 }; 3000]),
             capture_time: now,
+            // Encoded at once: the frames carry their video-timing stages.
+            encoded: Some((now, now)),
             key_frame: k == 0,
             codec: Codec::Vp8,
         };
