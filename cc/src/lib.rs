@@ -20,9 +20,9 @@
 //! ([`Controller::on_frame_sent`]). `webrtc_adapter` (feature `webrtc`) runs any controller
 //! as webrtc-rs 0.21's `BandwidthEstimator`.
 //!
-//! [`sim`]: simulated-time test support over `cg_link::sim` — RFC 8593 encoder model,
-//! sender/receiver endpoints for any controller, a competing TCP bulk flow (Reno or CUBIC,
-//! [`sim::tcp`]), metrics.
+//! `sim` (feature `sim`, on by default; the programs build without it): simulated-time test
+//! support over `cg_link::sim` — RFC 8593 encoder model, sender/receiver endpoints for any
+//! controller, competing TCP bulk flows (Reno, CUBIC, BBR), metrics.
 //!
 //! [`scream`]: SCReAM v2 with L4S — window-based, RFC 8888 feedback, send gate through
 //! [`Controller::send_allowance`], RTP-queue discard through [`ControllerEvent::DiscardQueue`];
@@ -45,6 +45,7 @@ mod fixed;
 pub mod gcc;
 mod kind;
 pub mod scream;
+#[cfg(feature = "sim")]
 pub mod sim;
 #[cfg(feature = "webrtc")]
 pub mod webrtc_adapter;
