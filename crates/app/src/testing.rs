@@ -38,8 +38,9 @@ pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf 
     // cargo runs a test with its package's variables set (`CARGO_PKG_NAME`,
     // `CARGO_MANIFEST_DIR`, …); a build script that watches one (ring's does) would see it
     // differ from the `cargo test` that built it and rerun, rebuilding ring and all above it.
+    // `cargo xtask` starts its cargo commands without them too, so neither side has them.
     for (key, _) in std::env::vars_os() {
-        if key.to_str().is_some_and(is_per_package_cargo_var) {
+        if key.to_str().is_some_and(cg_types::is_per_package_cargo_var) {
             cmd.env_remove(key);
         }
     }
@@ -65,47 +66,4 @@ pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf 
     );
     built.push(key);
     dir
-}
-
-/// The variables cargo sets for one package's build or test run (not the user's cargo
-/// configuration such as `CARGO_HOME` or `CARGO_TARGET_DIR`).
-fn is_per_package_cargo_var(key: &str) -> bool {
-    [
-        "CARGO_PKG_",
-        "CARGO_MANIFEST_",
-        "CARGO_CRATE_",
-        "CARGO_BIN_",
-    ]
-    .iter()
-    .any(|p| key.starts_with(p))
-        || matches!(key, "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_per_package_cargo_var;
-
-    #[test]
-    fn only_the_per_package_variables_are_dropped() {
-        for k in [
-            "CARGO_PKG_NAME",
-            "CARGO_MANIFEST_DIR",
-            "CARGO_MANIFEST_PATH",
-            "CARGO_CRATE_NAME",
-            "CARGO_BIN_EXE_netlab",
-            "CARGO_PRIMARY_PACKAGE",
-            "CARGO_TARGET_TMPDIR",
-        ] {
-            assert!(is_per_package_cargo_var(k), "{k}");
-        }
-        for k in [
-            "CARGO",
-            "CARGO_HOME",
-            "CARGO_TARGET_DIR",
-            "CARGO_BUILD_JOBS",
-            "PATH",
-        ] {
-            assert!(!is_per_package_cargo_var(k), "{k}");
-        }
-    }
 }

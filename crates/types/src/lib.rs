@@ -21,6 +21,7 @@
 //! All types are plain values; nothing here reads a clock or does I/O.
 
 mod bitrate;
+mod cargo_env;
 mod codec;
 mod data_size;
 mod ecn;
@@ -32,6 +33,7 @@ mod rng;
 pub mod video_model;
 
 pub use bitrate::Bitrate;
+pub use cargo_env::is_per_package_cargo_var;
 pub use codec::Codec;
 pub use data_size::DataSize;
 pub use ecn::Ecn;

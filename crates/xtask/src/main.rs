@@ -199,9 +199,18 @@ unsafe extern "C" {
     fn geteuid() -> u32;
 }
 
+/// A cargo command at the workspace root, without the variables `cargo run` set for xtask
+/// itself (`CARGO_PKG_NAME=xtask`, …): a build script that watches one (ring's does) would
+/// otherwise see other values than in a cargo started from a shell or from a test
+/// (`cg_app::testing::build_next_to`), and rebuild ring and everything above it.
 fn cargo() -> Command {
     let mut c = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root());
+    for (key, _) in env::vars_os() {
+        if key.to_str().is_some_and(cg_types::is_per_package_cargo_var) {
+            c.env_remove(key);
+        }
+    }
     c
 }
 
