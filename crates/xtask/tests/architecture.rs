@@ -40,25 +40,34 @@ fn documented(doc: &str) -> Graph {
     g
 }
 
+/// What `cargo ARGS` prints in `root`; panics with its errors if it fails.
+fn cargo(root: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap_or_else(|e| panic!("cargo {args:?} does not start: {e}"));
+    assert!(
+        out.status.success(),
+        "cargo {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The workspace's graph from `cargo metadata`.
 fn actual(root: &Path) -> Graph {
-    let out = Command::new(env!("CARGO"))
-        .args([
+    let out = cargo(
+        root,
+        &[
             "metadata",
             "--format-version",
             "1",
             "--no-deps",
             "--offline",
-        ])
-        .current_dir(root)
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let m: serde_json::Value = serde_json::from_str(&out).expect("metadata is JSON");
     let packages = m["packages"].as_array().expect("packages");
     let members: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
     let mut g = Graph::new();
@@ -127,8 +136,9 @@ fn the_table_reader_takes_names_and_optional_marks() {
 fn the_programs_link_no_simulator_or_emulator() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     for program in ["cg-sender", "cg-receiver"] {
-        let out = Command::new(env!("CARGO"))
-            .args([
+        let tree = cargo(
+            &root,
+            &[
                 "tree",
                 "-e",
                 "normal",
@@ -137,16 +147,8 @@ fn the_programs_link_no_simulator_or_emulator() {
                 "--offline",
                 "-p",
                 program,
-            ])
-            .current_dir(&root)
-            .output()
-            .expect("cargo tree runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            ],
         );
-        let tree = String::from_utf8_lossy(&out.stdout);
         assert!(tree.contains("cg-cc "), "{program}'s tree: {tree}");
         assert!(
             !tree.contains("cg-link "),
