@@ -355,8 +355,12 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
     let g2g: Vec<f64> = got.iter().filter_map(|l| l.g2g_ms).collect();
     assert!(!g2g.is_empty(), "glass-to-glass latency reported");
     assert!(g2g.iter().all(|&g| g > 0.0 && g < 2000.0), "{g2g:?}");
-    // cg-send sends each frame's stages (video-timing); they account for the latency: the
-    // stages' medians add up to about the median, within 10 ms or a half.
+    // cg-send sends each frame's stages (video-timing); they account for the latency. Each
+    // frame's stages add up to its latency exactly (the unit test
+    // `a_frames_stages_add_up_to_its_glass_to_glass_latency`); a record holds the medians
+    // over its few frames, which do not add up when two frames were slow in different stages,
+    // so the check is over the run: the median of the records' stage sums is within 2 ms or
+    // a fifth of their median glass to glass (stages all missing would sum to 0).
     let with_frames: Vec<&RecvLine> = got.iter().filter(|l| l.g2g_ms.is_some()).collect();
     let staged: Vec<(f64, cg_receiver::G2gStages)> = with_frames
         .iter()
@@ -368,6 +372,8 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
         staged.len(),
         with_frames.len()
     );
+    let mut sums = Vec::new();
+    let mut latencies = Vec::new();
     for (g, s) in &staged {
         let parts = [
             s.encode_ms,
@@ -377,13 +383,23 @@ fn five_seconds_of_vp8_over_loopback_decode_and_report_json() {
             s.jitter_buffer_ms,
             s.decode_ms,
         ];
-        let sum: f64 = parts.iter().sum();
         assert!(parts.iter().all(|p| p.is_finite() && *p >= 0.0), "{s:?}");
-        assert!(
-            (sum - g).abs() <= 10f64.max(g / 2.0),
-            "g2g {g} ms, stages {s:?}"
-        );
+        sums.push(parts.iter().sum::<f64>());
+        latencies.push(*g);
     }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (sum, g) = (median(&mut sums), median(&mut latencies));
+    eprintln!(
+        "stages add up to {sum:.1} ms against glass to glass {g:.1} ms (medians of {} records)",
+        staged.len()
+    );
+    assert!(
+        (sum - g).abs() <= 2f64.max(g / 5.0),
+        "the stages' sums (median {sum:.1} ms) against glass to glass (median {g:.1} ms)"
+    );
     // The gaming profile asks the receiver to render at once, and it hears so.
     assert_eq!(r.playout_delay_ms, Some([0.0, 0.0]));
     assert!(r.webrtc_freezes <= 1, "{} freezes", r.webrtc_freezes);
