@@ -249,8 +249,7 @@ fn test(extra: &[String]) -> Result<(), String> {
         .env(BUILD_ARGS_ENV, "--workspace --all-features --bins --tests")
         .args(&extra))?;
     // The end-to-end tests build cg-send and cg-recv with the selection that built them, so
-    // both builds resolve features alike and nothing is compiled twice (`-p cg-sender
-    // -p cg-receiver` alone resolves them otherwise and rebuilds half the tree).
+    // both builds resolve features alike and no crate is compiled twice with other features.
     let e2e_selection = [
         "--workspace",
         "--all-features",
