@@ -301,7 +301,10 @@ pub fn table(s: &Summary) -> String {
         if let (Some(mean), Some(low)) = (v.psnr_db, v.psnr_low_db) {
             let _ = writeln!(
                 t,
-                "{name}: picture quality: luma PSNR against the source {mean:.1} dB (worst 5 % of pictures down to {low:.1} dB)"
+                "{name}: picture quality: luma PSNR against the source {mean:.1} dB (worst 5 % of pictures down to {low:.1} dB){}",
+                v.psnr_scored.map_or(String::new(), |n| format!(
+                    ", {n} pictures the page posted back"
+                ))
             );
         }
         if let Some(st) = v.stages_ms {

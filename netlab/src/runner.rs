@@ -68,6 +68,13 @@ struct Helper {
     stdin: Option<ChildStdin>,
 }
 
+/// Pictures a second a Chromium viewer's page posts back for cg-send to score (its
+/// `?score=`): enough for a mean and a low percentile over a run, few enough that the page's
+/// read-back (a canvas draw and a luma conversion of each) costs the viewer little. cg-send
+/// scores them only when it can make its source again (`--stamp` with the camera or game
+/// pattern); otherwise the page stops at the first refusal.
+const PAGE_SCORES_PER_SECOND: u32 = 2;
+
 /// How long after the WHEP/WHIP server starts its client offers: the server binds its HTTP
 /// listener first thing, well within this.
 const WHEP_VIEWER_DELAY: Duration = Duration::from_millis(1000);
@@ -696,7 +703,7 @@ impl Launch<'_> {
                 procs.cg_receivers.push(self.cg_recv_at(f, view_at, mode)?);
             }
             WebRtcMode::Chromium => {
-                let page = format!("http://{http}/?report=1");
+                let page = format!("http://{http}/?report=1&score={PAGE_SCORES_PER_SECOND}");
                 procs
                     .cg_receivers
                     .push(self.chromium_at(f, f.to, view_at, &f.recv_args, page)?);

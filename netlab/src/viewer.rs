@@ -57,13 +57,20 @@ pub struct ViewerSummary {
     /// records, or over the distinct frames a browser reported as its slowest.
     #[serde(default)]
     pub stages_ms: Option<Stages>,
-    /// Picture quality when the viewer scores it (`cg-send --stamp`, `cg-recv --reference`):
-    /// luma PSNR against the source, the mean of the records' means inside the window, dB.
+    /// Picture quality when the viewer scores it (`cg-send --stamp` with the camera or game
+    /// pattern; cg-recv with `--reference`): luma PSNR of shown pictures against the source,
+    /// dB. cg-recv scores every picture it can and reports means over its recent ones: this is
+    /// the mean of its records' means inside the window. A browser's page posts a few shown
+    /// pictures a second back to cg-send, which scores them: the mean of those scores.
     #[serde(default)]
     pub psnr_db: Option<f64>,
-    /// The lowest 5th percentile of a record inside the window (its worst pictures), dB.
+    /// The worst pictures, dB: cg-recv's lowest 5th percentile of a record inside the window;
+    /// the 5th percentile of a page's scores inside it.
     #[serde(default)]
     pub psnr_low_db: Option<f64>,
+    /// Pictures a browser's page had scored inside the window (`None` from cg-recv).
+    #[serde(default)]
+    pub psnr_scored: Option<u64>,
 }
 
 /// A frame's latency stage by stage, ms.
@@ -206,7 +213,8 @@ pub fn summarise(raw: &Path, flow: &str, t0_ns: u64, window: (f64, f64)) -> Opti
     };
     let recs = entries(&|s| s["type"] == "inbound-rtp" && s["kind"] == "video");
     let stamps = entries(&|s| s["type"] == "cg-stamp");
-    from_chromium(&recs, &stamps, window)
+    let scores = entries(&|s| s["type"] == "cg-quality");
+    from_chromium(&recs, &stamps, &scores, window)
 }
 
 /// The records inside `window`, and the last one before it.
@@ -323,6 +331,7 @@ fn common<'a, 'b>(
         stages_ms: None,
         psnr_db: None,
         psnr_low_db: None,
+        psnr_scored: None,
     };
     Some((summary, before, inside))
 }
@@ -353,9 +362,28 @@ fn from_cg_recv(recs: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
 }
 
 /// A browser reports its jitter buffer; the page, glass to glass when the sender stamps its
-/// pictures (`stamps`: its "cg-stamp" records, each over the second before it).
-fn from_chromium(recs: &[Rec], stamps: &[Rec], window: (f64, f64)) -> Option<ViewerSummary> {
+/// pictures (`stamps`: its "cg-stamp" records, each over the second before it) and picture
+/// quality when the sender scores what it posts back (`scores`: its "cg-quality" records).
+fn from_chromium(
+    recs: &[Rec],
+    stamps: &[Rec],
+    scores: &[Rec],
+    window: (f64, f64),
+) -> Option<ViewerSummary> {
     let (mut s, before, inside) = common(recs, window, &CHROMIUM)?;
+    let (_, scored) = split(scores, window);
+    let mut psnr: Vec<f64> = scored
+        .iter()
+        .filter_map(|r| r.v.get("scores")?.as_array())
+        .flatten()
+        .filter_map(Value::as_f64)
+        .collect();
+    if !psnr.is_empty() {
+        psnr.sort_by(f64::total_cmp);
+        s.psnr_db = Some(psnr.iter().sum::<f64>() / psnr.len() as f64);
+        s.psnr_low_db = Some(psnr[psnr.len() * 5 / 100]);
+        s.psnr_scored = Some(psnr.len() as u64);
+    }
     let (_, stamped) = split(stamps, window);
     let stamped: Vec<&Rec> = stamped
         .into_iter()
@@ -473,6 +501,8 @@ mod tests {
                 {"type": "cg-stamp", "frames": if t < 1.5 { 0 } else { 30 },
                  "g2gMs": if t < 1.5 { None } else { Some(110.0 - 20.0 * t) },
                  "g2gMaxMs": if t < 1.5 { None } else { Some(150.0 - 30.0 * t) }},
+                // The sender's scores of the pictures the page posted back.
+                {"type": "cg-quality", "scores": [30.0 + t, 34.0 + t], "unread": 0, "skipped": 0},
             ]}})
         };
         write(
@@ -505,6 +535,11 @@ mod tests {
             (12.0, 1.0, 33.0, None, Some(34.0))
         );
         assert_eq!((st.jitter_buffer, st.decode), (0.0, 4.0));
+        // Scores 32, 36, 33, 37 dB: their mean, the lowest as the 5th percentile of four.
+        assert_eq!(
+            (s.psnr_db, s.psnr_low_db, s.psnr_scored),
+            (Some(34.5), Some(32.0), Some(4))
+        );
         assert_eq!(Stages::of_timing_frame("1,2,3"), None);
         assert_eq!(
             Stages::of_timing_frame("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o"),

@@ -1333,6 +1333,67 @@ fn chromium_views_gcc_remb_on_the_rembs_it_sends() {
     chromium_viewer("remb", "gcc-remb", "video/VP8", WEBRTC_VIDEO, "", 30);
 }
 
+/// Issue #37: a browser's picture quality is scored as cg-recv's is. Two flows of the same
+/// picture side by side (640×360 camera at a fixed 10 Mbit/s, no adaptation, so both encoders
+/// code the same pictures at the same rate): one viewed by cg-recv (`--reference`), one by
+/// Chromium, whose page posts two shown pictures a second back to cg-send for scoring. The page
+/// turns the browser's RGB back into luma; done right, it costs only the RGB's rounding, so
+/// its mean PSNR lies within [`PAGE_PSNR_GAP_DB`] of cg-recv's and no higher than it plus
+/// that margin's fifth. 25 s, judged from 10 s.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+)]
+fn a_browser_page_scores_picture_quality_as_cg_recv_does() {
+    let send = r#""--width", "640", "--height", "360", "--fps", "30", "--pattern", "camera", "--start-bitrate", "10M", "--min-bitrate", "10M", "--max-bitrate", "10M", "--degradation", "disabled", "--profile", "gaming", "--stamp""#;
+    let flow = |name: &str, from: &str, to: &str, webrtc: &str, recv: &str| {
+        format!(
+            "\n[[flows]]\nname = \"{name}\"\nkind = \"cg\"\ncontroller = \"gcc\"\nfrom = \"{from}\"\nto = \"{to}\"\nsend_args = [{send}]\n{recv}\nwebrtc = \"{webrtc}\"\n"
+        )
+    };
+    // A Chromium viewer's flow must have its host pair to itself.
+    let toml = format!(
+        "name = \"cg-page-psnr\"\nduration = \"25s\"\nseed = 1\n\n[topology]\nsenders = 2\nreceivers = 2\n\n[forward]\n{CLEAN_50MBIT}\n\n[reverse]\ncapacity = \"100Mbit\"\ndelay = \"1ms\"\n\n[metrics]\nwarmup = \"10s\"\n{}{}",
+        flow(
+            "recv",
+            "s1",
+            "r1",
+            "cg",
+            r#"recv_args = ["--reference", "camera:640x360@30"]"#
+        ),
+        flow("page", "s2", "r2", "chromium", ""),
+    );
+    let (summary, out) = {
+        let _guard = lock();
+        run_netlab("page-psnr", &toml, |_| {}).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+    let flows = &summary["metrics"]["flows"];
+    let viewer = |i: usize| &flows[i]["viewer"];
+    let (recv, page) = (num(viewer(0), "psnr_db"), num(viewer(1), "psnr_db"));
+    let scored = num(viewer(1), "psnr_scored");
+    eprintln!(
+        "picture quality: cg-recv {recv:.2} dB, Chromium's page {page:.2} dB over {scored} pictures; viewers: {} / {}",
+        viewer(0),
+        viewer(1)
+    );
+    assert_eq!(
+        (viewer(0)["viewer"].as_str(), viewer(1)["viewer"].as_str()),
+        (Some("cg-recv"), Some("chromium"))
+    );
+    // Two a second over the 15 s window, less those skipped (24–29 measured).
+    assert!(scored >= 15.0, "the page had {scored} pictures scored");
+    assert!(
+        !outside(page - recv, -PAGE_PSNR_GAP_DB, PAGE_PSNR_GAP_DB / 5.0),
+        "the page's {page:.2} dB against cg-recv's {recv:.2} dB"
+    );
+}
+
+/// How far a browser page's mean PSNR may fall below cg-recv's on the same picture and rate
+/// (see [`a_browser_page_scores_picture_quality_as_cg_recv_does`]).
+const PAGE_PSNR_GAP_DB: f64 = 2.0;
+
 /// Chromium views cg-send (`controller`, `send_args`) over WHEP through 2 Mbit/s DropTail
 /// for `secs`; `chromium_args` is a `recv_args = [...]` line of extra Chromium arguments, or
 /// empty. `name` names the runs; Chromium must decode `mime`.

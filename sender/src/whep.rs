@@ -17,7 +17,11 @@
 //!
 //! The viewer page at `/` plays the stream and posts `getStats()` back to
 //! `/whep/{id}/stats`; with [`WhepConfig::report_file`] each report is written as one JSON
-//! line `{"viewer": id, "t": seconds, "mono_ns": CLOCK_MONOTONIC ns, "report": …}`.
+//! line `{"viewer": id, "t": seconds, "mono_ns": CLOCK_MONOTONIC ns, "report": …}`. With a
+//! source cg-send can make again (`--stamp` and the camera or game pattern) the page may post
+//! pictures it showed to `/whep/{id}/picture`; cg-send scores each against the source picture
+//! its stamp names (cg-media's `Scorer`, the one cg-recv uses) and answers
+//! `{"frame": n, "psnr_db": x}`.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -33,7 +37,7 @@ use cg_media::Encoder;
 use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
 use cg_rtp::{SenderEvent, SenderSession};
 use cg_types::Bitrate;
-use cg_webrtc::http::SessionHost;
+use cg_webrtc::http::{PictureRefused, SessionHost};
 use cg_webrtc::{IceTimeouts, PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
 use tokio::sync::{mpsc, oneshot};
 
@@ -148,6 +152,12 @@ impl WhepSender {
             media_ip: whep.media_ip,
             ice_timeouts: whep.ice_timeouts,
             codec,
+            scorer: config
+                .encoder_config()
+                .reference()
+                .map(cg_media::Scorer::spawn)
+                .transpose()?
+                .map(Arc::new),
         };
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| Error::Io {
             what: "HTTP listener".into(),
@@ -397,6 +407,8 @@ struct Host {
     media_ip: IpAddr,
     ice_timeouts: IceTimeouts,
     codec: cg_rtp::Codec,
+    /// Scores the pictures viewer pages post back, when the source can be made again.
+    scorer: Option<Arc<cg_media::Scorer>>,
 }
 
 impl SessionHost for Host {
@@ -460,5 +472,38 @@ impl SessionHost for Host {
             .await
             .is_ok()
             && answer.await.unwrap_or(false)
+    }
+
+    async fn picture(
+        &self,
+        _id: String,
+        width: usize,
+        height: usize,
+        luma: Bytes,
+    ) -> Result<String, PictureRefused> {
+        let Some(scorer) = &self.scorer else {
+            return Err(PictureRefused::NotScored(
+                "cg-send scores pictures only from a source it can make again: --stamp with --pattern camera or game".into(),
+            ));
+        };
+        let picture = cg_media::Picture {
+            luma: luma.into(),
+            stride: width,
+            width,
+            height,
+        };
+        let (reply, score) = oneshot::channel();
+        scorer
+            .try_score(picture, move |s| {
+                let _ = reply.send(s);
+            })
+            .map_err(|_| PictureRefused::Busy)?;
+        match score.await {
+            Ok(Some(s)) => Ok(serde_json::to_string(&s).unwrap_or_default()),
+            Ok(None) => Err(PictureRefused::Unscorable(
+                "no readable stamp in the picture".into(),
+            )),
+            Err(_) => Err(PictureRefused::Busy),
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! WebRTC mode end to end on loopback, in process: cg-send's WHEP server and cg-recv as WHEP
 //! clients, real sockets, DTLS-SRTP, every controller on the feedback it negotiates; two
 //! viewers at once, one leaving without disturbing the other; offers refused with the reason;
-//! a WHIP receiver taking one publisher at a time.
+//! a WHIP receiver taking one publisher at a time; pictures a viewer page posts back scored
+//! against the source.
 
 use std::time::Duration;
 
@@ -386,4 +387,109 @@ async fn a_whip_receiver_admits_one_publisher_at_a_time() {
     let (second, _) = second.expect("a new publisher after the first was deleted");
     assert_ne!(second, first);
     task.await.unwrap().unwrap();
+}
+
+/// POSTs `body` to `url`: (status, body).
+async fn post(url: &str, body: Vec<u8>) -> (u16, String) {
+    use http_body_util::BodyExt;
+    let req = axum::http::Request::post(url)
+        .header("content-type", "application/octet-stream")
+        .body(http_body_util::Full::new(axum::body::Bytes::from(body)))
+        .unwrap();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<axum::body::Bytes>>();
+    let res = client.request(req).await.unwrap();
+    let status = res.status().as_u16();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_picture_a_page_posts_back_is_scored_against_the_source_its_stamp_names() {
+    use cg_media::{PSNR_IDENTICAL_DB, SourceConfig, Stamp, TestPattern};
+    let camera = SourceConfig::TestPattern {
+        pattern: TestPattern::Camera,
+    };
+    let start = |source: SourceConfig, stamp: bool| {
+        let s = WhepSender::new(
+            SenderConfig {
+                source,
+                stamp,
+                ..sender_config(ControllerKind::Gcc)
+            },
+            WhepConfig::new("127.0.0.1:0".parse().unwrap(), "127.0.0.1".parse().unwrap()),
+        )
+        .unwrap();
+        let url = format!("http://{}/whep/1/picture", s.http_addr());
+        (
+            url,
+            tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(3)))),
+        )
+    };
+    // Frame 12 of the 320×180 camera picture, as a page would post it: stamped, half size.
+    let spec = "camera:320x180@30".parse().unwrap();
+    let mut source = cg_media::quality::Reference::new(spec)
+        .unwrap()
+        .picture(12)
+        .to_vec();
+    Stamp {
+        frame: 12,
+        wall_ms: 5,
+    }
+    .draw(&mut source, 320, 180);
+    let luma = source[..320 * 180].to_vec();
+    let half: Vec<u8> = (0..90)
+        .flat_map(|y| (0..160).map(move |x| (y, x)))
+        .map(|(y, x)| luma[2 * y * 320 + 2 * x])
+        .collect();
+
+    let (url, sender) = start(camera.clone(), true);
+    let (status, body) = post(&format!("{url}?width=320&height=180"), luma.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let score: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(score["frame"], 12);
+    assert_eq!(score["psnr_db"], PSNR_IDENTICAL_DB);
+    let (status, body) = post(&format!("{url}?width=160&height=90"), half).await;
+    assert_eq!(status, 200, "{body}");
+    let scaled = serde_json::from_str::<serde_json::Value>(&body).unwrap()["psnr_db"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (20.0..60.0).contains(&scaled),
+        "half size scores {scaled} dB"
+    );
+    // Without a readable stamp the picture cannot be matched to its source.
+    let mut bare = luma.clone();
+    bare[..320 * 12].fill(16);
+    let (status, body) = post(&format!("{url}?width=320&height=180"), bare).await;
+    assert_eq!(
+        (status, body.trim()),
+        (422, "no readable stamp in the picture")
+    );
+    sender.await.unwrap().unwrap();
+
+    // Unstamped, or a source it cannot make again (a file): cg-send says it does not score.
+    let file = std::env::temp_dir().join(format!("cg-send-score-{}.y4m", std::process::id()));
+    let mut y4m = b"YUV4MPEG2 W320 H180 F30:1 Ip A1:1 C420jpeg\n".to_vec();
+    for _ in 0..30 {
+        y4m.extend_from_slice(b"FRAME\n");
+        y4m.extend_from_slice(&source);
+    }
+    std::fs::write(&file, y4m).unwrap();
+    let from_file = SourceConfig::File {
+        path: file.clone(),
+        format: cg_media::FileFormat::Y4m,
+        looping: true,
+    };
+    for (source, stamp) in [(camera, false), (from_file, true)] {
+        let (url, sender) = start(source, stamp);
+        let (status, body) = post(&format!("{url}?width=320&height=180"), luma.clone()).await;
+        assert_eq!(status, 404, "{body}");
+        assert!(
+            body.contains("--stamp with --pattern camera or game"),
+            "{body}"
+        );
+        sender.await.unwrap().unwrap();
+    }
+    std::fs::remove_file(file).ok();
 }

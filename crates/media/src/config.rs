@@ -312,6 +312,23 @@ impl Default for EncoderConfig {
 }
 
 impl EncoderConfig {
+    /// The source a viewer's shown pictures can be scored against: a stamped synthetic
+    /// pattern (camera or game), which a scorer makes again from the frame number alone.
+    /// `None` for any other source.
+    pub fn reference(&self) -> Option<crate::ReferenceSpec> {
+        match self.source {
+            SourceConfig::TestPattern {
+                pattern: pattern @ (TestPattern::Camera | TestPattern::Game),
+            } if self.stamp => Some(crate::ReferenceSpec {
+                pattern,
+                width: self.width,
+                height: self.height,
+                frame_rate: self.frame_rate,
+            }),
+            _ => None,
+        }
+    }
+
     /// Checks ranges a pipeline cannot recover from ([`crate::Error::InvalidConfig`]).
     pub fn validate(&self) -> Result<(), crate::Error> {
         let bad = |m: String| Err(crate::Error::InvalidConfig(m));

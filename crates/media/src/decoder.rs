@@ -25,7 +25,7 @@ use gstreamer_video::prelude::*;
 
 use crate::encoder::{lock, start_pipeline};
 use crate::freeze::FreezeDetector;
-use crate::quality::{QualitySummary, QualityWindow, Reference};
+use crate::quality::{Picture, QualitySummary, QualityWindow, Scorer};
 use crate::stamp::Stamp;
 use crate::{
     Codec, DecoderConfig, EncodedFrame, Error, Freeze, HostTime, MediaCodec, SinkKind, props,
@@ -154,18 +154,9 @@ struct Inner {
     key_request: AtomicBool,
     stopping: AtomicBool,
     records: SyncSender<DecodedFrame>,
-    /// Pictures to score, with a reference configured.
-    scorer: Option<SyncSender<Picture>>,
-    quality: Mutex<QualityWindow>,
-}
-
-/// A decoded picture's luma on its way to the scorer.
-struct Picture {
-    frame: u32,
-    luma: Vec<u8>,
-    stride: usize,
-    width: usize,
-    height: usize,
+    /// Scores pictures, with a reference configured.
+    scorer: Option<Scorer>,
+    quality: Arc<Mutex<QualityWindow>>,
 }
 
 struct Pipe {
@@ -221,13 +212,7 @@ impl Decoder {
         crate::init()?;
         config.validate()?;
         let (tx, rx) = sync_channel(config.frame_queue);
-        let (scorer, scorer_rx) = match config.reference {
-            Some(spec) => {
-                let (tx, rx) = sync_channel::<Picture>(2);
-                (Some(tx), Some((Reference::new(spec)?, rx)))
-            }
-            None => (None, None),
-        };
+        let scorer = config.reference.map(Scorer::spawn).transpose()?;
         let inner = Arc::new(Inner {
             pipe: Mutex::new(None),
             state: Mutex::new(State {
@@ -266,37 +251,9 @@ impl Decoder {
             stopping: AtomicBool::new(false),
             records: tx,
             scorer,
-            quality: Mutex::new(QualityWindow::default()),
+            quality: Arc::default(),
             config,
         });
-        if let Some((mut reference, pictures)) = scorer_rx {
-            let weak = Arc::downgrade(&inner);
-            std::thread::Builder::new()
-                .name("cg-media-score".to_owned())
-                .spawn(move || {
-                    // The lowest priority: scoring takes only time the real-time path leaves
-                    // (pictures it has no time for are skipped and counted).
-                    // SAFETY: setpriority(2) on this thread's own id; no memory is involved.
-                    unsafe {
-                        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
-                    }
-                    // Ends when the decoder (the only sender) is dropped.
-                    while let Ok(p) = pictures.recv() {
-                        let score = reference.psnr(
-                            u64::from(p.frame),
-                            &p.luma,
-                            p.stride,
-                            p.width,
-                            p.height,
-                        );
-                        let Some(inner) = weak.upgrade() else { return };
-                        if let Some(db) = score {
-                            lock(&inner.quality).push(db);
-                        }
-                    }
-                })
-                .map_err(|e| Error::Pipeline(format!("cannot spawn scorer thread: {e}")))?;
-        }
         if !inner.config.model {
             let pipe = build_pipe(&inner)?;
             *lock(&inner.pipe) = Some(pipe);
@@ -573,15 +530,20 @@ impl Inner {
         if let Some(scorer) = &self.scorer {
             match stamp {
                 None => lock(&self.quality).unread += 1,
-                Some(st) => {
+                Some(_) => {
                     let picture = Picture {
-                        frame: st.frame,
                         luma: luma[..luma.len().min(height * stride)].to_vec(),
                         stride,
                         width,
                         height,
                     };
-                    if scorer.try_send(picture).is_err() {
+                    let quality = Arc::clone(&self.quality);
+                    let scored = scorer.try_score(picture, move |score| {
+                        if let Some(s) = score {
+                            lock(&quality).push(s.psnr_db);
+                        }
+                    });
+                    if scored.is_err() {
                         lock(&self.quality).skipped += 1;
                     }
                 }

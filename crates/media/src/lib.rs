@@ -205,7 +205,10 @@ pub use frame::EncodedFrame;
 pub use frame_dropper::FrameDropper;
 pub use freeze::{Freeze, FreezeDetector};
 pub use host_time::HostTime;
-pub use quality::{PSNR_IDENTICAL_DB, QualitySummary, ReferenceSpec, psnr_scaled};
+pub use quality::{
+    PSNR_IDENTICAL_DB, Picture, QualitySummary, ReferenceSpec, Score, Scorer, ScorerBusy,
+    psnr_scaled,
+};
 pub use rate_window::RateWindow;
 pub use stamp::Stamp;
 pub use synth::SyntheticVideo;

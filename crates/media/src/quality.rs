@@ -144,6 +144,96 @@ impl Reference {
         let reference = &self.picture(frame)[..rw * rh];
         psnr_scaled(reference, rw, rh, band, luma, stride, width, height)
     }
+
+    /// Reads `p`'s stamp and scores it against the source frame the stamp names; `None`
+    /// without a readable stamp.
+    pub fn score(&mut self, p: &Picture) -> Option<Score> {
+        let stamp = Stamp::read(&p.luma, p.stride, p.width, p.height)?;
+        let psnr_db = self.psnr(u64::from(stamp.frame), &p.luma, p.stride, p.width, p.height)?;
+        Some(Score {
+            frame: stamp.frame,
+            psnr_db,
+        })
+    }
+}
+
+/// A shown picture's luma plane, on its way to a [`Scorer`].
+#[derive(Debug, Clone)]
+pub struct Picture {
+    /// Luma rows, `stride` bytes apart.
+    pub luma: Vec<u8>,
+    /// Bytes from one row to the next (at least `width`).
+    pub stride: usize,
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+}
+
+/// A shown picture scored against its source.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Score {
+    /// The source frame its stamp names.
+    pub frame: u32,
+    /// Luma PSNR against that source picture, dB.
+    pub psnr_db: f64,
+}
+
+/// Why a [`Scorer`] did not take a picture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScorerBusy {
+    /// It still has earlier pictures to score (the caller counts this one as skipped).
+    Busy,
+    /// Its thread has ended.
+    Gone,
+}
+
+type Reply = Box<dyn FnOnce(Option<Score>) + Send>;
+
+/// Scores shown pictures on a thread of its own at the lowest priority, so scoring takes only
+/// the time the real-time path leaves: it holds at most two pictures waiting, and refuses more
+/// rather than fall behind. Each picture's stamp names its source frame; the reply gets `None` when there is no
+/// readable stamp (or the picture cannot be scored). cg-recv scores its decoded pictures with
+/// it, cg-send the pictures a browser page posts back.
+#[derive(Debug)]
+pub struct Scorer {
+    pictures: std::sync::mpsc::SyncSender<(Picture, Reply)>,
+}
+
+impl Scorer {
+    /// A scorer against `spec`'s source; its thread ends when the scorer is dropped.
+    pub fn spawn(spec: ReferenceSpec) -> Result<Scorer, Error> {
+        let mut reference = Reference::new(spec)?;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Picture, Reply)>(2);
+        std::thread::Builder::new()
+            .name("cg-media-score".to_owned())
+            .spawn(move || {
+                // SAFETY: setpriority(2) on this thread's own id; no memory is involved.
+                unsafe {
+                    libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
+                }
+                while let Ok((p, reply)) = rx.recv() {
+                    reply(reference.score(&p));
+                }
+            })
+            .map_err(|e| Error::Pipeline(format!("cannot spawn scorer thread: {e}")))?;
+        Ok(Scorer { pictures: tx })
+    }
+
+    /// Hands `picture` to the scorer; `reply` gets its score once made.
+    pub fn try_score(
+        &self,
+        picture: Picture,
+        reply: impl FnOnce(Option<Score>) + Send + 'static,
+    ) -> Result<(), ScorerBusy> {
+        use std::sync::mpsc::TrySendError;
+        self.pictures
+            .try_send((picture, Box::new(reply)))
+            .map_err(|e| match e {
+                TrySendError::Full(_) => ScorerBusy::Busy,
+                TrySendError::Disconnected(_) => ScorerBusy::Gone,
+            })
+    }
 }
 
 /// Luma PSNR in dB of `decoded` (scaled bilinearly to `rw`×`rh`) against `reference`, rows
@@ -319,6 +409,71 @@ mod tests {
         assert!(wrong < 25.0, "{wrong}");
         // Asking for an earlier frame again restarts the generator and gives the same picture.
         assert_eq!(r.psnr(5, &source, 320, 320, 180), Some(PSNR_IDENTICAL_DB));
+    }
+
+    #[test]
+    fn the_scorer_matches_a_picture_to_its_source_by_its_stamp() {
+        let spec: ReferenceSpec = "camera:320x180@30".parse().unwrap();
+        let mut source = Reference::new(spec).unwrap().picture(7).to_vec();
+        Stamp {
+            frame: 7,
+            wall_ms: 1,
+        }
+        .draw(&mut source, 320, 180);
+        let stamped = Picture {
+            luma: source[..320 * 180].to_vec(),
+            stride: 320,
+            width: 320,
+            height: 180,
+        };
+        let scorer = Scorer::spawn(spec).unwrap();
+        let ask = |p: Picture| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            scorer.try_score(p, move |s| tx.send(s).unwrap()).unwrap();
+            rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap()
+        };
+        let score = ask(stamped.clone()).unwrap();
+        assert_eq!((score.frame, score.psnr_db), (7, PSNR_IDENTICAL_DB));
+        // Named as another frame, the same picture scores far lower.
+        let mut renamed = source.clone();
+        Stamp {
+            frame: 40,
+            wall_ms: 1,
+        }
+        .draw(&mut renamed, 320, 180);
+        let wrong = ask(Picture {
+            luma: renamed[..320 * 180].to_vec(),
+            ..stamped.clone()
+        })
+        .unwrap();
+        assert_eq!(wrong.frame, 40);
+        assert!(wrong.psnr_db < 25.0, "{}", wrong.psnr_db);
+        // No stamp: no score.
+        let mut bare = stamped;
+        bare.luma[..320 * 12].fill(16);
+        assert_eq!(ask(bare), None);
+    }
+
+    #[test]
+    fn only_a_stamped_synthetic_source_is_a_reference() {
+        let mut c = crate::EncoderConfig {
+            source: crate::SourceConfig::TestPattern {
+                pattern: TestPattern::Game,
+            },
+            width: 640,
+            height: 360,
+            frame_rate: 60,
+            stamp: true,
+            ..crate::EncoderConfig::default()
+        };
+        assert_eq!(c.reference(), Some("game:640x360@60".parse().unwrap()));
+        c.stamp = false;
+        assert_eq!(c.reference(), None);
+        c.stamp = true;
+        c.source = crate::SourceConfig::TestPattern {
+            pattern: TestPattern::MovingZonePlate,
+        };
+        assert_eq!(c.reference(), None);
     }
 
     #[test]

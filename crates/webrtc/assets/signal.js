@@ -1,4 +1,5 @@
-// WHEP/WHIP signalling for cg's pages (served by cg-webrtc's router at /cg-webrtc.js).
+// WHEP/WHIP signalling and the viewer's own measurements for cg's pages (served by
+// cg-webrtc's router at /cg-webrtc.js).
 
 // Offers `pc`'s local description to `endpoint` (non-trickle: waits up to 2 s for the
 // candidates), applies the answer, deletes the session when the page goes away, and returns
@@ -104,6 +105,60 @@ function cgStampClock(video) {
     };
     ages = [];
     unread = 0;
+    return [rec];
+  };
+}
+
+// Picture quality on the page: up to `perSecond` times a second, the picture just shown
+// (requestVideoFrameCallback) is drawn at its decoded size, turned back into luma and posted
+// to the session's /picture; the sender reads its stamp and scores it against the source
+// picture the stamp names (PSNR, dB). The luma undoes the browser's YUV → RGB conversion with
+// BT.601's limited-range weights, the matrix a WebRTC stream without colour information is
+// shown with. Returns a function giving, once a second, a "cg-quality" record: the scores
+// that came back since the last call, the pictures the sender could not score (no readable
+// stamp) and those skipped (a post still out, or the sender busy). Stops posting when the
+// sender does not score pictures (404).
+function cgPictureScorer(video, resource, perSecond) {
+  const canvas = document.createElement("canvas");
+  let scores = [], unread = 0, skipped = 0, inFlight = false, off = !(perSecond > 0), last = -1e9;
+  const post = (w, h) => {
+    const ctx = canvas.getContext("2d", { willReadFrequently: true });
+    canvas.width = w;
+    canvas.height = h;
+    ctx.drawImage(video, 0, 0, w, h);
+    const px = ctx.getImageData(0, 0, w, h).data;
+    const luma = new Uint8Array(w * h);
+    for (let i = 0, j = 0; j < luma.length; i += 4, j++) {
+      luma[j] = (16.5 + (65.481 * px[i] + 128.553 * px[i + 1] + 24.966 * px[i + 2]) / 255) | 0;
+    }
+    inFlight = true;
+    fetch(`${resource}/picture?width=${w}&height=${h}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/octet-stream" },
+      body: luma,
+    }).then(async (res) => {
+      if (res.ok) scores.push((await res.json()).psnr_db);
+      else if (res.status === 404) off = true;
+      else if (res.status === 422) unread++;
+      else skipped++;
+    }).catch(() => { skipped++; }).finally(() => { inFlight = false; });
+  };
+  const onFrame = (now) => {
+    if (!off && now - last >= 1000 / perSecond && video.videoWidth && video.videoHeight) {
+      last = now;
+      if (inFlight) skipped++;
+      else post(video.videoWidth, video.videoHeight);
+    }
+    video.requestVideoFrameCallback(onFrame);
+  };
+  if (!off && "requestVideoFrameCallback" in HTMLVideoElement.prototype) {
+    video.requestVideoFrameCallback(onFrame);
+  }
+  return () => {
+    const rec = { type: "cg-quality", id: "cg-quality", scores, unread, skipped };
+    scores = [];
+    unread = 0;
+    skipped = 0;
     return [rec];
   };
 }

@@ -11,6 +11,11 @@
 //!   `Access-Control-Allow-Origin: *` and exposes `Location`, so a page from anywhere can use
 //!   it.
 //! - `POST {path}/{id}/stats` takes a JSON statistics report from the viewer page (`204`).
+//! - `POST {path}/{id}/picture?width=W&height=H` takes a picture the page showed, its luma
+//!   plane (`W`×`H` bytes, rows packed), for the application to score against its source:
+//!   `200` with the score as JSON; `400` for a body that is not such a plane, `413` past
+//!   [`MAX_PICTURE`]; `404` where the application does not score pictures, `422` where the
+//!   picture cannot be scored (no readable stamp), `503` while it is busy with earlier ones.
 //! - `GET /` serves the application's page (the viewer or the publisher), `GET /cg-webrtc.js`
 //!   the signalling script both pages share ([`CLIENT_JS`]).
 //!
@@ -30,7 +35,8 @@ use axum::routing::{get, post};
 
 use crate::Error;
 
-/// The signalling script of cg's pages (`cgSignal`, `cgPoll`, `cgTable`), served at
+/// The script of cg's pages (`cgSignal`, `cgPoll`, `cgTable`, and the viewer's own measures
+/// `cgStampClock` and `cgPictureScorer`), served at
 /// `/cg-webrtc.js` by [`router`].
 pub const CLIENT_JS: &str = include_str!("../assets/signal.js");
 
@@ -38,6 +44,19 @@ pub const CLIENT_JS: &str = include_str!("../assets/signal.js");
 pub const SDP: &str = "application/sdp";
 /// Largest offer accepted. Chromium's offers are 5–10 KiB.
 pub const MAX_OFFER: usize = 64 * 1024;
+/// Largest picture a page may post for scoring: a 3840×2160 luma plane.
+pub const MAX_PICTURE: usize = 3840 * 2160;
+
+/// Why a host did not score a posted picture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PictureRefused {
+    /// The application does not score pictures (`404`), and why.
+    NotScored(String),
+    /// This picture cannot be scored (`422`), and why.
+    Unscorable(String),
+    /// Still scoring earlier pictures (`503`): the page should skip this one.
+    Busy,
+}
 
 /// What the HTTP layer asks of the application: cg-send hosts WHEP viewers, cg-recv WHIP
 /// publishers.
@@ -49,6 +68,23 @@ pub trait SessionHost: Clone + Send + Sync + 'static {
     fn delete(&self, id: String) -> impl Future<Output = bool> + Send;
     /// A JSON statistics report from the page of session `id`; `false` if there is none.
     fn report(&self, id: String, json: Bytes) -> impl Future<Output = bool> + Send;
+    /// A picture the page of session `id` showed (`luma`: `width`×`height`, rows packed) to
+    /// score against the source; the score as a JSON body. Hosts that keep this default do
+    /// not score pictures.
+    fn picture(
+        &self,
+        id: String,
+        width: usize,
+        height: usize,
+        luma: Bytes,
+    ) -> impl Future<Output = Result<String, PictureRefused>> + Send {
+        let _ = (id, width, height, luma);
+        async {
+            Err(PictureRefused::NotScored(
+                "this server does not score pictures".into(),
+            ))
+        }
+    }
 }
 
 /// The routes for sessions under `path` (e.g. `/whep`) and `page` at `/`.
@@ -67,6 +103,12 @@ pub fn router<H: SessionHost>(path: &str, page: &'static str, host: H) -> Router
         .route(
             &format!("{path}/{{id}}/stats"),
             post(report::<H>).options(preflight),
+        )
+        .route(
+            &format!("{path}/{{id}}/picture"),
+            post(picture::<H>)
+                .options(preflight)
+                .layer(DefaultBodyLimit::max(MAX_PICTURE)),
         )
         .layer(DefaultBodyLimit::max(MAX_OFFER))
         .layer(axum::middleware::map_response(cors))
@@ -143,6 +185,54 @@ async fn report<H: SessionHost>(
     } else {
         text(StatusCode::NOT_FOUND, "no such session")
     }
+}
+
+async fn picture<H: SessionHost>(
+    State(host): State<H>,
+    Path(id): Path<String>,
+    uri: axum::http::Uri,
+    body: Bytes,
+) -> Response {
+    let Some((width, height)) = picture_size(uri.query().unwrap_or("")) else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "the picture needs ?width=W&height=H, each from 1 to 7680",
+        );
+    };
+    if width.checked_mul(height) != Some(body.len()) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "a {width}x{height} luma plane is {} bytes, the body has {}",
+                width * height,
+                body.len()
+            ),
+        );
+    }
+    match host.picture(id, width, height, body).await {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(PictureRefused::NotScored(why)) => text(StatusCode::NOT_FOUND, &why),
+        Err(PictureRefused::Unscorable(why)) => text(StatusCode::UNPROCESSABLE_ENTITY, &why),
+        Err(PictureRefused::Busy) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "still scoring earlier pictures",
+        ),
+    }
+}
+
+/// `width` and `height` from a query string, each 1..=7680.
+fn picture_size(query: &str) -> Option<(usize, usize)> {
+    let (mut w, mut h) = (None, None);
+    for pair in query.split('&') {
+        let (k, v) = pair.split_once('=')?;
+        let n = v.parse::<usize>().ok().filter(|n| (1..=7680).contains(n));
+        match k {
+            "width" => w = Some(n?),
+            "height" => h = Some(n?),
+            _ => {}
+        }
+    }
+    Some((w?, h?))
 }
 
 async fn preflight() -> Response {
@@ -263,6 +353,22 @@ fn resolve(base: &axum::http::Uri, location: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_picture_size_needs_both_sides_in_range() {
+        assert_eq!(picture_size("width=1280&height=720"), Some((1280, 720)));
+        assert_eq!(picture_size("height=2&x=y&width=4"), Some((4, 2)));
+        for bad in [
+            "",
+            "width=1280",
+            "width=0&height=720",
+            "width=1280&height=9999",
+            "width=a&height=1",
+            "width",
+        ] {
+            assert_eq!(picture_size(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn a_relative_location_is_resolved_against_the_endpoint() {

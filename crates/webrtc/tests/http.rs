@@ -135,3 +135,27 @@ async fn refusals_say_why_and_leave_nothing_behind() {
     assert_eq!(s, 200);
     assert!(headers.contains("text/javascript") && js.contains("async function cgSignal"));
 }
+
+#[tokio::test]
+async fn a_posted_picture_must_be_a_whole_luma_plane_and_a_host_that_does_not_score_says_so() {
+    let base = serve(Host::default()).await;
+    let at = |q: &str| format!("{base}/whep/v1/picture?{q}");
+    let octets = Some("application/octet-stream");
+    let (s, _, body) = raw("POST", &at("width=4&height=2"), octets, "abcdefgh").await;
+    assert_eq!(
+        (s, body.trim()),
+        (404, "this server does not score pictures")
+    );
+    let (s, _, body) = raw("POST", &at("width=4&height=2"), octets, "abcdefg").await;
+    assert_eq!(s, 400);
+    assert_eq!(body.trim(), "a 4x2 luma plane is 8 bytes, the body has 7");
+    let (s, _, body) = raw("POST", &at("width=4"), octets, "abcdefgh").await;
+    assert_eq!(s, 400, "{body}");
+    // Past a UHD plane, refused before the host sees it; the offer limit does not apply.
+    let big = "a".repeat(http::MAX_PICTURE + 1);
+    let (s, _, _) = raw("POST", &at("width=3841&height=2160"), octets, &big).await;
+    assert_eq!(s, 413);
+    let fits = "a".repeat(1280 * 720);
+    let (s, _, _) = raw("POST", &at("width=1280&height=720"), octets, &fits).await;
+    assert_eq!(s, 404, "a 720p plane passes the size checks");
+}
