@@ -40,6 +40,8 @@ struct Args {
     cc: String,
     #[command(flatten)]
     gcc: cg_app::cli::GccArgs,
+    #[command(flatten)]
+    process: cg_app::cli::ProcessArgs,
     /// Codec of the stream: vp8, h264, h265, or model (from `cg-send --codec model`: frames
     /// are checked and counted, not decoded; not with --webrtc whip).
     #[arg(long, default_value = "vp8")]
@@ -96,6 +98,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), Error> {
     let config = config(&args)?;
+    args.process.apply();
     let runtime = cg_app::cli::runtime()?;
     runtime.block_on(async move {
         let out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;

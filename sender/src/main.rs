@@ -55,6 +55,8 @@ struct Args {
     cc: String,
     #[command(flatten)]
     gcc: cg_sender::cli::GccArgs,
+    #[command(flatten)]
+    process: cg_sender::cli::ProcessArgs,
     /// ECN marking of media packets: off, ect0 (classic ECN), l4s (ECT(1)).
     #[arg(long, default_value = "off", value_name = "MODE")]
     ecn: String,
@@ -189,6 +191,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), Error> {
     let config = config(&args)?;
+    args.process.apply();
     let runtime = cg_sender::cli::runtime()?;
     if let Some(mode) = &args.webrtc {
         return runtime.block_on(run_whep(&args, mode, config));

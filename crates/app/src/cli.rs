@@ -51,6 +51,63 @@ impl tracing_subscriber::fmt::time::FormatTime for MonotonicTimer {
     }
 }
 
+/// The nice value cg-send and cg-recv raise themselves to unless told otherwise (`--nice`).
+/// A frame must not wait for whatever else the host runs — a game beside the encoder, a
+/// build beside the viewer — so the real-time path runs above normal priority, as libwebrtc
+/// runs its encoder queue at high priority. A nice value rather than a real-time policy: a
+/// runaway encoder then slows the host down instead of stalling it.
+pub const REALTIME_NICE: i32 = -10;
+
+/// Options both programs take about their process.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProcessArgs {
+    /// Nice value to raise the program's threads to, from −20 to 19 (threads it starts
+    /// inherit it; a priority is only ever raised, never lowered, so a program started
+    /// higher stays there). Needs root or CAP_SYS_NICE; without them the program runs as
+    /// started and says so at info level.
+    #[arg(long, value_name = "N", default_value_t = REALTIME_NICE, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: i32,
+}
+
+impl ProcessArgs {
+    /// Raises the calling thread's priority to `--nice` (see [`raise_priority`]), logging
+    /// the outcome. Call first thing, before the runtime and the media pipelines start their
+    /// threads, so that they inherit it.
+    pub fn apply(&self) {
+        match raise_priority(self.nice) {
+            Ok(n) => tracing::debug!(nice = n, "priority"),
+            Err(e) => tracing::info!(
+                "cannot raise priority to nice {}: {e}; running as started",
+                self.nice
+            ),
+        }
+    }
+}
+
+/// Raises the calling thread — and the threads it starts afterwards, which inherit it — to
+/// nice `nice` if that is a higher priority than it runs at; returns the nice value it runs
+/// at. Changes nothing and fails where the process may not raise its priority.
+pub fn raise_priority(nice: i32) -> Result<i32, std::io::Error> {
+    // SAFETY: getpriority(2) and setpriority(2) on this thread's own id; errno is this
+    // thread's. No memory is involved.
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        *libc::__errno_location() = 0;
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+        if now == -1 && *libc::__errno_location() != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if now <= nice {
+            return Ok(now);
+        }
+        if libc::setpriority(libc::PRIO_PROCESS, tid, nice) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(nice)
+}
+
 /// The two-worker tokio runtime the binaries run on.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread()
@@ -144,5 +201,43 @@ impl GccArgs {
             filter: self.gcc_filter,
             arrival_burst: self.gcc_arrival_burst,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This thread's nice value.
+    fn nice_now() -> i32 {
+        // SAFETY: getpriority(2) on this thread's own id.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+    }
+
+    #[test]
+    fn priority_is_raised_inherited_and_never_lowered() {
+        // On threads of their own: the test harness's threads keep theirs.
+        std::thread::spawn(|| {
+            let before = nice_now();
+            let want = (before - 3).max(-20);
+            match raise_priority(want) {
+                Ok(n) => {
+                    assert_eq!((n, nice_now()), (want, want));
+                    // A thread started now inherits it.
+                    let child = std::thread::spawn(nice_now).join().unwrap();
+                    assert_eq!(child, want);
+                    // Asking for less is not a change.
+                    assert_eq!(raise_priority(want + 5).unwrap(), want);
+                    assert_eq!(nice_now(), want);
+                }
+                // Without root or CAP_SYS_NICE: refused, and nothing changed.
+                Err(e) => {
+                    assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+                    assert_eq!(nice_now(), before);
+                }
+            }
+        })
+        .join()
+        .unwrap();
     }
 }
