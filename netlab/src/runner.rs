@@ -69,8 +69,8 @@ struct Helper {
 }
 
 /// Pictures a second a Chromium viewer's page posts back for cg-send to score (its
-/// `?score=`): enough for a mean and a low percentile over a run, few enough that the page's
-/// read-back (a canvas draw and a luma conversion of each) costs the viewer little. cg-send
+/// `?score=`): enough for a mean and a low percentile over a run, few enough that copying
+/// each picture's luma out and posting it costs the viewer little. cg-send
 /// scores them only when it can make its source again (`--stamp` with the camera or game
 /// pattern); otherwise the page stops at the first refusal.
 const PAGE_SCORES_PER_SECOND: u32 = 2;

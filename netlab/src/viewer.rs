@@ -71,6 +71,10 @@ pub struct ViewerSummary {
     /// Pictures a browser's page had scored inside the window (`None` from cg-recv).
     #[serde(default)]
     pub psnr_scored: Option<u64>,
+    /// How the page took the luma it posted, in its last record inside the window: `yuv`
+    /// (the decoded plane itself) or `rgb` (back from a canvas's RGB); `None` from cg-recv.
+    #[serde(default)]
+    pub psnr_via: Option<String>,
 }
 
 /// A frame's latency stage by stage, ms.
@@ -332,6 +336,7 @@ fn common<'a, 'b>(
         psnr_db: None,
         psnr_low_db: None,
         psnr_scored: None,
+        psnr_via: None,
     };
     Some((summary, before, inside))
 }
@@ -384,6 +389,11 @@ fn from_chromium(
         s.psnr_low_db = Some(psnr[psnr.len() * 5 / 100]);
         s.psnr_scored = Some(psnr.len() as u64);
     }
+    s.psnr_via = scored
+        .iter()
+        .rev()
+        .find_map(|r| r.v.get("via")?.as_str())
+        .map(str::to_owned);
     let (_, stamped) = split(stamps, window);
     let stamped: Vec<&Rec> = stamped
         .into_iter()
@@ -502,7 +512,8 @@ mod tests {
                  "g2gMs": if t < 1.5 { None } else { Some(110.0 - 20.0 * t) },
                  "g2gMaxMs": if t < 1.5 { None } else { Some(150.0 - 30.0 * t) }},
                 // The sender's scores of the pictures the page posted back.
-                {"type": "cg-quality", "scores": [30.0 + t, 34.0 + t], "unread": 0, "skipped": 0},
+                {"type": "cg-quality", "scores": [30.0 + t, 34.0 + t], "unread": 0, "skipped": 0,
+                 "via": "yuv"},
             ]}})
         };
         write(
@@ -540,6 +551,7 @@ mod tests {
             (s.psnr_db, s.psnr_low_db, s.psnr_scored),
             (Some(34.5), Some(32.0), Some(4))
         );
+        assert_eq!(s.psnr_via.as_deref(), Some("yuv"));
         assert_eq!(Stages::of_timing_frame("1,2,3"), None);
         assert_eq!(
             Stages::of_timing_frame("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o"),

@@ -509,8 +509,10 @@ fn chromium_views_gaming_on_a_busy_host(name: &str, picture: &str) {
 /// Chromium views `picture` at 1280×720 (`--profile gaming`) from cg-send with `controller`
 /// over the clean 50 Mbit/s link for `secs`, `load` (a `[load]` table, or empty) beside it.
 /// Judged on Chromium's own figures from 10 s (issue #37): no freeze, at least 29 fps, a mean
-/// jitter-buffer delay of at most 30 ms, at most `switches` resolution switches and 720p held,
-/// and the latency's stages reported.
+/// jitter-buffer delay of at most 30 ms, at most `switches` resolution switches and 720p held
+/// (where the host cannot encode 720p within the CPU adaptation's budget, one step down to
+/// 540p, as that rule asks), the latency's stages reported, and the page's picture-quality
+/// scores.
 /// Returns what failed. SCReAM runs on RFC 8888, which Chromium sends behind its field trial.
 fn chromium_views_gaming(
     name: &str,
@@ -542,10 +544,20 @@ fn chromium_views_gaming(
         Ok(r) => r,
         Err(e) => return vec![e],
     };
+    // The encoder's busy share at 720p from 10 s (cg-send's `encode_usage`, the CPU
+    // adaptation's signal).
+    let usage_720p = lines(&out.join("raw/cg-send-cg.jsonl"))
+        .iter()
+        .filter(|l| num(l, "t") >= 10.0 && num(l, "width") == 1280.0)
+        .map(|l| num(l, "encode_usage"))
+        .filter(|u| !u.is_nan())
+        .fold(f64::NAN, f64::max);
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
     let v = &summary["metrics"]["flows"][0]["viewer"];
     let busy = if load.is_empty() { "idle" } else { "busy" };
-    eprintln!("Chromium, gaming profile, {picture} picture, {controller}, {busy} host: {v}");
+    eprintln!(
+        "Chromium, gaming profile, {picture} picture, {controller}, {busy} host (encoder busy at 720p up to {usage_720p:.2}): {v}"
+    );
     let mut why = Vec::new();
     if v["viewer"] != "chromium" {
         why.push(format!("no Chromium viewer summary: {v}"));
@@ -557,14 +569,28 @@ fn chromium_views_gaming(
     if fps.is_nan() || fps < 29.0 {
         why.push(format!("{fps} fps (< 29)"));
     }
+    // 720p is held unless this host cannot encode it: an encoder busy for 85 % of the frame
+    // interval steps the picture down by the CPU adaptation's rule (README), one step.
+    let cpu_bound = usage_720p >= OVERUSE;
+    let (allowed, sizes) = if cpu_bound {
+        (switches + 1, vec![[1280, 720], [960, 540]])
+    } else {
+        (switches, vec![[1280, 720]])
+    };
     let switched = num(v, "resolution_switches");
-    if switched.is_nan()
-        || switched > f64::from(switches)
-        || v["held_size"] != serde_json::json!([1280, 720])
-    {
+    let held_ok = sizes.iter().any(|s| v["held_size"] == serde_json::json!(s));
+    if switched.is_nan() || switched > f64::from(allowed) || !held_ok {
         why.push(format!(
-            "{switched} resolution switches (> {switches}), held {}",
+            "{switched} resolution switches (> {allowed}), held {} (encoder busy at 720p up to {usage_720p:.2})",
             v["held_size"]
+        ));
+    }
+    // The page's picture quality: scored about twice a second, and in the range the 720p
+    // camera and game pictures score at 5 Mbit/s (30.7–33.3 dB measured, 28 at 540p).
+    let (psnr, scored) = (num(v, "psnr_db"), num(v, "psnr_scored"));
+    if outside(psnr, 26.0, 45.0) || outside(scored, f64::from(secs - 10), f64::INFINITY) {
+        why.push(format!(
+            "picture quality on the page {psnr:.2} dB (not 26–45) over {scored} pictures"
         ));
     }
     let jb = num(v, "jitter_buffer_ms");
@@ -1337,9 +1363,8 @@ fn chromium_views_gcc_remb_on_the_rembs_it_sends() {
 /// picture side by side (640×360 camera at a fixed 10 Mbit/s, no adaptation, so both encoders
 /// code the same pictures at the same rate): one viewed by cg-recv (`--reference`), one by
 /// Chromium, whose page posts two shown pictures a second back to cg-send for scoring. The page
-/// turns the browser's RGB back into luma; done right, it costs only the RGB's rounding, so
-/// its mean PSNR lies within [`PAGE_PSNR_GAP_DB`] of cg-recv's and no higher than it plus
-/// that margin's fifth. 25 s, judged from 10 s.
+/// takes the decoded luma itself (WebCodecs), so the two means differ only by which pictures
+/// were scored: within [`PAGE_PSNR_GAP_DB`] either way. 25 s, judged from 10 s.
 #[test]
 #[cfg_attr(
     debug_assertions,
@@ -1382,17 +1407,27 @@ fn a_browser_page_scores_picture_quality_as_cg_recv_does() {
         (viewer(0)["viewer"].as_str(), viewer(1)["viewer"].as_str()),
         (Some("cg-recv"), Some("chromium"))
     );
-    // Two a second over the 15 s window, less those skipped (24–29 measured).
+    // Two a second over the 15 s window, less those skipped.
     assert!(scored >= 15.0, "the page had {scored} pictures scored");
+    assert_eq!(
+        viewer(1)["psnr_via"].as_str(),
+        Some("yuv"),
+        "Chromium hands the page the decoded frame"
+    );
     assert!(
-        !outside(page - recv, -PAGE_PSNR_GAP_DB, PAGE_PSNR_GAP_DB / 5.0),
+        !outside(page - recv, -PAGE_PSNR_GAP_DB, PAGE_PSNR_GAP_DB),
         "the page's {page:.2} dB against cg-recv's {recv:.2} dB"
     );
 }
 
-/// How far a browser page's mean PSNR may fall below cg-recv's on the same picture and rate
-/// (see [`a_browser_page_scores_picture_quality_as_cg_recv_does`]).
-const PAGE_PSNR_GAP_DB: f64 = 2.0;
+/// cg-send's CPU adaptation steps the picture down when its encoder is busy this share of
+/// the frame interval (libwebrtc's overuse threshold, cg-media's `adapt`).
+const OVERUSE: f64 = 0.85;
+
+/// How far a browser page's mean PSNR may lie from cg-recv's on the same picture and rate
+/// (see [`a_browser_page_scores_picture_quality_as_cg_recv_does`]): the sampling of two
+/// pictures a second.
+const PAGE_PSNR_GAP_DB: f64 = 0.6;
 
 /// Chromium views cg-send (`controller`, `send_args`) over WHEP through 2 Mbit/s DropTail
 /// for `secs`; `chromium_args` is a `recv_args = [...]` line of extra Chromium arguments, or

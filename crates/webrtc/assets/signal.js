@@ -73,16 +73,67 @@ function cgReadStamp(video, canvas) {
   return { frame: words[0], wallMs: words[1] };
 }
 
+// The pixel formats whose first plane is the decoded luma, as a VideoFrame gives them.
+const CG_YUV = ["I420", "I420A", "I422", "I444", "NV12"];
+
+// The stamp read from the decoded luma itself (WebCodecs: the shown frame as a VideoFrame,
+// only the band under the code copied out), as cg-media's `Stamp::read` reads it: the middle
+// half of each cell, 1 where its mean is above the midpoint of black (16) and white (235).
+// Cheap, and no RGB conversion of the whole picture, so reading the stamp of every picture
+// costs the viewer little. Resolves to { frame, wallMs }, to null (no stamp, or misread), or
+// to undefined where the browser gives no YUV frame (then the canvas reader serves).
+async function cgReadStampYuv(video) {
+  if (typeof VideoFrame !== "function") return undefined;
+  let frame = null;
+  try {
+    frame = new VideoFrame(video);
+    if (!CG_YUV.includes(frame.format)) return undefined;
+    const vr = frame.visibleRect;
+    const cell = vr.width / 80;
+    if (cell < 2 || 3 * cell > vr.height || vr.x % 2 || vr.y % 2) return null;
+    const even = (v, max) => Math.min(2 * Math.ceil(v / 2), max - (max % 2));
+    const rect = { x: vr.x, y: vr.y, width: even(32 * cell, vr.width), height: even(3 * cell, vr.height) };
+    const buf = new Uint8Array(frame.allocationSize({ rect }));
+    const [y] = await frame.copyTo(buf, { rect });
+    const middle = (i) => {
+      const start = Math.round((i + 0.25) * cell);
+      return [start, Math.max(Math.round((i + 0.75) * cell), start + 1)];
+    };
+    const words = [0, 0, 0];
+    for (let r = 0; r < 3; r++) {
+      const [y0, y1] = middle(r);
+      for (let b = 0; b < 32; b++) {
+        const [x0, x1] = middle(b);
+        let sum = 0, n = 0;
+        for (let yy = y0; yy < Math.min(y1, rect.height); yy++) {
+          for (let xx = x0; xx < Math.min(x1, rect.width); xx++) {
+            sum += buf[y.offset + yy * y.stride + xx];
+            n++;
+          }
+        }
+        words[r] = ((words[r] << 1) | (n > 0 && sum > 125 * n ? 1 : 0)) >>> 0;
+      }
+    }
+    if (((words[0] ^ words[1] ^ 0x5a5aa5a5) >>> 0) !== words[2]) return null;
+    return { frame: words[0], wallMs: words[1] };
+  } catch (e) {
+    return undefined;
+  } finally {
+    if (frame) frame.close();
+  }
+}
+
 // Glass to glass on the page: for each picture shown, the time from its making (the stamp's
 // wall clock) to its expected display (requestVideoFrameCallback), on this host's clock.
-// Returns a function giving, once a second, a "cg-stamp" record of the pictures since the
-// last call: how many were stamped, the latency's median and maximum (ms), and how many
-// pictures showed no readable stamp.
+// The stamp is read from the decoded luma where the browser gives it (`cgReadStampYuv`),
+// otherwise from a canvas (`cgReadStamp`). Returns a function giving, once a second, a
+// "cg-stamp" record of the pictures since the last call: how many were stamped, the
+// latency's median and maximum (ms), how many pictures showed no readable stamp, and how the
+// last stamp was read ("yuv" or "rgb").
 function cgStampClock(video) {
   const canvas = document.createElement("canvas");
-  let ages = [], unread = 0, last = -1;
-  const onFrame = (_now, meta) => {
-    const s = cgReadStamp(video, canvas);
+  let ages = [], unread = 0, last = -1, via = null;
+  const count = (s, meta) => {
     if (!s) {
       unread++;
     } else if (s.frame !== last) {
@@ -91,7 +142,19 @@ function cgStampClock(video) {
       const age = (shown - s.wallMs) >>> 0;
       if (age < 60000) ages.push(age);
     }
+  };
+  const onFrame = (_now, meta) => {
     video.requestVideoFrameCallback(onFrame);
+    // The VideoFrame is taken at once, so the picture read is the one this call is for.
+    cgReadStampYuv(video).then((s) => {
+      if (s === undefined) {
+        via = "rgb";
+        count(cgReadStamp(video, canvas), meta);
+      } else {
+        via = "yuv";
+        count(s, meta);
+      }
+    });
   };
   if ("requestVideoFrameCallback" in HTMLVideoElement.prototype) {
     video.requestVideoFrameCallback(onFrame);
@@ -99,7 +162,7 @@ function cgStampClock(video) {
   return () => {
     ages.sort((a, b) => a - b);
     const rec = {
-      type: "cg-stamp", id: "cg-stamp", frames: ages.length, unread,
+      type: "cg-stamp", id: "cg-stamp", frames: ages.length, unread, via,
       g2gMs: ages.length ? ages[Math.floor(ages.length / 2)] : null,
       g2gMaxMs: ages.length ? ages[ages.length - 1] : null,
     };
@@ -110,18 +173,44 @@ function cgStampClock(video) {
 }
 
 // Picture quality on the page: up to `perSecond` times a second, the picture just shown
-// (requestVideoFrameCallback) is drawn at its decoded size, turned back into luma and posted
-// to the session's /picture; the sender reads its stamp and scores it against the source
-// picture the stamp names (PSNR, dB). The luma undoes the browser's YUV → RGB conversion with
-// BT.601's limited-range weights, the matrix a WebRTC stream without colour information is
-// shown with. Returns a function giving, once a second, a "cg-quality" record: the scores
-// that came back since the last call, the pictures the sender could not score (no readable
-// stamp) and those skipped (a post still out, or the sender busy). Stops posting when the
-// sender does not score pictures (404).
+// (requestVideoFrameCallback) is posted as its luma plane, at its decoded size, to the
+// session's /picture; the sender reads its stamp and scores it against the source picture
+// the stamp names (PSNR, dB). The luma is the decoded one itself where the browser hands the
+// frame over in a YUV layout (WebCodecs' VideoFrame.copyTo); otherwise it is taken back from
+// the RGB a canvas gives, with BT.601's limited-range weights (the matrix a WebRTC stream
+// without colour information is shown with), which costs the RGB's rounding. Returns a
+// function giving, once a second, a "cg-quality" record: the scores that came back since the
+// last call, the pictures the sender could not score (no readable stamp), those skipped (a
+// post still out, or the sender busy), and how the last luma was taken ("yuv" or "rgb").
+// Stops posting when the sender does not score pictures (404).
 function cgPictureScorer(video, resource, perSecond) {
   const canvas = document.createElement("canvas");
   let scores = [], unread = 0, skipped = 0, inFlight = false, off = !(perSecond > 0), last = -1e9;
-  const post = (w, h) => {
+  let via = null;
+  // The shown picture's luma as { w, h, luma, via }, or null.
+  const lumaOfFrame = async () => {
+    if (typeof VideoFrame !== "function") return null;
+    let frame = null;
+    try {
+      frame = new VideoFrame(video);
+      if (!CG_YUV.includes(frame.format)) return null;
+      const r = frame.visibleRect;
+      const buf = new Uint8Array(frame.allocationSize());
+      const [y] = await frame.copyTo(buf);
+      const luma = new Uint8Array(r.width * r.height);
+      for (let row = 0; row < r.height; row++) {
+        const from = y.offset + (r.y + row) * y.stride + r.x;
+        luma.set(buf.subarray(from, from + r.width), row * r.width);
+      }
+      return { w: r.width, h: r.height, luma, via: "yuv" };
+    } catch (e) {
+      return null;
+    } finally {
+      if (frame) frame.close();
+    }
+  };
+  const lumaOfCanvas = () => {
+    const w = video.videoWidth, h = video.videoHeight;
     const ctx = canvas.getContext("2d", { willReadFrequently: true });
     canvas.width = w;
     canvas.height = h;
@@ -131,23 +220,33 @@ function cgPictureScorer(video, resource, perSecond) {
     for (let i = 0, j = 0; j < luma.length; i += 4, j++) {
       luma[j] = (16.5 + (65.481 * px[i] + 128.553 * px[i + 1] + 24.966 * px[i + 2]) / 255) | 0;
     }
+    return { w, h, luma, via: "rgb" };
+  };
+  const post = async () => {
     inFlight = true;
-    fetch(`${resource}/picture?width=${w}&height=${h}`, {
-      method: "POST",
-      headers: { "Content-Type": "application/octet-stream" },
-      body: luma,
-    }).then(async (res) => {
+    try {
+      const p = (await lumaOfFrame()) || lumaOfCanvas();
+      via = p.via;
+      const res = await fetch(`${resource}/picture?width=${p.w}&height=${p.h}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/octet-stream" },
+        body: p.luma,
+      });
       if (res.ok) scores.push((await res.json()).psnr_db);
       else if (res.status === 404) off = true;
       else if (res.status === 422) unread++;
       else skipped++;
-    }).catch(() => { skipped++; }).finally(() => { inFlight = false; });
+    } catch (e) {
+      skipped++;
+    } finally {
+      inFlight = false;
+    }
   };
   const onFrame = (now) => {
     if (!off && now - last >= 1000 / perSecond && video.videoWidth && video.videoHeight) {
       last = now;
       if (inFlight) skipped++;
-      else post(video.videoWidth, video.videoHeight);
+      else post();
     }
     video.requestVideoFrameCallback(onFrame);
   };
@@ -155,7 +254,7 @@ function cgPictureScorer(video, resource, perSecond) {
     video.requestVideoFrameCallback(onFrame);
   }
   return () => {
-    const rec = { type: "cg-quality", id: "cg-quality", scores, unread, skipped };
+    const rec = { type: "cg-quality", id: "cg-quality", scores, unread, skipped, via };
     scores = [];
     unread = 0;
     skipped = 0;
