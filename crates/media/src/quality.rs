@@ -179,14 +179,10 @@ pub struct Score {
     pub psnr_db: f64,
 }
 
-/// Why a [`Scorer`] did not take a picture.
+/// A [`Scorer`] did not take a picture: it still has earlier ones to score (or its thread
+/// has ended). The caller counts the picture as skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScorerBusy {
-    /// It still has earlier pictures to score (the caller counts this one as skipped).
-    Busy,
-    /// Its thread has ended.
-    Gone,
-}
+pub struct ScorerBusy;
 
 type Reply = Box<dyn FnOnce(Option<Score>) + Send>;
 
@@ -226,13 +222,9 @@ impl Scorer {
         picture: Picture,
         reply: impl FnOnce(Option<Score>) + Send + 'static,
     ) -> Result<(), ScorerBusy> {
-        use std::sync::mpsc::TrySendError;
         self.pictures
             .try_send((picture, Box::new(reply)))
-            .map_err(|e| match e {
-                TrySendError::Full(_) => ScorerBusy::Busy,
-                TrySendError::Disconnected(_) => ScorerBusy::Gone,
-            })
+            .map_err(|_| ScorerBusy)
     }
 }
 

@@ -44,115 +44,118 @@ function cgPoll(pc, resource, report, show, extra) {
   }, 1000);
 }
 
-// The stamp `cg-send --stamp` draws into each picture's top-left corner: three rows of 32
-// cells, each width/80 pixels, white for 1, most significant bit first — the frame number,
-// the low 32 bits of the Unix time in ms when the picture was made, and a check word
-// (frame ^ time ^ 0x5a5aa5a5). Returns { frame, wallMs } or null (no stamp, or misread).
-function cgReadStamp(video, canvas) {
-  const w = video.videoWidth, h = video.videoHeight;
-  const cell = w / 80;
-  if (!w || !h || cell < 2 || 3 * cell > h) return null;
-  // The band scaled to 4 pixels a cell; each cell read at its middle 2 × 2.
-  canvas.width = 128;
-  canvas.height = 12;
+// The pixel formats whose first plane is the decoded luma, as a VideoFrame gives them.
+const CG_YUV = ["I420", "I420A", "I422", "I444", "NV12"];
+
+// The luma of the picture `video` shows, or of its top-left `part(width, height)` ({ width,
+// height }; the whole picture without it), as { luma (rows packed), w, h, width (the whole
+// picture's), via }; null when nothing is shown. The luma is the decoded one itself where the
+// browser hands the frame over in a YUV layout (WebCodecs: only the part is copied out, no
+// colour conversion, `via` "yuv"); otherwise it is taken back from the RGB a canvas gives,
+// with BT.601's limited-range weights (the matrix a WebRTC stream without colour information
+// is shown with), which costs the RGB's rounding (`via` "rgb"). The frame is taken before
+// the first await, so the picture read is the one shown when this is called.
+async function cgLuma(video, canvas, part) {
+  if (typeof VideoFrame === "function") {
+    let frame = null;
+    try {
+      frame = new VideoFrame(video);
+      const vr = frame.visibleRect;
+      if (CG_YUV.includes(frame.format) && vr.x % 2 === 0 && vr.y % 2 === 0) {
+        const want = part ? part(vr.width, vr.height) : vr;
+        // Chroma is subsampled: the copied rectangle starts and ends on even pixels.
+        const even = (v, max) => Math.min(2 * Math.ceil(v / 2), max - (max % 2));
+        const rect = { x: vr.x, y: vr.y, width: even(want.width, vr.width), height: even(want.height, vr.height) };
+        const buf = new Uint8Array(frame.allocationSize({ rect }));
+        const [y] = await frame.copyTo(buf, { rect });
+        const luma = new Uint8Array(rect.width * rect.height);
+        for (let row = 0; row < rect.height; row++) {
+          const from = y.offset + row * y.stride;
+          luma.set(buf.subarray(from, from + rect.width), row * rect.width);
+        }
+        return { luma, w: rect.width, h: rect.height, width: vr.width, via: "yuv" };
+      }
+    } catch (e) {
+      // No YUV frame from this browser or this picture: the canvas serves.
+    } finally {
+      if (frame) frame.close();
+    }
+  }
+  const width = video.videoWidth, height = video.videoHeight;
+  if (!width || !height) return null;
+  const want = part ? part(width, height) : { width, height };
+  const w = Math.min(Math.ceil(want.width), width), h = Math.min(Math.ceil(want.height), height);
+  canvas.width = w;
+  canvas.height = h;
   const ctx = canvas.getContext("2d", { willReadFrequently: true });
-  ctx.drawImage(video, 0, 0, 32 * cell, 3 * cell, 0, 0, 128, 12);
-  const px = ctx.getImageData(0, 0, 128, 12).data;
+  ctx.drawImage(video, 0, 0, w, h, 0, 0, w, h);
+  const px = ctx.getImageData(0, 0, w, h).data;
+  const luma = new Uint8Array(w * h);
+  for (let i = 0, j = 0; j < luma.length; i += 4, j++) {
+    luma[j] = (16.5 + (65.481 * px[i] + 128.553 * px[i + 1] + 24.966 * px[i + 2]) / 255) | 0;
+  }
+  return { luma, w, h, width, via: "rgb" };
+}
+
+// The part of a `width` × `height` picture the stamp covers: three rows of 32 cells, each
+// width/80 pixels.
+function cgStampBand(width, height) {
+  return { width: Math.min(32 * width / 80, width), height: Math.min(3 * width / 80, height) };
+}
+
+// The stamp `cg-send --stamp` draws into each picture's top-left corner, read from the luma
+// `p` of its band (`cgLuma` with `cgStampBand`) as cg-media's `Stamp::read` reads it: three
+// rows of 32 cells, each width/80 pixels, most significant bit first — the frame number, the
+// low 32 bits of the Unix time in ms when the picture was made, and a check word (frame ^
+// time ^ 0x5a5aa5a5); a cell is 1 where the mean of its middle half is above the midpoint of
+// black (16) and white (235). Returns { frame, wallMs } or null (no stamp, or misread).
+function cgDecodeStamp(p) {
+  if (!p) return null;
+  const cell = p.width / 80;
+  if (cell < 2 || 3 * cell > p.h + 1) return null;
+  const middle = (i) => {
+    const start = Math.round((i + 0.25) * cell);
+    return [start, Math.max(Math.round((i + 0.75) * cell), start + 1)];
+  };
   const words = [0, 0, 0];
   for (let r = 0; r < 3; r++) {
+    const [y0, y1] = middle(r);
     for (let b = 0; b < 32; b++) {
-      let sum = 0;
-      for (const [dx, dy] of [[1, 1], [2, 1], [1, 2], [2, 2]]) {
-        const i = ((r * 4 + dy) * 128 + b * 4 + dx) * 4;
-        sum += px[i] + px[i + 1] + px[i + 2];
+      const [x0, x1] = middle(b);
+      let sum = 0, n = 0;
+      for (let y = y0; y < Math.min(y1, p.h); y++) {
+        for (let x = x0; x < Math.min(x1, p.w); x++) {
+          sum += p.luma[y * p.w + x];
+          n++;
+        }
       }
-      words[r] = ((words[r] << 1) | (sum > 4 * 3 * 128 ? 1 : 0)) >>> 0;
+      words[r] = ((words[r] << 1) | (n > 0 && sum > 125 * n ? 1 : 0)) >>> 0;
     }
   }
   if (((words[0] ^ words[1] ^ 0x5a5aa5a5) >>> 0) !== words[2]) return null;
   return { frame: words[0], wallMs: words[1] };
 }
 
-// The pixel formats whose first plane is the decoded luma, as a VideoFrame gives them.
-const CG_YUV = ["I420", "I420A", "I422", "I444", "NV12"];
-
-// The stamp read from the decoded luma itself (WebCodecs: the shown frame as a VideoFrame,
-// only the band under the code copied out), as cg-media's `Stamp::read` reads it: the middle
-// half of each cell, 1 where its mean is above the midpoint of black (16) and white (235).
-// Cheap, and no RGB conversion of the whole picture, so reading the stamp of every picture
-// costs the viewer little. Resolves to { frame, wallMs }, to null (no stamp, or misread), or
-// to undefined where the browser gives no YUV frame (then the canvas reader serves).
-async function cgReadStampYuv(video) {
-  if (typeof VideoFrame !== "function") return undefined;
-  let frame = null;
-  try {
-    frame = new VideoFrame(video);
-    if (!CG_YUV.includes(frame.format)) return undefined;
-    const vr = frame.visibleRect;
-    const cell = vr.width / 80;
-    if (cell < 2 || 3 * cell > vr.height || vr.x % 2 || vr.y % 2) return null;
-    const even = (v, max) => Math.min(2 * Math.ceil(v / 2), max - (max % 2));
-    const rect = { x: vr.x, y: vr.y, width: even(32 * cell, vr.width), height: even(3 * cell, vr.height) };
-    const buf = new Uint8Array(frame.allocationSize({ rect }));
-    const [y] = await frame.copyTo(buf, { rect });
-    const middle = (i) => {
-      const start = Math.round((i + 0.25) * cell);
-      return [start, Math.max(Math.round((i + 0.75) * cell), start + 1)];
-    };
-    const words = [0, 0, 0];
-    for (let r = 0; r < 3; r++) {
-      const [y0, y1] = middle(r);
-      for (let b = 0; b < 32; b++) {
-        const [x0, x1] = middle(b);
-        let sum = 0, n = 0;
-        for (let yy = y0; yy < Math.min(y1, rect.height); yy++) {
-          for (let xx = x0; xx < Math.min(x1, rect.width); xx++) {
-            sum += buf[y.offset + yy * y.stride + xx];
-            n++;
-          }
-        }
-        words[r] = ((words[r] << 1) | (n > 0 && sum > 125 * n ? 1 : 0)) >>> 0;
-      }
-    }
-    if (((words[0] ^ words[1] ^ 0x5a5aa5a5) >>> 0) !== words[2]) return null;
-    return { frame: words[0], wallMs: words[1] };
-  } catch (e) {
-    return undefined;
-  } finally {
-    if (frame) frame.close();
-  }
-}
-
 // Glass to glass on the page: for each picture shown, the time from its making (the stamp's
 // wall clock) to its expected display (requestVideoFrameCallback), on this host's clock.
-// The stamp is read from the decoded luma where the browser gives it (`cgReadStampYuv`),
-// otherwise from a canvas (`cgReadStamp`). Returns a function giving, once a second, a
-// "cg-stamp" record of the pictures since the last call: how many were stamped, the
-// latency's median and maximum (ms), how many pictures showed no readable stamp, and how the
-// last stamp was read ("yuv" or "rgb").
+// Returns a function giving, once a second, a "cg-stamp" record of the pictures since the
+// last call: how many were stamped, the latency's median and maximum (ms), how many pictures
+// showed no readable stamp, and how the last stamp was read ("yuv" or "rgb", see `cgLuma`).
 function cgStampClock(video) {
   const canvas = document.createElement("canvas");
   let ages = [], unread = 0, last = -1, via = null;
-  const count = (s, meta) => {
-    if (!s) {
-      unread++;
-    } else if (s.frame !== last) {
-      last = s.frame;
-      const shown = Math.floor(performance.timeOrigin + meta.expectedDisplayTime) >>> 0;
-      const age = (shown - s.wallMs) >>> 0;
-      if (age < 60000) ages.push(age);
-    }
-  };
   const onFrame = (_now, meta) => {
     video.requestVideoFrameCallback(onFrame);
-    // The VideoFrame is taken at once, so the picture read is the one this call is for.
-    cgReadStampYuv(video).then((s) => {
-      if (s === undefined) {
-        via = "rgb";
-        count(cgReadStamp(video, canvas), meta);
-      } else {
-        via = "yuv";
-        count(s, meta);
+    cgLuma(video, canvas, cgStampBand).then((p) => {
+      via = p ? p.via : via;
+      const s = cgDecodeStamp(p);
+      if (!s) {
+        unread++;
+      } else if (s.frame !== last) {
+        last = s.frame;
+        const shown = Math.floor(performance.timeOrigin + meta.expectedDisplayTime) >>> 0;
+        const age = (shown - s.wallMs) >>> 0;
+        if (age < 60000) ages.push(age);
       }
     });
   };
@@ -173,59 +176,22 @@ function cgStampClock(video) {
 }
 
 // Picture quality on the page: up to `perSecond` times a second, the picture just shown
-// (requestVideoFrameCallback) is posted as its luma plane, at its decoded size, to the
-// session's /picture; the sender reads its stamp and scores it against the source picture
-// the stamp names (PSNR, dB). The luma is the decoded one itself where the browser hands the
-// frame over in a YUV layout (WebCodecs' VideoFrame.copyTo); otherwise it is taken back from
-// the RGB a canvas gives, with BT.601's limited-range weights (the matrix a WebRTC stream
-// without colour information is shown with), which costs the RGB's rounding. Returns a
-// function giving, once a second, a "cg-quality" record: the scores that came back since the
-// last call, the pictures the sender could not score (no readable stamp), those skipped (a
-// post still out, or the sender busy), and how the last luma was taken ("yuv" or "rgb").
-// Stops posting when the sender does not score pictures (404).
+// (requestVideoFrameCallback) is posted as its luma plane (`cgLuma`), at its decoded size,
+// to the session's /picture; the sender reads its stamp and scores it against the source
+// picture the stamp names (PSNR, dB). Returns a function giving, once a second, a
+// "cg-quality" record: the scores that came back since the last call, the pictures the
+// sender could not score (no readable stamp), those skipped (a post still out, or the sender
+// busy), and how the last luma was taken ("yuv" or "rgb"). Stops posting when the sender does
+// not score pictures (404).
 function cgPictureScorer(video, resource, perSecond) {
   const canvas = document.createElement("canvas");
   let scores = [], unread = 0, skipped = 0, inFlight = false, off = !(perSecond > 0), last = -1e9;
   let via = null;
-  // The shown picture's luma as { w, h, luma, via }, or null.
-  const lumaOfFrame = async () => {
-    if (typeof VideoFrame !== "function") return null;
-    let frame = null;
-    try {
-      frame = new VideoFrame(video);
-      if (!CG_YUV.includes(frame.format)) return null;
-      const r = frame.visibleRect;
-      const buf = new Uint8Array(frame.allocationSize());
-      const [y] = await frame.copyTo(buf);
-      const luma = new Uint8Array(r.width * r.height);
-      for (let row = 0; row < r.height; row++) {
-        const from = y.offset + (r.y + row) * y.stride + r.x;
-        luma.set(buf.subarray(from, from + r.width), row * r.width);
-      }
-      return { w: r.width, h: r.height, luma, via: "yuv" };
-    } catch (e) {
-      return null;
-    } finally {
-      if (frame) frame.close();
-    }
-  };
-  const lumaOfCanvas = () => {
-    const w = video.videoWidth, h = video.videoHeight;
-    const ctx = canvas.getContext("2d", { willReadFrequently: true });
-    canvas.width = w;
-    canvas.height = h;
-    ctx.drawImage(video, 0, 0, w, h);
-    const px = ctx.getImageData(0, 0, w, h).data;
-    const luma = new Uint8Array(w * h);
-    for (let i = 0, j = 0; j < luma.length; i += 4, j++) {
-      luma[j] = (16.5 + (65.481 * px[i] + 128.553 * px[i + 1] + 24.966 * px[i + 2]) / 255) | 0;
-    }
-    return { w, h, luma, via: "rgb" };
-  };
   const post = async () => {
     inFlight = true;
     try {
-      const p = (await lumaOfFrame()) || lumaOfCanvas();
+      const p = await cgLuma(video, canvas);
+      if (!p) return;
       via = p.via;
       const res = await fetch(`${resource}/picture?width=${p.w}&height=${p.h}`, {
         method: "POST",
