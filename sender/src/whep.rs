@@ -10,7 +10,8 @@
 //! path (`connected`, not `disconnected`) and its feedback arrives (its rate is not halved
 //! for missing feedback, and its RTP circuit breaker is closed): a viewer gone silent keeps
 //! its session until ICE gives up, but its halved or zero target does not hold the encoder
-//! down for the others. A viewer that connects gets a key frame;
+//! down for the others. A viewer that connects gets a key frame, and no frame before it (the
+//! delta frames already in the encoder reference pictures it never had: an SFU's rule too);
 //! a viewer that leaves (`DELETE`, ICE or DTLS failure, silence until ICE gives up, or no
 //! connection within [`WhepConfig::connect_timeout`] of its offer) is dropped with its socket and does not
 //! disturb the others.
@@ -64,9 +65,9 @@ pub struct WhepConfig {
     /// socket: a browser that went away before ICE, a blocked path, a DTLS handshake that
     /// never completes (ICE's own failure comes later). Default [`CONNECT_TIMEOUT`], 10 s.
     pub connect_timeout: Duration,
-    /// A connected viewer silent this long (nothing heard: no RTCP, no ICE check) is
-    /// `disconnected` and no longer steers the encoder; `failed` later, it is dropped with its
-    /// socket. Default 5 s + 25 s.
+    /// A connected viewer whose ICE is silent this long (no check of its, no answer to ours;
+    /// see [`IceTimeouts`]) is `disconnected` and no longer steers the encoder; `failed` later,
+    /// it is dropped with its socket. Default 5 s + 25 s.
     pub ice_timeouts: IceTimeouts,
 }
 
@@ -207,6 +208,7 @@ impl WhepSender {
                             sampler: Sampler::new(&config, start),
                             target: config.start_bitrate.max(config.min_bitrate),
                             hears_feedback: true,
+                            keyed: false,
                         });
                     }
                     Some(Command::Delete { id, reply }) => {
@@ -231,7 +233,7 @@ impl WhepSender {
                         break Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                     };
                     let mut any = false;
-                    for v in viewers.values_mut().filter(|v| v.state != PeerState::Connecting) {
+                    for v in viewers.values_mut().filter_map(|v| v.takes(&frame).then_some(v)) {
                         if let Some(hears) = push_frame(&v.handle, &frame, codec).await {
                             v.hears_feedback = hears;
                             any = true;
@@ -297,9 +299,16 @@ struct Viewer {
     target: Bitrate,
     /// Whether its session heard its feedback at the last frame.
     hears_feedback: bool,
+    /// Whether it has been sent a key frame: its stream starts with one.
+    keyed: bool,
 }
 
 impl Viewer {
+    /// Whether `frame` goes to this viewer: once it has connected, from the first key frame on.
+    fn takes(&mut self, frame: &cg_media::EncodedFrame) -> bool {
+        takes(self.state, &mut self.keyed, frame.key_frame)
+    }
+
     /// Closes the peer (a DTLS close_notify and an RTCP BYE go out) and stops the driver.
     async fn close(mut self) {
         let _ = self
@@ -315,6 +324,13 @@ impl Viewer {
         }
         let _ = tokio::time::timeout(Duration::from_secs(2), &mut self.task).await;
     }
+}
+
+/// Whether a frame goes to a viewer in `state` that has (`keyed`) or has not yet been sent a
+/// key frame; a key frame sent marks it keyed.
+fn takes(state: PeerState, keyed: &mut bool, key_frame: bool) -> bool {
+    *keyed |= state != PeerState::Connecting && key_frame;
+    *keyed && state != PeerState::Connecting
 }
 
 /// Takes every viewer's events: a viewer that connects gets a key frame, one that failed or
@@ -505,5 +521,24 @@ impl SessionHost for Host {
             )),
             Err(_) => Err(PictureRefused::Busy),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_viewer_gets_frames_once_connected_and_from_a_key_frame_on() {
+        let mut keyed = false;
+        // Connecting: nothing, not even a key frame (there are no SRTP keys yet).
+        assert!(!takes(PeerState::Connecting, &mut keyed, true));
+        // Connected: the delta frames still in the encoder are not sent, the key frame is,
+        // and every frame after it.
+        assert!(!takes(PeerState::Connected, &mut keyed, false));
+        assert!(takes(PeerState::Connected, &mut keyed, true));
+        assert!(takes(PeerState::Connected, &mut keyed, false));
+        // ICE disconnected for a while: still keyed, frames go on (ICE may recover).
+        assert!(takes(PeerState::Disconnected, &mut keyed, false));
     }
 }

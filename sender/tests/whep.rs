@@ -245,11 +245,13 @@ async fn a_viewer_gone_silent_does_not_hold_the_encoder_down_and_is_dropped() {
         .collect();
     assert_eq!(tripped.len(), 1, "the silent viewer's breaker opened");
     let open_at = tripped[0].iter().find(|r| r.breaker_open).unwrap().t;
-    // Silent from about 3 s: breaker at 5 s, ICE disconnected at 7 s, failed and dropped at
-    // 9 s (its records stop), well before the run ends.
+    // Silent from about 3 s: the breaker opens 2 s after its last RTCP, at 5 s. ICE counts
+    // only STUN, heard at least every 2 s (`IceTimeouts`): failed 6 s after the last check,
+    // between 7 and 9 s, and dropped (its records, one each 100 ms, stop), well before the
+    // run ends (measured 7.94-8.21 s in debug builds; the bounds are the rule's, with 0.5 s).
     let gone_at = tripped[0].last().unwrap().t;
     assert!(
-        (4.0..6.5).contains(&open_at) && (8.0..11.0).contains(&gone_at),
+        (4.0..6.5).contains(&open_at) && (6.5..9.8).contains(&gone_at),
         "breaker opened at {open_at} s, dropped at {gone_at} s"
     );
     let other = v

@@ -66,8 +66,11 @@ pub struct PeerConfig {
 
 /// ICE's consent timers (RFC 8445 §16, RFC 7675): how long without anything heard from the
 /// peer before the connection is `disconnected`, and how much longer before it is `failed`
-/// and the peer should be dropped. Anything the peer sends counts (its RTCP feedback too), so
-/// a viewer that is receiving media never trips them.
+/// and the peer should be dropped. Only the peer's STUN counts — its consent checks and its
+/// answers to ours, which `rtc` sends every 2 s — not its RTCP: once a pair is selected `rtc`
+/// (0.21) hands media and RTCP past its ICE agent. A live peer is therefore heard at least
+/// every 2 s, and a peer that falls silent is `failed` between `disconnected + failed − 2 s`
+/// and `disconnected + failed` later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IceTimeouts {
     /// Silence before `disconnected`. Default 5 s (`rtc`'s and libwebrtc's).
