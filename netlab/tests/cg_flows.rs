@@ -1297,15 +1297,17 @@ fn chromium_codec(out: &Path) -> Option<String> {
 }
 
 /// Issue #15's browser case: a headless Chromium (Debian's) views cg-send over WHEP through
-/// a 2 Mbit/s DropTail bottleneck, RTT 50 ms, 60 s, cg's send-side GCC on Chromium's
-/// transport-wide feedback. The page posts `getStats()` every second; judged on it.
+/// a 2 Mbit/s DropTail bottleneck, RTT 50 ms, 30 s (as the cases below: the judge reads
+/// from the first decoded frame, and 30 s keeps the CI within its 45 minutes), cg's
+/// send-side GCC on Chromium's transport-wide feedback. The page posts `getStats()` every
+/// second; judged on it.
 #[test]
 #[cfg_attr(
     debug_assertions,
     ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
 )]
 fn chromium_views_cg_send_over_whep_through_a_2mbps_bottleneck() {
-    chromium_viewer("gcc", "gcc", "video/VP8", WEBRTC_VIDEO, "", 60);
+    chromium_viewer("gcc", "gcc", "video/VP8", WEBRTC_VIDEO, "", 30);
 }
 
 /// The same with cg-send's H.264 (x264, Constrained Baseline, packetization-mode 1: the
