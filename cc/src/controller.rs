@@ -191,6 +191,14 @@ pub trait Controller: Send + fmt::Debug {
     /// The rate the pacer releases packets at.
     fn pacing_rate(&self) -> Bitrate;
 
+    /// How far the pacer may run ahead of [`pacing_rate`](Self::pacing_rate): a frame that
+    /// reaches an idle pacer sends this much of the rate at once, the rest paced (libwebrtc's
+    /// `PacingController` send-burst interval; the pacer caps the burst at 63 KB as it does).
+    /// Default zero: every packet paced.
+    fn pacing_burst(&self) -> Duration {
+        Duration::ZERO
+    }
+
     /// For window-based controllers: how many more bytes may be put in flight now. `None`
     /// means the controller is purely rate-based.
     fn send_allowance(&self) -> Option<DataSize> {

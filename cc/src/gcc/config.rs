@@ -378,6 +378,14 @@ pub struct GccConfig {
     /// REMB mode then keeps `f`: its sender cannot tell whether the link carried a probe.
     /// Default 2.5; [`pacing_factor`](Self::pacing_factor) or less turns it off.
     pub pacing_factor_unbounded: f64,
+    /// While the link has never pushed back (the first case of
+    /// [`pacing_factor_unbounded`](Self::pacing_factor_unbounded)), the pacer may run this far
+    /// ahead of its rate ([`crate::Controller::pacing_burst`]): libwebrtc's send-burst
+    /// interval, which its pacer allows always. A frame several times the average (a game's
+    /// scene cut: 6× at 5 Mbit/s) then leaves that much sooner; once the link has pushed
+    /// back every packet is paced, so bursts do not queue at a bottleneck found full.
+    /// Default 40 ms (libwebrtc's); zero turns it off.
+    pub pacing_burst: Duration,
     /// While the bottleneck queuing delay the sender measures (send-side: one-way delay
     /// from transport-wide feedback over its minimum; REMB mode: receiver-report RTT over
     /// its minimum) is above this, the pacer gets `A` instead of `f·A`. `None` keeps `f·A`
@@ -531,6 +539,7 @@ impl Default for GccConfig {
             loss_interval: Duration::from_secs(1),
             pacing_factor: 1.5,
             pacing_factor_unbounded: 2.5,
+            pacing_burst: Duration::from_millis(40),
             standing_queue_pacing: Some(Duration::from_millis(60)),
             standing_queue_decrease: Some(Duration::from_millis(50)),
             standing_queue_window: Duration::from_secs(1),

@@ -100,6 +100,7 @@ pub struct GccController {
     max: Bitrate,
     pacing_factor: f64,
     pacing_factor_unbounded: f64,
+    pacing_burst: Duration,
     cap_as_by_ar: bool,
     measured_rtt: bool,
     loss_high: f64,
@@ -215,6 +216,7 @@ impl GccController {
             max: c.max_bitrate.max(c.min_bitrate),
             pacing_factor: c.pacing_factor,
             pacing_factor_unbounded: c.pacing_factor_unbounded,
+            pacing_burst: c.pacing_burst,
             cap_as_by_ar: c.cap_as_by_ar,
             measured_rtt: c.additive_measured_rtt,
             loss_high: c.loss_high,
@@ -759,6 +761,20 @@ impl GccController {
 }
 
 impl GccController {
+    /// Whether the queuing delay the sender measures is above the standing-queue limit
+    /// ([`GccConfig::standing_queue_pacing`]).
+    fn standing(&self) -> bool {
+        self.standing_queue
+            .zip(self.queue_delay)
+            .is_some_and(|(limit, q)| q > limit)
+    }
+
+    /// Whether the link has never pushed back: no over-use (`delay`: the delay-based
+    /// figures), no standing queue, no REMB under the target.
+    fn never_pushed_back(&self, delay: Option<DelayBasedStats>) -> bool {
+        !(self.pushed_back || delay.is_some_and(|d| d.overuses > 0))
+    }
+
     /// Feedback the controller runs on arrived at `now`; returns whether it ends a silence
     /// (a gap of `silence` since the last). A silence is no climb: the stall clock
     /// ([`GccConfig::stall_probe_after`]) starts again.
@@ -907,10 +923,7 @@ impl Controller for GccController {
     }
 
     fn pacing_rate(&self) -> Bitrate {
-        let standing = self
-            .standing_queue
-            .zip(self.queue_delay)
-            .is_some_and(|(limit, q)| q > limit);
+        let standing = self.standing();
         // Per packet: the delay-based figures copied once.
         let delay = self.delay.as_ref().map(|d| d.stats());
         let bottleneck = match delay {
@@ -922,8 +935,7 @@ impl Controller for GccController {
         let mut rate = target.mul_f64(f);
         if !standing && self.pace_at_capacity.is_some() {
             let most = target.mul_f64(self.pacing_factor_unbounded);
-            let overused = delay.is_some_and(|d| d.overuses > 0);
-            if !(self.pushed_back || overused) {
+            if self.never_pushed_back(delay) {
                 // The link has never pushed back: every frame as fast as libwebrtc lets it
                 // (under the cap below when a probe gave a bottleneck rate).
                 rate = rate.max(most);
@@ -944,6 +956,15 @@ impl Controller for GccController {
         // During a probe cluster media leaves at the probe rate too, as libwebrtc's prober
         // sends the whole cluster (media and padding) at that rate.
         self.probing_rate.map_or(rate, |p| rate.max(p))
+    }
+
+    fn pacing_burst(&self) -> Duration {
+        let delay = self.delay.as_ref().map(|d| d.stats());
+        if self.pace_at_capacity.is_some() && !self.standing() && self.never_pushed_back(delay) {
+            self.pacing_burst
+        } else {
+            Duration::ZERO
+        }
     }
 
     fn feedback_kind(&self) -> FeedbackKind {
@@ -1472,7 +1493,8 @@ mod tests {
     /// [`GccConfig::pacing_factor_unbounded`] × `A`; once an over-use found the bottleneck, the
     /// pacer is capped near its rate; after the capacity estimate is forgotten (the link got
     /// faster), an average frame leaves at `f·A` and what is queued within a frame interval
-    /// ([`UNBOUNDED_DRAIN`]), up to the same factor.
+    /// ([`UNBOUNDED_DRAIN`]), up to the same factor. The pacer's burst
+    /// ([`GccConfig::pacing_burst`]) holds only until the first over-use.
     #[test]
     fn a_large_frame_leaves_within_a_frame_interval_until_the_bottleneck_is_found() {
         let t0 = Instant::now();
@@ -1498,6 +1520,8 @@ mod tests {
         let frame = (a.as_bps_f64() / 8.0 / 30.0) as u64;
         assert_eq!(queued(&mut c, frame, 3000), a.mul_f64(k));
         assert_eq!(queued(&mut c, 5 * frame, 3000), a.mul_f64(k));
+        // and the pacer may send libwebrtc's burst ahead of that rate.
+        assert_eq!(c.pacing_burst(), cfg.pacing_burst);
         // An over-use (a queue growing 1 ms per packet) finds the bottleneck; the climb
         // after it brings `f·A` above the cap, which then holds the pacer.
         run(&mut c, 300, 40, t0, |i| i - 299);
@@ -1514,6 +1538,11 @@ mod tests {
             c.target_bitrate()
         );
         assert_eq!(paced, most);
+        assert_eq!(
+            c.pacing_burst(),
+            Duration::ZERO,
+            "every packet paced once found"
+        );
         // The link gets faster: the receive rate doubles and `A` climbs past the capacity
         // estimate, which is forgotten. An average frame leaves at `f·A` again, two frames'
         // worth within a frame interval, five at most at 2.5·A.
@@ -1525,6 +1554,7 @@ mod tests {
         let two = queued(&mut c, 2 * frame, 27_400);
         assert!(two > a.mul_f64(f) && two < a.mul_f64(k), "{two}");
         assert_eq!(queued(&mut c, 5 * frame, 27_400), a.mul_f64(k));
+        assert_eq!(c.pacing_burst(), Duration::ZERO, "the link has pushed back");
     }
 
     /// REMB mode: a gap of [`REMB_SILENCE`] between REMBs restarts the stall clock too, so

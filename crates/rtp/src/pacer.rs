@@ -25,6 +25,11 @@
 //!   seconds of video at once. A window-based controller (SCReAM) owns its media queue (its
 //!   rate adjustment and discards act on it), so its pacing rate is taken as given.
 //!
+//! - A burst where the controller allows one ([`cg_cc::Controller::pacing_burst`]): the
+//!   bucket may run that far ahead of its rate, at most [`MAX_BURST`] (libwebrtc's send-burst
+//!   interval and cap). Idle time still earns no credit: a burst is what an idle pacer may
+//!   send at once, not saved-up time.
+//!
 //! Leaky bucket: after a packet of size `s` the next may leave `s / rate` later. A late
 //! wake-up may catch up by at most [`PacerConfig::max_lag`], and never to before the packet
 //! was queued, so idle time never turns into a burst: the first packets of a frame that
@@ -62,6 +67,10 @@ pub struct PacerConfig {
     /// key frame raises the input rate.
     pub input_rate_floor: Option<f64>,
 }
+
+/// The largest burst ([`Pacer::set_burst`]): libwebrtc's `kMaxBurstSize`, kept under what a
+/// socket's send buffer holds.
+pub const MAX_BURST: DataSize = DataSize::bytes(63_000);
 
 /// The window over which the pacer measures its input rate.
 pub const INPUT_WINDOW: Duration = Duration::from_secs(1);
@@ -135,6 +144,8 @@ pub struct Pacer<T> {
     rtx: VecDeque<Queued<T>>,
     media_bytes: DataSize,
     rate: Bitrate,
+    /// How far ahead of its rate the bucket may run ([`Pacer::set_burst`]).
+    burst: Duration,
     next_send: Option<Instant>,
     probe: Option<Probe>,
     padding_size: DataSize,
@@ -161,6 +172,7 @@ impl<T> Pacer<T> {
             rtx: VecDeque::new(),
             media_bytes: DataSize::ZERO,
             rate,
+            burst: Duration::ZERO,
             next_send: None,
             probe: None,
             padding_size,
@@ -175,6 +187,28 @@ impl<T> Pacer<T> {
     /// Sets the pacing rate.
     pub fn set_rate(&mut self, rate: Bitrate) {
         self.rate = rate;
+    }
+
+    /// Lets the bucket run up to `burst` ahead of the rate (at most [`MAX_BURST`] at the
+    /// rate): a frame reaching an idle pacer sends that much at once. Default zero.
+    pub fn set_burst(&mut self, burst: Duration) {
+        self.burst = burst;
+    }
+
+    /// How far ahead of its rate the bucket may run now.
+    fn lead(&self) -> Duration {
+        if self.burst.is_zero() {
+            return Duration::ZERO;
+        }
+        self.rate
+            .time_to_send(MAX_BURST)
+            .map_or(self.burst, |cap| self.burst.min(cap))
+    }
+
+    /// When the bucket lets the next packet go.
+    fn due(&self) -> Option<Instant> {
+        self.next_send
+            .map(|t| t.checked_sub(self.lead()).unwrap_or(t))
     }
 
     /// Scales the pacing rate, input-rate floor included, by `factor` in `[0, 1]` (a safety
@@ -309,7 +343,7 @@ impl<T> Pacer<T> {
     pub fn poll(&mut self, now: Instant, allowance: Option<DataSize>) -> Option<Release<T>> {
         let fits = |size: DataSize| allowance.is_none_or(|a| a >= size);
         if !self.media.is_empty() || !self.rtx.is_empty() {
-            if self.next_send.is_some_and(|t| t > now) {
+            if self.due().is_some_and(|t| t > now) {
                 return None;
             }
             let picked = if self.rtx.front().is_some_and(|q| fits(q.size)) {
@@ -415,7 +449,7 @@ impl<T> Pacer<T> {
         }
         if !self.media.is_empty() || !self.rtx.is_empty() {
             // `None` before the first send: due at once, and the caller polls after enqueue.
-            return self.next_send;
+            return self.due();
         }
         self.probe.map(|p| p.next.min(p.until))
     }
@@ -586,6 +620,55 @@ mod tests {
         for w in times.windows(2) {
             assert_eq!(w[1] - w[0], Duration::from_millis(10));
         }
+    }
+
+    /// With a burst allowed, the head of a frame reaching an idle pacer leaves at once (the
+    /// burst's worth at the rate) and the rest is paced; idle time adds nothing to the next
+    /// burst; a burst is at most `MAX_BURST`.
+    #[test]
+    fn a_burst_sends_the_head_of_a_frame_at_once_and_no_more() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut p = Pacer::new(
+            PacerConfig::default(),
+            Bitrate::mbps(10),
+            DataSize::bytes(255),
+        );
+        // 10 ms at 10 Mbit/s: ten packets of 1250 B ahead of the bucket, the first besides.
+        p.set_burst(ms(10));
+        for i in 0..30 {
+            p.enqueue(PacketClass::Media, q(i, t0));
+        }
+        let times = drain_times(&mut p, t0, t0 + ms(1_000));
+        assert_eq!(times.len(), 30);
+        assert_eq!(times.iter().filter(|&&t| t == t0).count(), 11);
+        for w in times[11..].windows(2) {
+            assert_eq!(w[1] - w[0], ms(1));
+        }
+        // Idle for a second: the next frame gets the same burst, not a second's credit.
+        let t1 = t0 + ms(2_000);
+        for i in 30..60 {
+            p.enqueue(PacketClass::Media, q(i, t1));
+        }
+        let times = drain_times(&mut p, t1, t1 + ms(1_000));
+        assert_eq!(times.iter().filter(|&&t| t == t1).count(), 11);
+        // At 100 Mbit/s 40 ms would be 500 kB: capped at 63 kB, 50 packets ahead.
+        let t2 = t1 + ms(2_000);
+        p.set_rate(Bitrate::mbps(100));
+        p.set_burst(ms(40));
+        for i in 60..200 {
+            p.enqueue(PacketClass::Media, q(i, t2));
+        }
+        let times = drain_times(&mut p, t2, t2 + ms(1_000));
+        assert_eq!(times.iter().filter(|&&t| t == t2).count(), 51);
+        // No burst: one packet at once, as before.
+        let t3 = t2 + ms(2_000);
+        p.set_burst(Duration::ZERO);
+        for i in 200..210 {
+            p.enqueue(PacketClass::Media, q(i, t3));
+        }
+        let times = drain_times(&mut p, t3, t3 + ms(1_000));
+        assert_eq!(times.iter().filter(|&&t| t == t3).count(), 1);
     }
 
     #[test]

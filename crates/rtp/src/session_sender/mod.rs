@@ -488,6 +488,7 @@ impl SenderSession {
         }
         self.enforce_queue_bound(now);
         self.pacer.set_rate(self.controller.pacing_rate());
+        self.pacer.set_burst(self.controller.pacing_burst());
         self.pacer.set_reduction(self.breaker.rate_factor());
         let allowance = self.controller.send_allowance();
         let release = self.pacer.poll(now, allowance)?;
