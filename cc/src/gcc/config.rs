@@ -382,8 +382,8 @@ pub struct GccConfig {
     /// [`pacing_factor_unbounded`](Self::pacing_factor_unbounded)), the pacer may run this far
     /// ahead of its rate ([`crate::Controller::pacing_burst`]): libwebrtc's send-burst
     /// interval, which its pacer allows always. A frame several times the average (a game's
-    /// scene cut: 6× at 5 Mbit/s) then leaves that much sooner; once the link has pushed
-    /// back every packet is paced, so bursts do not queue at a bottleneck found full.
+    /// scene cut, a key frame) then leaves that much sooner; once the link has pushed back
+    /// every packet is paced, so bursts do not queue at a bottleneck found full.
     /// Default 40 ms (libwebrtc's); zero turns it off.
     pub pacing_burst: Duration,
     /// While the bottleneck queuing delay the sender measures (send-side: one-way delay
