@@ -413,8 +413,8 @@ impl DelayBasedController {
     }
 
     /// The last plotted quantities.
-    pub fn stats(&self) -> DelayBasedStats {
-        self.stats
+    pub fn stats(&self) -> &DelayBasedStats {
+        &self.stats
     }
 
     /// `R` as of the latest arrival.

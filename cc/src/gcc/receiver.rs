@@ -64,7 +64,7 @@ impl GccReceiver {
 
     /// The delay-based quantities (`m`, `γ`, signal, state, `Ar`, `R`).
     pub fn delay_stats(&self) -> DelayBasedStats {
-        self.delay.stats()
+        *self.delay.stats()
     }
 }
 

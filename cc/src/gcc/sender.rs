@@ -535,7 +535,7 @@ impl GccController {
             a_s: self.loss.estimate(),
             n_dd: self.n_dd,
             rtt: self.rtt,
-            delay: self.delay.as_ref().map(DelayBasedController::stats),
+            delay: self.delay.as_ref().map(|d| *d.stats()),
             ignored_results: self.ignored,
             unheard_losses: self.unheard_losses,
         }
@@ -769,10 +769,16 @@ impl GccController {
             .is_some_and(|(limit, q)| q > limit)
     }
 
-    /// Whether the link has never pushed back: no over-use (`delay`: the delay-based
-    /// figures), no standing queue, no REMB under the target.
-    fn never_pushed_back(&self, delay: Option<DelayBasedStats>) -> bool {
-        !(self.pushed_back || delay.is_some_and(|d| d.overuses > 0))
+    /// Whether the pacer may send faster than the target's pacing factor
+    /// ([`GccConfig::pace_at_capacity`] on and no standing queue).
+    fn pacing_free(&self) -> bool {
+        self.pace_at_capacity.is_some() && !self.standing()
+    }
+
+    /// Whether the link has never pushed back: no over-use, no standing queue, no REMB
+    /// under the target.
+    fn never_pushed_back(&self) -> bool {
+        !(self.pushed_back || self.delay.as_ref().is_some_and(|d| d.stats().overuses > 0))
     }
 
     /// Feedback the controller runs on arrived at `now`; returns whether it ends a silence
@@ -923,19 +929,20 @@ impl Controller for GccController {
     }
 
     fn pacing_rate(&self) -> Bitrate {
-        let standing = self.standing();
-        // Per packet: the delay-based figures copied once.
-        let delay = self.delay.as_ref().map(|d| d.stats());
-        let bottleneck = match delay {
-            Some(d) => d.bottleneck_rate,
+        let bottleneck = match &self.delay {
+            Some(d) => d.stats().bottleneck_rate,
             None => self.remb_capacity.bottleneck(),
         };
         let target = self.target_bitrate();
-        let f = if standing { 1.0 } else { self.pacing_factor };
+        let f = if self.standing() {
+            1.0
+        } else {
+            self.pacing_factor
+        };
         let mut rate = target.mul_f64(f);
-        if !standing && self.pace_at_capacity.is_some() {
+        if self.pacing_free() {
             let most = target.mul_f64(self.pacing_factor_unbounded);
-            if self.never_pushed_back(delay) {
+            if self.never_pushed_back() {
                 // The link has never pushed back: every frame as fast as libwebrtc lets it
                 // (under the cap below when a probe gave a bottleneck rate).
                 rate = rate.max(most);
@@ -959,8 +966,7 @@ impl Controller for GccController {
     }
 
     fn pacing_burst(&self) -> Duration {
-        let delay = self.delay.as_ref().map(|d| d.stats());
-        if self.pace_at_capacity.is_some() && !self.standing() && self.never_pushed_back(delay) {
+        if self.pacing_free() && self.never_pushed_back() {
             self.pacing_burst
         } else {
             Duration::ZERO
