@@ -537,6 +537,9 @@ async fn run_peer<S: HasReceiver>(
         let _ = stopped.await;
     }));
     let media_codec = config.codec;
+    // Plain RTP carries no negotiation: a sender of another codec is told apart by its
+    // payload type, and said once, instead of feeding the decoder what it cannot decode.
+    let mut foreign_codec = None;
     let mut last_heard = (Instant::now(), 0u64);
     let ended = loop {
         tokio::select! {
@@ -555,6 +558,18 @@ async fn run_peer<S: HasReceiver>(
                     Some(Err(false)) | None => None,
                 };
                 if let Some(ReceiverEvent::Frame(f)) = event {
+                    if f.codec != media_codec {
+                        if foreign_codec.replace(f.codec) != Some(f.codec) {
+                            tracing::error!(
+                                %peer,
+                                "the stream is {}, this receiver decodes {media_codec}: run cg-recv --codec {} (frames in {} are not decoded)",
+                                f.codec,
+                                f.codec.name(),
+                                f.codec,
+                            );
+                        }
+                        continue;
+                    }
                     state.frames_received += 1;
                     state.arrived(&f);
                     let capture = f.capture_time.unwrap_or(f.first_arrival);

@@ -264,6 +264,12 @@ struct RecvLine {
 /// Runs `cg-recv` (with `recv_args`, stats to a file) and `cg-send` (with `send_args`, JSON
 /// on stdout) over loopback; returns the sender's output and the receiver's stats lines.
 fn loopback(send_args: &[&str], recv_args: &[&str]) -> (Output, String) {
+    let (send, stats, _) = loopback_logged(send_args, recv_args);
+    (send, stats)
+}
+
+/// [`loopback`], with cg-recv's standard error as the third part.
+fn loopback_logged(send_args: &[&str], recv_args: &[&str]) -> (Output, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
@@ -290,7 +296,37 @@ fn loopback(send_args: &[&str], recv_args: &[&str]) -> (Output, String) {
     assert_eq!(unsafe { libc::kill(recv.id() as i32, libc::SIGTERM) }, 0);
     let out = recv.wait_with_output().unwrap();
     assert!(out.status.success(), "cg-recv: {}", stderr(&out));
-    (send, std::fs::read_to_string(&rstats).unwrap())
+    (
+        send,
+        std::fs::read_to_string(&rstats).unwrap(),
+        stderr(&out),
+    )
+}
+
+/// Plain RTP has no negotiation: a receiver of another codec says which one the stream is
+/// and how to receive it, once, and decodes nothing instead of feeding its decoder garbage.
+#[test]
+fn a_stream_in_another_codec_is_named_once_with_the_option_that_receives_it() {
+    let (send, rstats, log) = loopback_logged(
+        &[
+            "--cc",
+            "gcc",
+            "--codec",
+            "x264",
+            "--width",
+            "320",
+            "--height",
+            "180",
+            "--duration",
+            "3s",
+        ],
+        &["--cc", "gcc"],
+    );
+    let said = "the stream is H.264, this receiver decodes VP8: run cg-recv --codec h264";
+    assert_eq!(log.matches(said).count(), 1, "cg-recv said: {log}");
+    let last: RecvLine = serde_json::from_str(rstats.lines().last().expect("stats lines")).unwrap();
+    assert_eq!(last.frames_decoded, 0);
+    assert!(stderr(&send).contains("frames sent"));
 }
 
 #[test]

@@ -18,6 +18,17 @@ pub enum Codec {
     H265,
 }
 
+impl Codec {
+    /// The lowercase name the command lines and the JSON use (`vp8`, `h264`, `h265`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Codec::Vp8 => "vp8",
+            Codec::H264 => "h264",
+            Codec::H265 => "h265",
+        }
+    }
+}
+
 impl fmt::Display for Codec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -37,5 +48,6 @@ mod tests {
         assert_eq!(Codec::Vp8.to_string(), "VP8");
         assert_eq!(Codec::H264.to_string(), "H.264");
         assert_eq!(Codec::H265.to_string(), "H.265");
+        assert_eq!(Codec::H265.name(), "h265");
     }
 }
