@@ -1,10 +1,11 @@
 //! Whole-process benchmark: 720p30 VP8 encode → decode in one process.
 //!
 //! ```text
-//! cargo run --release -p cg-media --example bench_720p -- [seconds] [encoder] [pattern]
+//! cargo run --release -p cg-media --example bench_720p -- [seconds] [encoder] [pattern] [rate] [rate-buffer ms]
 //! ```
 //! (defaults: 20 s, `vp8`, `zone-plate` — or any other `TestPattern::name`, such as `smpte`
-//! or `faint-zone-plate`). Prints per-frame encode latency (encoder
+//! or `faint-zone-plate` —, 2.5M, the encoder's own buffer). Prints the encoded frames' sizes (a scene cut's frame is
+//! the largest), Prints per-frame encode latency (encoder
 //! input → appsink), decode latency (push → decoded picture), glass-to-glass latency
 //! (capture → decoded picture over this in-process loopback), and the CPU time of each
 //! GStreamer streaming thread (source, encoder, decoder) read from /proc/self/task, as a
@@ -46,10 +47,17 @@ fn main() {
         .get(3)
         .and_then(|p| TestPattern::from_name(p))
         .unwrap_or(TestPattern::MovingZonePlate);
+    let rate = args
+        .get(4)
+        .map(|r| r.parse::<Bitrate>().expect("a bit rate such as 5M"))
+        .unwrap_or(Bitrate::kbps(2_500));
     let config = EncoderConfig {
         encoder: encoder.clone(),
         source: SourceConfig::TestPattern { pattern },
-        start_bitrate: Bitrate::kbps(2_500),
+        start_bitrate: rate,
+        rate_buffer: args
+            .get(5)
+            .map(|ms| Duration::from_millis(ms.parse().expect("a rate buffer in ms"))),
         ..EncoderConfig::default()
     };
     let codec = EncoderKind::from_name(&encoder)
@@ -79,14 +87,15 @@ fn main() {
     let t0 = Instant::now();
     let (stats0_enc, stats0_dec) = (enc.stats(), dec.stats());
     let mut pushed_at: HashMap<u64, HostTime> = HashMap::new();
-    let (mut enc_lat, mut dec_lat, mut g2g, mut sizes) = (Vec::new(), Vec::new(), Vec::new(), 0u64);
+    let (mut enc_lat, mut dec_lat, mut g2g, mut sizes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let end = t0 + Duration::from_secs(seconds);
     while Instant::now() < end {
         let Ok(f) = frames.recv_timeout(Duration::from_millis(100)) else {
             continue;
         };
         enc_lat.push(f.encode_latency);
-        sizes += f.data.len() as u64;
+        sizes.push(f.data.len() as f64 / 1000.0);
         pushed_at.insert(f.seq, HostTime::now());
         let _ = dec.push(f);
         while let Ok(d) = decoded.try_recv() {
@@ -121,6 +130,21 @@ fn main() {
         "glass-to-glass (capture → decoded):      {}",
         percentiles(g2g)
     );
+    // Sizes in kB on the same scale as the latencies' ms.
+    let per_frame = sizes.iter().sum::<f64>() / sizes.len().max(1) as f64;
+    let mut largest = sizes.clone();
+    largest.sort_by(|a, b| b.total_cmp(a));
+    largest.truncate(5);
+    println!(
+        "encoded frame size (kB):                 {}; mean {per_frame:.1}, largest {largest:.1?}",
+        percentiles(
+            sizes
+                .iter()
+                .map(|&k| Duration::from_secs_f64(k / 1e3))
+                .collect()
+        )
+        .replace(" ms", "")
+    );
     let captured = es.frames_captured - stats0_enc.frames_captured;
     let frames_in = es.frames_in - stats0_enc.frames_in;
     println!(
@@ -132,7 +156,7 @@ fn main() {
         "encoder: {frames_in} frames in, {frames_out} out in {:.1} s ({:.1} fps); produced {:.3} Mbit/s (target {})",
         wall.as_secs_f64(),
         frames_out as f64 / wall.as_secs_f64(),
-        sizes as f64 * 8.0 / wall.as_secs_f64() / 1e6,
+        sizes.iter().sum::<f64>() * 8.0 / wall.as_secs_f64() / 1e3,
         es.target_bitrate
     );
     println!(
