@@ -1,13 +1,13 @@
-//! Whole-process benchmark: 720p30 VP8 encode → decode in one process.
+//! Whole-process benchmark: 720p30 encode → decode in one process.
 //!
 //! ```text
 //! cargo run --release -p cg-media --example bench_720p -- [seconds] [encoder] [pattern] [rate] [rate-buffer ms]
 //! ```
-//! (defaults: 20 s, `vp8`, `zone-plate` — or any other `TestPattern::name`, such as `smpte`
-//! or `faint-zone-plate` —, 2.5M, the encoder's own buffer). Prints the encoded frames' sizes (a scene cut's frame is
-//! the largest), Prints per-frame encode latency (encoder
-//! input → appsink), decode latency (push → decoded picture), glass-to-glass latency
-//! (capture → decoded picture over this in-process loopback), and the CPU time of each
+//! (defaults: 20 s, `vp8`, `zone-plate` — or any other `TestPattern::name`, such as `smpte`,
+//! `faint-zone-plate` or `game` —, 2.5M, the encoder's own rate buffer). Prints per-frame
+//! encode latency (encoder input → appsink), decode latency (push → decoded picture),
+//! glass-to-glass latency (capture → decoded picture over this in-process loopback), the
+//! encoded frames' sizes (the largest are a game's scene cuts), and the CPU time of each
 //! GStreamer streaming thread (source, encoder, decoder) read from /proc/self/task, as a
 //! percentage of one core.
 
