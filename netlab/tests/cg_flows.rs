@@ -505,14 +505,20 @@ fn chromium_views_gaming(
         Ok(r) => r,
         Err(e) => return vec![e],
     };
-    // The encoder's busy share at 720p from 10 s (cg-send's `encode_usage`, the CPU
-    // adaptation's signal).
-    let usage_720p = lines(&out.join("raw/cg-send-cg.jsonl"))
+    // The encoder's busy share at 720p (cg-send's `encode_usage` over the last 5 s, the CPU
+    // adaptation's signal), and whether it was over the adaptation's threshold at two checks
+    // in a row.
+    let usage: Vec<(f64, f64)> = lines(&out.join("raw/cg-send-cg.jsonl"))
         .iter()
-        .filter(|l| num(l, "t") >= 10.0 && num(l, "width") == 1280.0)
-        .map(|l| num(l, "encode_usage"))
-        .filter(|u| !u.is_nan())
-        .fold(f64::NAN, f64::max);
+        .filter(|l| num(l, "width") == 1280.0)
+        .map(|l| (num(l, "t"), num(l, "encode_usage")))
+        .filter(|(_, u)| !u.is_nan())
+        .collect();
+    let usage_720p = usage
+        .iter()
+        .filter(|(t, _)| *t >= 10.0)
+        .fold(f64::NAN, |m, (_, u)| m.max(*u));
+    let cpu_bound = overused_twice(&usage);
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
     let v = &summary["metrics"]["flows"][0]["viewer"];
     let busy = if load.is_empty() { "idle" } else { "busy" };
@@ -531,8 +537,8 @@ fn chromium_views_gaming(
         why.push(format!("{fps} fps (< 29)"));
     }
     // 720p is held unless this host cannot encode it: an encoder busy for 85 % of the frame
-    // interval steps the picture down by the CPU adaptation's rule (README), one step.
-    let cpu_bound = usage_720p >= OVERUSE;
+    // interval at two checks in a row steps the picture down by the CPU adaptation's rule
+    // (README), one step.
     let (allowed, sizes) = if cpu_bound {
         (switches + 1, vec![[1280, 720], [960, 540]])
     } else {
@@ -1178,23 +1184,20 @@ fn u_and_q95(s: &Value) -> (f64, f64) {
 }
 
 /// cg-send ↔ cg-recv in WebRTC mode (ICE, DTLS-SRTP, the SRTP tag in every packet) against
-/// the same run in plain RTP mode, for every controller. Issue #15 asks for U and queue p95
-/// within 10 %. U holds to that. The queue p95 of one 30 s run does not: GCC's plain-RTP runs
-/// alone gave 10.1, 13.3, 16.1, 17.6 and 33.0 ms (WebRTC: 16.1 to 41.8 ms in six), so a 10 %
-/// bound would fail plain against plain; the delay bound is 10 % or 25 ms, whichever is
-/// larger, which still catches a WebRTC mode that lets the queue build (the 300 ms buffer).
-/// One re-run of both modes on failure, as elsewhere. Three 45 s runs of each mode (median
-/// U / q95, plain → WebRTC): GCC 0.925 / 21.2 ms → 0.915 / 11.4 ms, GCC-REMB 0.919 / 21.9 ms →
-/// 0.911 / 14.1 ms, SCReAM 0.937 / 33.6 ms → 0.923 / 33.7 ms: WebRTC mode's queue is never the
-/// longer one by more than 1 %; GCC's plain runs happened to catch more slow over-use build-ups
-/// (17.5–31.5 ms against 9.5–14.7 ms).
+/// the same run in plain RTP mode, for both GCC modes. SCReAM's pair of runs is the L4S
+/// test's ([`scream_l4s_through_dualpi2_20mbps_rtt30_plain_and_in_webrtc_mode`]): its RFC 8888
+/// feedback with ECN is the harder case, and a third pair here would repeat it in CI's time.
+/// Issue #15 asks for U and queue p95 within 10 %. U holds to that; the queue p95 of one 30 s
+/// run does not even between two plain runs (`docs/notes/2026-11-29.md`), so the delay
+/// bound is 10 % or 25 ms, whichever is larger, which still catches a WebRTC mode that lets
+/// the queue build (the 300 ms buffer). One re-run of both modes on failure, as elsewhere.
 #[test]
 #[cfg_attr(
     debug_assertions,
     ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
 )]
-fn webrtc_mode_matches_plain_rtp_for_every_controller() {
-    for cc in ["gcc", "gcc-remb", "scream"] {
+fn webrtc_mode_matches_plain_rtp_for_both_gcc_modes() {
+    for cc in ["gcc", "gcc-remb"] {
         twice(cc, |attempt| {
             let run = |mode: &str| {
                 let name = format!("{mode}-{cc}-{attempt}");
@@ -1396,8 +1399,36 @@ fn a_browser_page_scores_picture_quality_as_cg_recv_does() {
 }
 
 /// cg-send's CPU adaptation steps the picture down when its encoder is busy this share of
-/// the frame interval (libwebrtc's overuse threshold, cg-media's `adapt`).
+/// the frame interval (libwebrtc's overuse threshold, cg-media's `adapt`) at two checks in a
+/// row, [`CPU_WINDOW_S`] apart.
 const OVERUSE: f64 = 0.85;
+/// The CPU adaptation's window and check interval (s).
+const CPU_WINDOW_S: f64 = 5.0;
+
+/// Whether `usage` — (time, the encoder's busy share over the last [`CPU_WINDOW_S`]) from
+/// cg-send's records — was at or above [`OVERUSE`] at two times one window apart (within a
+/// record interval): what the CPU adaptation needs to step down, wherever its checks fell.
+fn overused_twice(usage: &[(f64, f64)]) -> bool {
+    let over: Vec<f64> = usage
+        .iter()
+        .filter(|(_, u)| *u >= OVERUSE)
+        .map(|(t, _)| *t)
+        .collect();
+    over.iter()
+        .any(|a| over.iter().any(|b| (b - a - CPU_WINDOW_S).abs() <= 0.15))
+}
+
+#[test]
+fn overuse_counts_only_at_two_checks_a_window_apart() {
+    let at = |pairs: &[(f64, f64)]| overused_twice(pairs);
+    assert!(!at(&[]));
+    assert!(
+        !at(&[(10.0, 0.95), (10.1, 0.95), (12.0, 0.9)]),
+        "one spell is one check"
+    );
+    assert!(at(&[(10.0, 0.9), (12.0, 0.5), (15.1, 0.86)]));
+    assert!(!at(&[(10.0, 0.9), (15.0, 0.84)]));
+}
 
 /// How far a browser page's mean PSNR may lie from cg-recv's on the same picture and rate
 /// (see [`a_browser_page_scores_picture_quality_as_cg_recv_does`]): the sampling of two
