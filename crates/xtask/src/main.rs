@@ -4,8 +4,8 @@
 //!   is missing). Idempotent; with nothing missing it makes one `dpkg-query` call.
 //! - `test`: setup, then fmt check, clippy with `-D warnings`, and `cargo test --workspace`,
 //!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too;
-//!   then the end-to-end media tests (`netlab/tests/cg_flows.rs`: real cg-send/cg-recv through
-//!   namespaces, judged on rate, delay and frames; `netlab/tests/faults.rs`: the same under
+//!   then the end-to-end media tests (`crates/netlab/tests/cg_flows.rs`: real cg-send/cg-recv through
+//!   namespaces, judged on rate, delay and frames; `crates/netlab/tests/faults.rs`: the same under
 //!   outages, reordering, burst loss and jitter) in a release build, as users run them — in
 //!   a debug build they are ignored; they print the figures they judge (`--nocapture`), so the
 //!   log holds every run's numbers. `test --long` also runs the 200 s scenarios of issue #14

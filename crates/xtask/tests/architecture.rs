@@ -156,3 +156,35 @@ fn the_programs_link_no_simulator_or_emulator() {
         );
     }
 }
+
+/// Every workspace crate lives in its own folder under `crates/` (issue #40): a folder's name
+/// says what it holds, and nothing of the workspace sits beside `crates/` but docs.
+#[test]
+fn every_workspace_crate_lives_in_a_folder_of_crates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = cargo(
+        &root,
+        &[
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ],
+    );
+    let m: serde_json::Value = serde_json::from_str(&out).expect("metadata is JSON");
+    let crates = Path::new(m["workspace_root"].as_str().expect("a root")).join("crates");
+    let outside: Vec<&str> = m["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| p["manifest_path"].as_str())
+        .filter(|manifest| {
+            Path::new(manifest)
+                .parent()
+                .and_then(Path::parent)
+                .is_none_or(|folder| folder != crates)
+        })
+        .collect();
+    assert!(outside.is_empty(), "crates outside crates/: {outside:?}");
+}

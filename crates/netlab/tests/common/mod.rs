@@ -1,0 +1,492 @@
+//! What the end-to-end test binaries share (`cg_flows`, `faults`): building the cg binaries
+//! next to netlab, one netlab run at a time with one re-run on failure, the statistics files
+//! read back, and the judged figures (utilisation, t90, queue, loss, freezes, Jain).
+// Each test binary uses its own part of these helpers.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn netlab_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_netlab"))
+}
+
+/// cg-send and cg-recv, built from the code under test next to netlab.
+pub fn cg_binaries() -> (PathBuf, PathBuf) {
+    let dir =
+        cg_app::testing::build_next_to(env!("CARGO"), &netlab_bin(), &["cg-sender", "cg-receiver"]);
+    (dir.join("cg-send"), dir.join("cg-recv"))
+}
+
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("netlab-cg-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir is writable");
+    d
+}
+
+/// Runs `toml` with netlab; `during` runs while netlab does (given the output dir).
+pub fn run_netlab(
+    name: &str,
+    toml: &str,
+    during: impl FnOnce(&Path),
+) -> Result<(Value, PathBuf), String> {
+    cg_binaries();
+    let dir = scratch(name);
+    let file = dir.join("s.toml");
+    std::fs::write(&file, toml).expect("write scenario");
+    let out = dir.join("out");
+    let child = Command::new(netlab_bin())
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("netlab runs");
+    during(&out);
+    let o = child.wait_with_output().expect("netlab ends");
+    if !o.status.success() {
+        return Err(format!(
+            "netlab failed: {}\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout)
+        ));
+    }
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("summary.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    forwarder_was_real_time(&summary)?;
+    Ok((summary, out))
+}
+
+/// A run as root whose emulated bottleneck's forwarder did not get `SCHED_FIFO` measured the
+/// forwarder's scheduling, not the flows (`crates/netlab/src/rt.rs`): refused with the reason
+/// rather than judged. Without root netlab cannot promote it and nothing is asked.
+fn forwarder_was_real_time(summary: &Value) -> Result<(), String> {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let uid = s.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+            Some(uid.split_whitespace().nth(1)? == "0")
+        })
+        .unwrap_or(false);
+    match summary["forwarder"]["scheduling"].as_str() {
+        Some(class) if root && !class.starts_with("SCHED_FIFO") => Err(format!(
+            "the emulated bottleneck's forwarder ran at {class}, not SCHED_FIFO: its late \
+             wake-ups burst and stretch the flows, so the figures are not the bottleneck's \
+             (netlab says why on stderr when it was refused)"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Runs and checks; one re-run on failure (a shared 2-core machine can disturb one run).
+pub fn run_checked(
+    name: &str,
+    toml: &str,
+    during: impl Fn(&Path),
+    check: impl Fn(&Value, &Path) -> Result<(), String>,
+) {
+    let _guard = lock();
+    let mut first = String::new();
+    for attempt in 1..=2 {
+        let r = run_netlab(&format!("{name}-{attempt}"), toml, &during)
+            .and_then(|(s, out)| check(&s, &out).map(|()| out));
+        match r {
+            Ok(out) => {
+                let _ = std::fs::remove_dir_all(out.parent().expect("out is in a scratch dir"));
+                return;
+            }
+            Err(e) if attempt == 1 => {
+                eprintln!("{name}: first attempt failed, re-running once: {e}");
+                first = e;
+            }
+            Err(e) => panic!("{name} failed twice:\n 1: {first}\n 2: {e}"),
+        }
+    }
+}
+
+pub fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Whether `x` lies outside `lo..=hi`; NaN (nothing measured) lies outside every range.
+pub fn outside(x: f64, lo: f64, hi: f64) -> bool {
+    !(lo..=hi).contains(&x)
+}
+
+pub fn num(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or(f64::NAN)
+}
+
+/// Seconds of the run (since t0) of a stats line.
+pub fn run_t(line: &Value, t0_ns: u64) -> f64 {
+    (num(line, "mono_ns") - t0_ns as f64) / 1e9
+}
+
+pub fn t0(out: &Path) -> u64 {
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("raw/run.json")).unwrap()).unwrap();
+    run["t0_ns"].as_u64().expect("run.json has t0_ns")
+}
+
+/// Freezes (run time of their start, duration ms) from cg-recv's stats.
+pub fn freezes(recv: &[Value], t0_ns: u64) -> Vec<(f64, f64)> {
+    let mut v = Vec::new();
+    for l in recv {
+        // FreezeRecord.start_t is on the receiver's own clock (`t`); map through mono_ns.
+        let offset = run_t(l, t0_ns) - num(l, "t");
+        for f in l["new_freezes"].as_array().into_iter().flatten() {
+            v.push((num(f, "start_t") + offset, num(f, "duration_ms")));
+        }
+    }
+    v
+}
+
+pub fn scenario(
+    name: &str,
+    duration_s: u32,
+    forward: &str,
+    controller: &str,
+    ecn: &str,
+    send_args: &str,
+) -> String {
+    format!(
+        r#"name = "{name}"
+duration = "{duration_s}s"
+seed = 1
+
+[forward]
+{forward}
+
+[reverse]
+capacity = "100Mbit"
+delay = "@DELAY@"
+
+[metrics]
+warmup = "5s"
+
+[[flows]]
+name = "cg"
+kind = "cg"
+controller = "{controller}"
+ecn = "{ecn}"
+from = "s1"
+to = "r1"
+send_args = [{send_args}]
+recv_args = ["--start-bitrate", "@START@"]
+"#
+    )
+}
+
+/// The pid of the process whose command line contains `needle`.
+pub fn pid_of(needle: &str, program: &str) -> Option<i32> {
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) && cmd.split(' ').next().is_some_and(|p| p.ends_with(program)) {
+                return Some(pid);
+            }
+        }
+    }
+    None
+}
+
+/// cg-send arguments for 1280×720 at 30 fps of an in-process picture (`camera`, `game`).
+pub fn video_720p(pattern: &str) -> String {
+    format!(r#""--pattern", "{pattern}", "--width", "1280", "--height", "720", "--fps", "30""#)
+}
+
+/// The forward bottleneck's bins from `link.csv`: (t, capacity Mb/s, delivered Mb/s).
+pub fn link_bins(out: &Path) -> Vec<(f64, f64, f64)> {
+    std::fs::read_to_string(out.join("link.csv"))
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let v: Vec<f64> = l.split(',').filter_map(|x| x.parse().ok()).collect();
+            (v.len() >= 3).then(|| (v[0], v[1], v[2]))
+        })
+        .collect()
+}
+
+/// Delivered over capacity between `a` and `b` s.
+pub fn utilisation_between(bins: &[(f64, f64, f64)], a: f64, b: f64) -> f64 {
+    let (cap, got) = bins
+        .iter()
+        .filter(|x| (a..b).contains(&x.0))
+        .fold((0.0, 0.0), |(c, g), x| (c + x.1, g + x.2));
+    if cap > 0.0 { got / cap } else { 0.0 }
+}
+
+/// Seconds after `at` until the delivered rate over a trailing 1 s first reaches 90 % of the
+/// capacity (`None`: never before the next change or the end).
+pub fn t90_after(bins: &[(f64, f64, f64)], at: f64) -> Option<f64> {
+    let after: Vec<&(f64, f64, f64)> = bins.iter().filter(|x| x.0 >= at).collect();
+    let per_s = (1.0 / (after.get(1)?.0 - after[0].0)).round() as usize;
+    after.windows(per_s.max(1)).find_map(|w| {
+        let mean = w.iter().map(|x| x.2).sum::<f64>() / w.len() as f64;
+        let last = w[w.len() - 1];
+        (mean >= 0.9 * last.1).then(|| last.0 + (last.0 - w[w.len().saturating_sub(2)].0) - at)
+    })
+}
+
+/// What issue #14 judges one run on.
+#[derive(Debug, Default)]
+pub struct Judged {
+    pub u: f64,
+    pub u_phases: Vec<f64>,
+    pub t90: Vec<Option<f64>>,
+    pub q95: f64,
+    pub loss: f64,
+    /// Per flow: freezes after the excluded times, (start s, duration ms).
+    pub freezes: Vec<Vec<(f64, f64)>>,
+    pub decoded_share: Vec<f64>,
+    pub jain: Option<f64>,
+}
+
+impl Judged {
+    /// `phases` for per-phase U; `increases` for t90; freezes counted from each flow's
+    /// `from` (its start + 5 s, or 10 s) and outside `quiet` (start, length).
+    pub fn of(
+        summary: &Value,
+        out: &Path,
+        phases: &[(f64, f64)],
+        increases: &[f64],
+        flows: &[(&str, f64)],
+        quiet: Option<(f64, f64)>,
+    ) -> Judged {
+        let m = &summary["metrics"];
+        let bins = link_bins(out);
+        let t0 = t0(out);
+        let mut j = Judged {
+            u: num(&m["link"], "utilisation"),
+            u_phases: phases
+                .iter()
+                .map(|&(a, b)| utilisation_between(&bins, a, b))
+                .collect(),
+            t90: increases.iter().map(|&t| t90_after(&bins, t)).collect(),
+            q95: m["link"]["qdelay_ms"]["p95"].as_f64().unwrap_or(f64::NAN),
+            loss: num(&m["link"], "loss_ratio"),
+            jain: m["jain"].as_f64(),
+            ..Judged::default()
+        };
+        for &(name, from) in flows {
+            let recv = lines(&out.join(format!("raw/cg-recv-{name}.jsonl")));
+            let sent = lines(&out.join(format!("raw/cg-send-{name}.jsonl")));
+            j.freezes.push(
+                freezes(&recv, t0)
+                    .into_iter()
+                    .filter(|&(t, _)| t >= from)
+                    .filter(|&(t, _)| quiet.is_none_or(|(a, len)| !(a..a + len).contains(&t)))
+                    .collect(),
+            );
+            let decoded = recv.last().map_or(0.0, |l| num(l, "frames_decoded"));
+            let sent = sent.last().map_or(0.0, |l| num(l, "frames_sent"));
+            j.decoded_share
+                .push(if sent > 0.0 { decoded / sent } else { 0.0 });
+        }
+        j
+    }
+
+    pub fn longest_freeze_ms(&self) -> f64 {
+        self.freezes
+            .iter()
+            .flatten()
+            .map(|&(_, d)| d)
+            .fold(0.0, f64::max)
+    }
+
+    /// Checks the bounds; every failure is listed.
+    pub fn check(&self, b: &Bounds) -> Result<(), String> {
+        let mut bad = Vec::new();
+        if self.u.is_nan() || self.u < b.u {
+            bad.push(format!("U {:.3} < {}", self.u, b.u));
+        }
+        for (i, t) in self.t90.iter().enumerate() {
+            if !t.is_some_and(|t| t <= b.t90_s) {
+                bad.push(format!(
+                    "t90 after increase {} {t:?} s > {} s",
+                    i + 1,
+                    b.t90_s
+                ));
+            }
+        }
+        if let Some(q) = b.q95_ms
+            && (self.q95.is_nan() || self.q95 > q)
+        {
+            bad.push(format!("queue p95 {:.1} ms > {q} ms", self.q95));
+        }
+        if let Some(l) = b.loss
+            && (self.loss.is_nan() || self.loss > l)
+        {
+            bad.push(format!("loss {:.4} > {l}", self.loss));
+        }
+        if self.longest_freeze_ms() > b.freeze_ms {
+            bad.push(format!(
+                "freezes over {} ms: {:?}",
+                b.freeze_ms,
+                self.freezes
+                    .iter()
+                    .map(|f| f.iter().filter(|x| x.1 > b.freeze_ms).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()
+            ));
+        }
+        if let Some(jb) = b.jain
+            && !self.jain.is_some_and(|x| x >= jb)
+        {
+            bad.push(format!("Jain {:?} < {jb}", self.jain));
+        }
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(bad.join("; "))
+        }
+    }
+}
+
+/// Issue #14's bounds for one scenario.
+pub struct Bounds {
+    pub u: f64,
+    pub t90_s: f64,
+    pub q95_ms: Option<f64>,
+    pub loss: Option<f64>,
+    pub freeze_ms: f64,
+    pub jain: Option<f64>,
+}
+
+/// Runs `toml` and judges it.
+#[allow(clippy::too_many_arguments)]
+pub fn judged_run(
+    name: &str,
+    toml: &str,
+    phases: &[(f64, f64)],
+    increases: &[f64],
+    flows: &[(&str, f64)],
+    quiet: Option<(f64, f64)>,
+    bounds: Bounds,
+) {
+    run_checked(
+        name,
+        toml,
+        |_| {},
+        |s, out| {
+            let j = Judged::of(s, out, phases, increases, flows, quiet);
+            eprintln!(
+                "{name}: U {:.3} (phases {:?}), t90 {:?} s, q95 {:.1} ms, loss {:.4}, longest freeze {:.0} ms ({} freezes), decoded {:?}, Jain {:?}",
+                j.u,
+                j.u_phases
+                    .iter()
+                    .map(|u| (u * 1000.0).round() / 1000.0)
+                    .collect::<Vec<_>>(),
+                j.t90,
+                j.q95,
+                j.loss,
+                j.longest_freeze_ms(),
+                j.freezes.iter().map(Vec::len).sum::<usize>(),
+                j.decoded_share,
+                j.jain
+            );
+            j.check(&bounds)
+        },
+    );
+}
+
+/// The pid of flow `cg`'s `program` (`cg-send`, `cg-recv`) in run `out`, waiting up to
+/// `tries` × 100 ms for it to start.
+pub fn wait_for_pid(out: &Path, program: &str, tries: u32) -> Option<i32> {
+    let needle = out
+        .join(format!("raw/{program}-cg.jsonl"))
+        .display()
+        .to_string();
+    (0..tries).find_map(|_| {
+        pid_of(&needle, program).or_else(|| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            None
+        })
+    })
+}
+
+/// What [`replace_receiver`] did: the new cg-recv's statistics file and when it was started
+/// (`CLOCK_MONOTONIC`, as the statistics' `mono_ns`).
+pub struct Replaced {
+    pub stats: PathBuf,
+    pub started_mono_ns: u64,
+}
+
+/// `kill -9` of flow `cg`'s cg-recv in run `out` `kill_after` after it is found (≈ run time
+/// 0), then, `gap` later, a new cg-recv in the same network namespace with the same arguments
+/// (port, controller, start bit rate…) but its statistics in `out/restarted-recv.jsonl`, run
+/// for `run_for`. `None` when the receiver was not found or the new one could not start.
+pub fn replace_receiver(
+    out: &Path,
+    kill_after: std::time::Duration,
+    gap: std::time::Duration,
+    run_for: std::time::Duration,
+) -> Option<Replaced> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let pid = wait_for_pid(out, "cg-recv", 100)?;
+    let netns = std::fs::File::open(format!("/proc/{pid}/ns/net")).ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut argv: Vec<String> = String::from_utf8_lossy(&cmdline)
+        .split('\0')
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let program = argv.remove(0);
+    let stats = out.join("restarted-recv.jsonl");
+    if let Some(i) = argv.iter().position(|a| a == "--stats-file") {
+        argv[i + 1] = stats.display().to_string();
+    }
+    argv.extend([
+        "--duration".to_owned(),
+        format!("{}ms", run_for.as_millis()),
+    ]);
+    std::thread::sleep(kill_after);
+    // SAFETY: kill(2) on a pid we just read from /proc.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    std::thread::sleep(gap);
+    let fd = netns.as_raw_fd();
+    let mut cmd = Command::new(program);
+    cmd.args(&argv).stdin(Stdio::null());
+    // SAFETY: setns(2) only, between fork and exec; `netns` outlives the spawn.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started_mono_ns = cg_netlab::sys::mono_ns();
+    let mut child = cmd.spawn().ok()?;
+    child.wait().ok()?;
+    Some(Replaced {
+        stats,
+        started_mono_ns,
+    })
+}
