@@ -37,7 +37,9 @@
 
 mod config;
 mod session;
+mod state;
 mod stats;
+mod webrtc;
 
 pub use config::{ReceiverConfig, parse_codec, parse_stream_codec};
 pub use session::Receiver;
