@@ -24,19 +24,25 @@ use cg_media::{
 };
 use cg_types::Bitrate;
 
-fn percentiles(mut v: Vec<Duration>) -> String {
+/// Median, p95 and largest of `v` in `unit`.
+fn spread(mut v: Vec<f64>, unit: &str) -> String {
     if v.is_empty() {
         return "no samples".to_owned();
     }
-    v.sort_unstable();
+    v.sort_by(f64::total_cmp);
     let p = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
     format!(
-        "median {:6.2} ms  p95 {:6.2} ms  max {:6.2} ms  (n = {})",
-        p(0.5).as_secs_f64() * 1e3,
-        p(0.95).as_secs_f64() * 1e3,
-        p(1.0).as_secs_f64() * 1e3,
+        "median {:6.2} {unit}  p95 {:6.2} {unit}  max {:6.2} {unit}  (n = {})",
+        p(0.5),
+        p(0.95),
+        p(1.0),
         v.len()
     )
+}
+
+/// [`spread`] of durations, in ms.
+fn percentiles(v: Vec<Duration>) -> String {
+    spread(v.iter().map(|d| d.as_secs_f64() * 1e3).collect(), "ms")
 }
 
 fn main() {
@@ -130,20 +136,13 @@ fn main() {
         "glass-to-glass (capture → decoded):      {}",
         percentiles(g2g)
     );
-    // Sizes in kB on the same scale as the latencies' ms.
     let per_frame = sizes.iter().sum::<f64>() / sizes.len().max(1) as f64;
     let mut largest = sizes.clone();
     largest.sort_by(|a, b| b.total_cmp(a));
     largest.truncate(5);
     println!(
-        "encoded frame size (kB):                 {}; mean {per_frame:.1}, largest {largest:.1?}",
-        percentiles(
-            sizes
-                .iter()
-                .map(|&k| Duration::from_secs_f64(k / 1e3))
-                .collect()
-        )
-        .replace(" ms", "")
+        "encoded frame size:                      {}; mean {per_frame:.1} kB, largest {largest:.1?}",
+        spread(sizes.clone(), "kB")
     );
     let captured = es.frames_captured - stats0_enc.frames_captured;
     let frames_in = es.frames_in - stats0_enc.frames_in;
