@@ -408,7 +408,8 @@ pub struct GccConfig {
     /// after a capacity drop a deep DropTail queue can fill while the Kalman filter's gain is
     /// small (camera-like frames keep `σ²n` high), so `m` never crosses `γ`; the full queue
     /// then has no gradient and eq. (5)'s 2–10 % loss band holds the rate just above the
-    /// capacity. `crates/cc/tests/gcc_camera.rs` guards it; measurements: `docs/notes/2026-11-28.md`.
+    /// capacity. `crates/cc/tests/gcc_camera.rs` guards it; measurements:
+    /// `docs/notes/2026-11-28.md`.
     pub standing_queue_decrease: Option<Duration>,
     /// The pacer gets at most `max(A, k·C)` where `C` is the bottleneck rate and `k` this
     /// factor, instead of `f·A`. `C` is the link-capacity estimate of

@@ -111,8 +111,8 @@ pub struct ScreamConfig {
     /// Default (draft) `Some`: the draft warns that without it a flow sharing a drop-tail
     /// queue with a loss-based flow gets "basically zero throughput" — measured here, 0.003
     /// of a 50 Mbit/s link against CUBIC through 300 ms of drop-tail, 0.28–0.34 with it
-    /// (`crates/cc/tests/competing_tcp.rs`, seeds 1–8), and no change without a competing flow
-    /// (camera §6.1 U 0.798–0.828 against 0.799–0.829, q95 40.3–41.8 against 40.2–41.9 ms).
+    /// (`crates/cc/tests/competing_tcp.rs`, seeds 1–8), and no change without a competing
+    /// flow (camera §6.1 U 0.798–0.828 against 0.799–0.829, q95 40.3–41.8 against 40.2–41.9 ms).
     /// Reference `None` (its test tool leaves it off).
     pub competing_flows: Option<CompetingFlows>,
     /// Initial smoothed RTT. Default 50 ms (reference `sRtt(0.05f)`).
