@@ -285,7 +285,7 @@ pub fn table(s: &Summary) -> String {
         let opt = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.0}"));
         let _ = writeln!(
             t,
-            "{name}: viewer ({}) {:.1} fps (lowest {}), {} freezes ({:.2} s frozen, longest {} ms), {} resolution switches, held {}, jitter buffer {} ms, glass-to-glass median {} ms max {} ms",
+            "{name}: viewer ({}) {:.1} fps (lowest {}), {} freezes ({:.2} s frozen, longest {} ms), {} resolution switches, held {}, jitter buffer {} ms ({} after assembly), glass-to-glass median {} ms max {} ms",
             v.viewer,
             v.fps,
             opt(v.fps_min),
@@ -295,6 +295,8 @@ pub fn table(s: &Summary) -> String {
             v.resolution_switches,
             v.held_size.map_or("-".into(), |(w, h)| format!("{w}×{h}")),
             opt(v.jitter_buffer_ms),
+            v.jitter_buffer_hold_ms
+                .map_or("-".into(), |x| format!("{x:.1}")),
             opt(v.g2g_ms.as_ref().map(|d| d.p50)),
             opt(v.g2g_max_ms),
         );

@@ -49,6 +49,12 @@ pub struct ViewerSummary {
     /// Mean time a frame spent in the jitter buffer within the window (a browser's
     /// `jitterBufferDelay` / `jitterBufferEmittedCount`), ms.
     pub jitter_buffer_ms: Option<f64>,
+    /// Of that, the time a complete frame waited for its playout time: the mean less the
+    /// mean assembly time (first packet to last, a browser's `totalAssemblyTime` /
+    /// `framesAssembledFromMultiplePackets`), ms. Near zero when the sender asks for no
+    /// playout delay (`cg-send --profile gaming`); `None` from cg-recv.
+    #[serde(default)]
+    pub jitter_buffer_hold_ms: Option<f64>,
     /// Glass-to-glass latency, the medians of the records inside the window, ms.
     pub g2g_ms: Option<Dist>,
     /// The largest glass-to-glass latency of a frame decoded within the window, ms.
@@ -330,6 +336,7 @@ fn common<'a, 'b>(
         resolution_switches,
         held_size,
         jitter_buffer_ms: None,
+        jitter_buffer_hold_ms: None,
         g2g_ms: None,
         g2g_max_ms: None,
         stages_ms: None,
@@ -409,6 +416,11 @@ fn from_chromium(
     let emitted = growth(before, last, "jitterBufferEmittedCount");
     s.jitter_buffer_ms =
         (emitted > 0.0).then(|| growth(before, last, "jitterBufferDelay") / emitted * 1e3);
+    let assembled = growth(before, last, "framesAssembledFromMultiplePackets");
+    s.jitter_buffer_hold_ms = s
+        .jitter_buffer_ms
+        .filter(|_| assembled > 0.0)
+        .map(|jb| jb - growth(before, last, "totalAssemblyTime") / assembled * 1e3);
     // The same frame stays the slowest for many reports: each frame counts once.
     let frames: std::collections::BTreeMap<i64, Stages> = inside
         .iter()
@@ -477,7 +489,7 @@ mod tests {
         assert_eq!(s.g2g_max_ms, Some(70.0));
         let st = s.stages_ms.expect("stages");
         assert_eq!((st.pacing, st.network, st.arrival), (25.0, Some(1.0), None));
-        assert_eq!(s.jitter_buffer_ms, None);
+        assert_eq!((s.jitter_buffer_ms, s.jitter_buffer_hold_ms), (None, None));
         // Records at 2, 3 and 4 s.
         assert_eq!((s.psnr_db, s.psnr_low_db), (Some(33.0), Some(22.0)));
         assert_eq!(
@@ -506,6 +518,7 @@ mod tests {
                  "framesPerSecond": 30, "freezeCount": freezes, "totalFreezesDuration": frozen,
                  "frameWidth": w, "frameHeight": w * 9 / 16,
                  "jitterBufferDelay": jb, "jitterBufferEmittedCount": frames,
+                 "totalAssemblyTime": jb / 3.0, "framesAssembledFromMultiplePackets": frames / 2,
                  "googTimingFrameInfo": if t < 2.5 { slow(7, -1) } else { slow(9, -4) }},
                 // The page's stamp reader: nothing read in the first second.
                 {"type": "cg-stamp", "frames": if t < 1.5 { 0 } else { 30 },
@@ -535,6 +548,8 @@ mod tests {
         assert_eq!(s.resolution_switches, 2);
         // (2.4 − 0.6) s over 60 frames.
         assert!((s.jitter_buffer_ms.unwrap() - 30.0).abs() < 1e-9);
+        // Assembly (0.8 − 0.2) s over the 30 frames of many packets: 20 ms of the 30 held.
+        assert!((s.jitter_buffer_hold_ms.unwrap() - 10.0).abs() < 1e-9);
         // The page's glass to glass: 70 and 50 ms, the largest frame 90 ms.
         let g2g = s.g2g_ms.expect("stamped pictures");
         assert_eq!((g2g.p50, s.g2g_max_ms), (70.0, Some(90.0)));

@@ -565,6 +565,15 @@ fn chromium_views_gaming(
     if jb.is_nan() || jb > 30.0 {
         why.push(format!("mean jitter-buffer delay {jb} ms (> 30 ms)"));
     }
+    // The gaming profile asks for no playout delay, so a complete frame goes to the decoder at
+    // once: what the jitter buffer holds beyond the frame's assembly is near zero (0.1–1.2 ms
+    // in 36 runs, about 24 ms without the extension; docs/notes/2026-11-29.md).
+    let hold = num(v, "jitter_buffer_hold_ms");
+    if outside(hold, -1.0, 5.0) {
+        why.push(format!(
+            "a complete frame waited {hold:.1} ms on average for its playout (not -1–5 ms)"
+        ));
+    }
     // The page reads each shown picture's stamp: glass to glass at display, without a
     // backlog (the busy host's failure was half a second).
     let g2g = v["g2g_ms"]["p50"].as_f64().unwrap_or(f64::NAN);
