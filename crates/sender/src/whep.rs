@@ -19,8 +19,9 @@
 //! The viewer page at `/` plays the stream and posts `getStats()` back to
 //! `/whep/{id}/stats`; with [`WhepConfig::report_file`] each report is written as one JSON
 //! line `{"viewer": id, "t": seconds, "mono_ns": CLOCK_MONOTONIC ns, "report": …}`. With a
-//! source cg-send can make again (`--stamp` and the camera or game pattern) the page may post
-//! pictures it showed to `/whep/{id}/picture`; cg-send scores each against the source picture
+//! source cg-send can make again (`--stamp` and the camera or game pattern) the page of a live
+//! viewer may post pictures it showed to `/whep/{id}/picture`; cg-send scores each against the
+//! source picture
 //! its stamp names (cg-media's `Scorer`, the one cg-recv uses) and answers
 //! `{"frame": n, "psnr_db": x}`.
 
@@ -220,7 +221,7 @@ impl WhepSender {
                     }
                     Some(Command::Report { id, json, reply }) => {
                         let found = viewers.contains_key(&id);
-                        if found && let Some(f) = reports.as_mut() {
+                        if found && let (Some(f), Some(json)) = (reports.as_mut(), json) {
                             write_report(f, &id, start, &json);
                         }
                         let _ = reply.send(found);
@@ -407,9 +408,10 @@ enum Command {
         id: String,
         reply: oneshot::Sender<bool>,
     },
+    /// Whether viewer `id` is live, writing its page's statistics report if there is one.
     Report {
         id: String,
-        json: Bytes,
+        json: Option<Bytes>,
         reply: oneshot::Sender<bool>,
     },
 }
@@ -425,6 +427,19 @@ struct Host {
     codec: cg_rtp::Codec,
     /// Scores the pictures viewer pages post back, when the source can be made again.
     scorer: Option<Arc<cg_media::Scorer>>,
+}
+
+impl Host {
+    /// Whether viewer `id` is live; its page's statistics `report` is written if it is.
+    async fn live(&self, id: String, report: Option<Bytes>) -> bool {
+        let (reply, answer) = oneshot::channel();
+        let asked = Command::Report {
+            id,
+            json: report,
+            reply,
+        };
+        self.cmds.send(asked).await.is_ok() && answer.await.unwrap_or(false)
+    }
 }
 
 impl SessionHost for Host {
@@ -482,17 +497,12 @@ impl SessionHost for Host {
     }
 
     async fn report(&self, id: String, json: Bytes) -> bool {
-        let (reply, answer) = oneshot::channel();
-        self.cmds
-            .send(Command::Report { id, json, reply })
-            .await
-            .is_ok()
-            && answer.await.unwrap_or(false)
+        self.live(id, Some(json)).await
     }
 
     async fn picture(
         &self,
-        _id: String,
+        id: String,
         width: usize,
         height: usize,
         luma: Bytes,
@@ -502,6 +512,9 @@ impl SessionHost for Host {
                 "cg-send scores pictures only from a source it can make again: --stamp with --pattern camera or game".into(),
             ));
         };
+        if !self.live(id, None).await {
+            return Err(PictureRefused::NoSession);
+        }
         let picture = cg_media::Picture {
             luma: luma.into(),
             stride: width,

@@ -422,11 +422,21 @@ async fn a_picture_a_page_posts_back_is_scored_against_the_source_its_stamp_name
             WhepConfig::new("127.0.0.1:0".parse().unwrap(), "127.0.0.1".parse().unwrap()),
         )
         .unwrap();
-        let url = format!("http://{}/whep/1/picture", s.http_addr());
+        let url = format!("http://{}/whep", s.http_addr());
         (
             url,
             tokio::spawn(s.run(tokio::time::sleep(Duration::from_secs(3)))),
         )
+    };
+    // A viewer's session, connecting (its peer is never driven) for the 10 s connect timeout.
+    let open = |url: String| async move {
+        let (_, offer) = cg_webrtc::WebRtcPeer::offer(
+            &cg_webrtc::PeerConfig::new("127.0.0.1:40003".parse().unwrap()),
+            std::time::Instant::now(),
+        )
+        .unwrap();
+        let (resource, _) = cg_webrtc::http::post_offer(&url, offer).await.unwrap();
+        format!("{resource}/picture")
     };
     // Frame 12 of the 320×180 camera picture, as a page would post it: stamped, half size.
     let spec = "camera:320x180@30".parse().unwrap();
@@ -445,7 +455,15 @@ async fn a_picture_a_page_posts_back_is_scored_against_the_source_its_stamp_name
         .map(|(y, x)| luma[2 * y * 320 + 2 * x])
         .collect();
 
-    let (url, sender) = start(camera.clone(), true);
+    let (whep, sender) = start(camera.clone(), true);
+    // Only the page of a live session is scored.
+    let (status, body) = post(
+        &format!("{whep}/7/picture?width=320&height=180"),
+        luma.clone(),
+    )
+    .await;
+    assert_eq!((status, body.trim()), (404, "no such session"));
+    let url = open(whep).await;
     let (status, body) = post(&format!("{url}?width=320&height=180"), luma.clone()).await;
     assert_eq!(status, 200, "{body}");
     let score: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -484,7 +502,8 @@ async fn a_picture_a_page_posts_back_is_scored_against_the_source_its_stamp_name
         looping: true,
     };
     for (source, stamp) in [(camera, false), (from_file, true)] {
-        let (url, sender) = start(source, stamp);
+        let (whep, sender) = start(source, stamp);
+        let url = open(whep).await;
         let (status, body) = post(&format!("{url}?width=320&height=180"), luma.clone()).await;
         assert_eq!(status, 404, "{body}");
         assert!(

@@ -52,6 +52,8 @@ pub const MAX_PICTURE: usize = 3840 * 2160;
 pub enum PictureRefused {
     /// The application does not score pictures (`404`), and why.
     NotScored(String),
+    /// There is no session by that id (`404`): only a page with a live session is scored.
+    NoSession,
     /// This picture cannot be scored (`422`), and why.
     Unscorable(String),
     /// Still scoring earlier pictures (`503`): the page should skip this one.
@@ -212,6 +214,7 @@ async fn picture<H: SessionHost>(
     match host.picture(id, width, height, body).await {
         Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
         Err(PictureRefused::NotScored(why)) => text(StatusCode::NOT_FOUND, &why),
+        Err(PictureRefused::NoSession) => text(StatusCode::NOT_FOUND, "no such session"),
         Err(PictureRefused::Unscorable(why)) => text(StatusCode::UNPROCESSABLE_ENTITY, &why),
         Err(PictureRefused::Busy) => text(
             StatusCode::SERVICE_UNAVAILABLE,
