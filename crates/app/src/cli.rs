@@ -58,6 +58,38 @@ impl tracing_subscriber::fmt::time::FormatTime for MonotonicTimer {
 /// runaway encoder then slows the host down instead of stalling it.
 pub const REALTIME_NICE: i32 = -10;
 
+/// Options both programs take about how long they run and where their statistics go.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Stop after this long (e.g. 30s); default: run until SIGINT/SIGTERM.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+    /// Write statistics as newline-delimited JSON to stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write statistics as newline-delimited JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    pub stats_file: Option<std::path::PathBuf>,
+    /// Statistics interval.
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    pub stats_interval: Duration,
+    /// No status line on the terminal.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// Where the statistics go: stdout, the file and the status line, as asked.
+    pub fn stats_output(&self) -> Result<crate::output::StatsOutput, Error> {
+        crate::output::StatsOutput::new(self.json, self.stats_file.as_deref(), self.quiet)
+    }
+
+    /// Completes after `--duration`, or at SIGINT or SIGTERM ([`shutdown`]).
+    pub fn shutdown(&self) -> impl Future<Output = ()> + use<> {
+        shutdown(self.duration)
+    }
+}
+
 /// Options both programs take about their process.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProcessArgs {

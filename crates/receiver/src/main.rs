@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use cg_app::output::StatsOutput;
 use cg_media::SinkKind;
 use cg_receiver::{ControllerKind, Error, Receiver, ReceiverConfig, parse_stream_codec};
 use clap::Parser;
@@ -66,21 +65,8 @@ struct Args {
     /// A sender silent this long is forgotten and the next one accepted.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
     peer_timeout: Duration,
-    /// Stop after this long; default: run until SIGINT/SIGTERM.
-    #[arg(long, value_parser = humantime::parse_duration)]
-    duration: Option<Duration>,
-    /// Write statistics as newline-delimited JSON to stdout.
-    #[arg(long)]
-    json: bool,
-    /// Write statistics as newline-delimited JSON to this file.
-    #[arg(long, value_name = "PATH")]
-    stats_file: Option<PathBuf>,
-    /// Statistics interval.
-    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
-    stats_interval: Duration,
-    /// No status line on the terminal.
-    #[arg(long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    output: cg_app::cli::OutputArgs,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -101,7 +87,7 @@ fn run(args: Args) -> Result<(), Error> {
     args.process.apply();
     let runtime = cg_app::cli::runtime()?;
     runtime.block_on(async move {
-        let out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
+        let out = args.output.stats_output()?;
         let mut receiver = Receiver::new(config)?;
         tracing::info!(local = %receiver.local_addr(), "listening");
         let stats = receiver.stats(64);
@@ -109,7 +95,7 @@ fn run(args: Args) -> Result<(), Error> {
             .around(
                 stats,
                 |s| s.status_line(),
-                receiver.run(cg_app::cli::shutdown(args.duration)),
+                receiver.run(args.output.shutdown()),
             )
             .await?;
         let ending = match (last.bye_received, &last.peer) {
@@ -202,7 +188,7 @@ fn config(a: &Args) -> Result<ReceiverConfig, Error> {
         reference: a.reference,
         start_bitrate: a.start_bitrate,
         gcc: a.gcc.tuning(),
-        stats_interval: a.stats_interval,
+        stats_interval: a.output.stats_interval,
         ..ReceiverConfig::default()
     };
     config.validate()?;

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use cg_media::{DegradationPreference, FileFormat, SourceConfig, TestPattern};
-use cg_sender::output::StatsOutput;
 use cg_sender::{ControllerKind, Ecn, Error, Sender, SenderConfig, WhepConfig, WhepSender};
 use cg_types::Bitrate;
 use clap::Parser;
@@ -159,21 +158,8 @@ struct Args {
     /// for transport-wide CC and RFC 8888, 3 s for REMB; `off`: only the circuit breaker acts.
     #[arg(long, default_value = "auto", value_name = "DURATION|auto|off")]
     feedback_timeout: String,
-    /// Stop after this long (e.g. 30s); default: run until SIGINT/SIGTERM.
-    #[arg(long, value_parser = humantime::parse_duration)]
-    duration: Option<Duration>,
-    /// Write statistics as newline-delimited JSON to stdout.
-    #[arg(long)]
-    json: bool,
-    /// Write statistics as newline-delimited JSON to this file.
-    #[arg(long, value_name = "PATH")]
-    stats_file: Option<PathBuf>,
-    /// Statistics interval.
-    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
-    stats_interval: Duration,
-    /// No status line on the terminal.
-    #[arg(long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    output: cg_sender::cli::OutputArgs,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -197,7 +183,7 @@ fn run(args: Args) -> Result<(), Error> {
         return runtime.block_on(run_whep(&args, mode, config));
     }
     runtime.block_on(async move {
-        let out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
+        let out = args.output.stats_output()?;
         let mut sender = Sender::new(config)?;
         tracing::info!(local = %sender.local_addr(), "sending");
         let stats = sender.stats(64);
@@ -205,7 +191,7 @@ fn run(args: Args) -> Result<(), Error> {
             .around(
                 stats,
                 |s| s.status_line(),
-                sender.run(cg_sender::cli::shutdown(args.duration)),
+                sender.run(args.output.shutdown()),
             )
             .await?;
         eprintln!(
@@ -237,7 +223,7 @@ async fn run_whep(args: &Args, mode: &str, config: SenderConfig) -> Result<(), E
         },
         None => http.ip(),
     };
-    let out = StatsOutput::new(args.json, args.stats_file.as_deref(), args.quiet)?;
+    let out = args.output.stats_output()?;
     let mut sender = WhepSender::new(
         config,
         WhepConfig {
@@ -260,7 +246,7 @@ async fn run_whep(args: &Args, mode: &str, config: SenderConfig) -> Result<(), E
                 s.status_line()
             )
         },
-        sender.run(cg_sender::cli::shutdown(args.duration)),
+        sender.run(args.output.shutdown()),
     )
     .await
     .map(|_| ())
@@ -373,7 +359,7 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
             "auto" => None,
             d => Some(duration_or_off("--feedback-timeout", d, "1s")?.unwrap_or_default()),
         },
-        stats_interval: a.stats_interval,
+        stats_interval: a.output.stats_interval,
         key_frame_interval,
         playout_delay,
         pacer_max_queue_delay: a.pacer_queue_bound,
