@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// The environment variable with the `cargo build` arguments for [`build_next_to`] (see
-/// there); `--release` is added for a release test.
+/// there); the test's own profile is added.
 pub const BUILD_ARGS_ENV: &str = "CG_TEST_PROGRAMS_BUILD_ARGS";
 
 /// Builds the cargo `packages` (their binaries: `cg-sender` gives `cg-send`) with `cargo`
@@ -16,7 +16,7 @@ pub const BUILD_ARGS_ENV: &str = "CG_TEST_PROGRAMS_BUILD_ARGS";
 /// date, because a binary left from an older build would test old code; once per process
 /// for each set of packages.
 ///
-/// With [`BUILD_ARGS_ENV`] set (by `cargo xtask test` for its debug and its release runs),
+/// With [`BUILD_ARGS_ENV`] set (by `cargo xtask test`),
 /// cargo gets those arguments instead of `-p` for each package: the same package selection
 /// and features as the `cargo test` that runs the test, so this build is up to date already
 /// rather than resolving features for the two packages alone and compiling most of the tree
@@ -55,8 +55,12 @@ pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf 
             }
         }
     }
-    if dir.ends_with("release") {
-        cmd.arg("--release");
+    // The profile is the directory's name, `debug` standing for `dev`.
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some(profile) if profile != "debug" => {
+            cmd.args(["--profile", profile]);
+        }
+        _ => {}
     }
     let ok = cmd.status().map(|s| s.success());
     assert!(

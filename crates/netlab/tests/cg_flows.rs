@@ -88,8 +88,8 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
 
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn gcc_remb_one_flow_1mbps_rtt50_dt300() {
     gcc_one_mbps("gcc-remb");
@@ -97,8 +97,8 @@ fn gcc_remb_one_flow_1mbps_rtt50_dt300() {
 
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn gcc_send_side_one_flow_1mbps_rtt50_dt300() {
     gcc_one_mbps("gcc");
@@ -112,8 +112,8 @@ const VIDEO_720P_FAINT: &str =
 
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn gcc_capacity_drop_2500_to_500_kbps() {
     let fwd = r#"schedule = [
@@ -217,8 +217,8 @@ delay = "10ms""#,
 
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn killed_receiver_trips_the_breaker_and_a_restarted_one_gets_the_stream_back() {
     let fwd = r#"capacity = "2Mbit"
@@ -327,8 +327,8 @@ const BUSY_HOST: &str = "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
 /// `a_rate_based_pacer_keeps_up_with_input_faster_than_its_rate`.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn camera_720p_on_a_busy_host_keeps_glass_to_glass_latency_low() {
     twice("busy-host", |attempt| {
@@ -692,8 +692,8 @@ fn webrtc_soak_an_hour_with_a_chromium_viewer_keeps_memory_flat_and_never_freeze
 
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
     chromium_views_gaming_on_a_busy_host("chromium-gaming-busy", "camera", "vp8");
@@ -704,8 +704,8 @@ fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
 /// (x264), what cloud-gaming services send and the codec the README advises for games.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_views_an_h264_game_on_a_busy_host_without_a_freeze_at_scene_cuts() {
     chromium_views_gaming_on_a_busy_host("chromium-game-busy-h264", "game", "x264");
@@ -726,8 +726,8 @@ fn chromium_views_a_vp8_game_on_a_busy_host_without_a_freeze_at_scene_cuts() {
 /// new size, and the picture must not freeze for a second outside the 2 s after the drop.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn camera_capacity_drop_scales_the_picture_down_without_freezing() {
     let fwd = r#"schedule = [
@@ -1202,8 +1202,8 @@ fn u_and_q95(s: &Value) -> (f64, f64) {
 /// the queue build (the 300 ms buffer). One re-run of both modes on failure, as elsewhere.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn webrtc_mode_matches_plain_rtp_for_both_gcc_modes() {
     for cc in ["gcc", "gcc-remb"] {
@@ -1288,8 +1288,8 @@ fn chromium_codec(out: &Path) -> Option<String> {
 /// second; judged on it.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_views_cg_send_over_whep_through_a_2mbps_bottleneck() {
     chromium_viewer("gcc", "gcc", "video/VP8", WEBRTC_VIDEO, "", 30);
@@ -1300,8 +1300,8 @@ fn chromium_views_cg_send_over_whep_through_a_2mbps_bottleneck() {
 /// 0.920, jitter buffer 58.5 ms).
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_views_an_h264_stream() {
     chromium_viewer(
@@ -1319,8 +1319,8 @@ fn chromium_views_an_h264_stream() {
 /// Chromium viewer; SCReAM runs on its delay signal). 30 s.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_views_scream_over_its_rfc8888_feedback() {
     chromium_viewer(
@@ -1339,8 +1339,8 @@ fn chromium_views_scream_over_its_rfc8888_feedback() {
 /// target climbs by the loss rule alone and the link stays far from full. 30 s.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_views_gcc_remb_on_the_rembs_it_sends() {
     chromium_viewer("remb", "gcc-remb", "video/VP8", WEBRTC_VIDEO, "", 30);
@@ -1354,8 +1354,8 @@ fn chromium_views_gcc_remb_on_the_rembs_it_sends() {
 /// were scored: within [`PAGE_PSNR_GAP_DB`] either way. 25 s, judged from 10 s.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn a_browser_page_scores_picture_quality_as_cg_recv_does() {
     let send = r#""--width", "640", "--height", "360", "--fps", "30", "--pattern", "camera", "--start-bitrate", "10M", "--min-bitrate", "10M", "--max-bitrate", "10M", "--degradation", "disabled", "--profile", "gaming", "--stamp""#;
@@ -1536,8 +1536,8 @@ fn chromium_viewer(
 /// around 1–2 ms, where one run differs from the next by more than 20 %).
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn scream_l4s_through_dualpi2_20mbps_rtt30_plain_and_in_webrtc_mode() {
     let fwd = r#"capacity = "20Mbit"
@@ -1613,8 +1613,8 @@ qdisc = { kind = "dualpi2" }"#;
 /// decode what it sent.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_publishes_to_cg_recv_over_whip_and_its_estimate_finds_the_bottleneck() {
     let fwd = r#"capacity = "1.5Mbit"

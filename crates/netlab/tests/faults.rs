@@ -133,8 +133,8 @@ fn utilisation(summary: &Value) -> f64 {
 /// end, no circuit-breaker trip).
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn a_two_second_outage_is_recovered_within_five_seconds() {
     const DOWN: f64 = 10.0;
@@ -244,8 +244,8 @@ fn clean_run(cc: &'static str) -> (f64, f64) {
 /// frame decoded twice or undecodable.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn reordering_and_duplication_cost_no_rate_and_no_back_off() {
     for cc in CONTROLLERS {
@@ -313,8 +313,8 @@ duplicate = 0.01"#,
 /// given up), and the picture never freezes for more than 500 ms.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn burst_loss_is_repaired_without_long_freezes() {
     for cc in CONTROLLERS {
@@ -383,8 +383,8 @@ loss = { mean = 0.02, burst = 4 }"#,
 /// back-off (SCReAM) after the start-up probes.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn one_millisecond_of_jitter_is_not_congestion() {
     for cc in CONTROLLERS {
@@ -445,8 +445,8 @@ fn send_rate_between(sent: &[Value], t0: u64, a: f64, b: f64) -> f64 {
 /// the link carries 90 % of its capacity again; the circuit breaker (15 s) does not trip.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn a_feedback_blackout_cuts_the_rate_and_is_recovered_within_five_seconds() {
     const DOWN: f64 = 10.0;
@@ -507,8 +507,8 @@ fn a_feedback_blackout_cuts_the_rate_and_is_recovered_within_five_seconds() {
 /// restart, and cg-send runs on (its statistics to the end, no circuit-breaker trip).
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn a_killed_receiver_replaced_by_a_new_one_has_the_stream_back_within_three_seconds() {
     use std::time::Duration;
@@ -742,8 +742,8 @@ fn flood_both(out: &Path, from: f64, secs: f64) -> Result<Flooded, String> {
 /// grows by more than 8 MiB of resident memory over the flood.
 #[test]
 #[cfg_attr(
-    debug_assertions,
-    ignore = "judges speed and quality: run in release (`cargo xtask test` does)"
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn hostile_datagrams_are_dropped_and_counted_without_harm() {
     const FROM: f64 = 8.0;

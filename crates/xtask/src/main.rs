@@ -3,13 +3,15 @@
 //! - `setup`: installs the Debian packages the workspace needs (apt-get, when root and something
 //!   is missing). Idempotent; with nothing missing it makes one `dpkg-query` call.
 //! - `test`: setup, then fmt check, clippy with `-D warnings`, and `cargo test --workspace`,
-//!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too;
-//!   then the end-to-end media tests (`crates/netlab/tests/cg_flows.rs`: real cg-send/cg-recv through
-//!   namespaces, judged on rate, delay and frames; `crates/netlab/tests/faults.rs`: the same under
-//!   outages, reordering, burst loss and jitter) in a release build, as users run them — in
-//!   a debug build they are ignored; they print the figures they judge (`--nocapture`), so the
-//!   log holds every run's numbers. `test --long` also runs the 200 s scenarios of issue #14
-//!   (the papers' schedules on camera and game content, about 40 minutes), ignored otherwise.
+//!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too.
+//!   One build, in the `ci` profile: optimised as users run it, with the workspace's own
+//!   overflow checks and debug assertions on. The end-to-end media tests among them
+//!   (`crates/netlab/tests/cg_flows.rs`: real cg-send/cg-recv through namespaces, judged on
+//!   rate, delay and frames; `crates/netlab/tests/faults.rs`: the same under outages,
+//!   reordering, burst loss and jitter) are ignored in an unoptimised build; they print the
+//!   figures they judge (`--nocapture`), so the log holds every run's numbers. `test --long`
+//!   also runs the 200 s scenarios of issue #14 (the papers' schedules on camera and game
+//!   content, about 40 minutes), ignored otherwise.
 //! - `demo`: setup, then the project's main job.
 //! - `bench`: the criterion benchmarks.
 //! - `procbench`: CPU and RSS of the real cg-send and cg-recv processes at a fixed rate
@@ -236,45 +238,39 @@ fn test(extra: &[String]) -> Result<(), String> {
     run(cargo().args([
         "clippy",
         "--workspace",
-        "--all-targets",
         "--all-features",
+        "--all-targets",
         "--",
         "-D",
         "warnings",
     ]))?;
-    // The tests that run cg-send and cg-recv build them with this run's own selection, so
-    // the build shares its compiled crates (`cg_app::testing::build_next_to`).
-    run(cargo()
-        .args(["test", "--workspace", "--all-features"])
-        .env(BUILD_ARGS_ENV, "--workspace --all-features --bins --tests")
-        .args(&extra))?;
-    // The end-to-end tests build cg-send and cg-recv with the selection that built them, so
-    // both builds resolve features alike and no crate is compiled twice with other features.
-    let e2e_selection = [
-        "--workspace",
-        "--all-features",
-        "--test",
-        "cg_flows",
-        "--test",
-        "faults",
-    ];
-    let mut e2e = cargo();
-    e2e.args(["test", "--release"])
-        .args(e2e_selection)
-        .env(
-            BUILD_ARGS_ENV,
-            format!("{} --bins", e2e_selection.join(" ")),
-        )
-        .args(&extra);
-    if !extra.iter().any(|a| *a == "--") {
-        e2e.arg("--");
-    }
-    // Every end-to-end test prints the figures it judged: keep them in the log, passed or not.
-    e2e.arg("--nocapture");
+    // Every test in one build of the `ci` profile (optimised, the workspace's own checks on).
+    // The tests that run cg-send, cg-recv and netlab build them with this run's selection, so
+    // that build is this one (`cg_app::testing::build_next_to`).
+    let selection = ["--profile", "ci", "--workspace", "--all-features"];
+    let tests = |only: &[&str]| {
+        let mut c = cargo();
+        c.arg("test")
+            .args(selection)
+            .args(only)
+            .env(
+                BUILD_ARGS_ENV,
+                format!("{} --bins --tests", selection[2..].join(" ")),
+            )
+            .args(&extra);
+        if !extra.iter().any(|a| *a == "--") {
+            c.arg("--");
+        }
+        // Every end-to-end test prints the figures it judged: keep them in the log, passed
+        // or not.
+        c.arg("--nocapture");
+        c
+    };
+    run(&mut tests(&[]))?;
     if long {
-        e2e.arg("--include-ignored");
+        run(tests(&["--test", "cg_flows", "--test", "faults"]).arg("--ignored"))?;
     }
-    run(&mut e2e)
+    Ok(())
 }
 
 fn demo(extra: &[String]) -> Result<(), String> {
