@@ -1,7 +1,8 @@
 //! The environment cargo gives one package's build, run or test.
 
 /// Whether `key` is one of the variables cargo sets for one package's build, `cargo run` or
-/// test (not the user's cargo configuration such as `CARGO_HOME` or `CARGO_TARGET_DIR`). A
+/// test (not the user's cargo configuration such as `CARGO_HOME` or `CARGO_TARGET_DIR`),
+/// `OUT_DIR` included where the package has a build script. A
 /// cargo started from such a process must not inherit them: build scripts that watch one
 /// (ring's does) would see it differ from a cargo started from a shell and rebuild.
 pub fn is_per_package_cargo_var(key: &str) -> bool {
@@ -13,7 +14,10 @@ pub fn is_per_package_cargo_var(key: &str) -> bool {
     ]
     .iter()
     .any(|p| key.starts_with(p))
-        || matches!(key, "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR")
+        || matches!(
+            key,
+            "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "OUT_DIR"
+        )
 }
 
 #[cfg(test)]
@@ -30,6 +34,9 @@ mod tests {
             "CARGO_BIN_EXE_netlab",
             "CARGO_PRIMARY_PACKAGE",
             "CARGO_TARGET_TMPDIR",
+            // A package with a build script runs its tests with it set; ring's build script
+            // watches it.
+            "OUT_DIR",
         ] {
             assert!(is_per_package_cargo_var(k), "{k}");
         }
