@@ -1,6 +1,6 @@
 //! `cfg(unoptimized)` for a build at opt-level 0: the end-to-end tests judge speed and
-//! quality, so they are ignored there (debug assertions are no sign: CI's optimised `ci`
-//! profile has them on).
+//! quality, so they are ignored there. The opt-level itself, since a profile may check
+//! overflow or debug assertions optimised (CI's `ci` profile checks overflow).
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(unoptimized)");

@@ -5,7 +5,7 @@
 //! - `test`: setup, then fmt check, clippy with `-D warnings`, and `cargo test --workspace`,
 //!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too.
 //!   One build, in the `ci` profile: optimised as users run it, with the workspace's own
-//!   overflow checks and debug assertions on. The end-to-end media tests among them
+//!   overflow checks on. The end-to-end media tests among them
 //!   (`crates/netlab/tests/cg_flows.rs`: real cg-send/cg-recv through namespaces, judged on
 //!   rate, delay and frames; `crates/netlab/tests/faults.rs`: the same under outages,
 //!   reordering, burst loss and jitter) are ignored in an unoptimised build; they print the
@@ -244,7 +244,8 @@ fn test(extra: &[String]) -> Result<(), String> {
         "-D",
         "warnings",
     ]))?;
-    // Every test in one build of the `ci` profile (optimised, the workspace's own checks on).
+    // Every test in one build of the `ci` profile (optimised, the workspace's overflow checks
+    // on).
     // The tests that run cg-send, cg-recv and netlab build them with this run's selection, so
     // that build is this one (`cg_app::testing::build_next_to`).
     let selection = ["--profile", "ci", "--workspace", "--all-features"];
