@@ -567,7 +567,7 @@ fn chromium_views_gaming(
     }
     // The gaming profile asks for no playout delay, so a complete frame goes to the decoder at
     // once: what the jitter buffer holds beyond the frame's assembly is near zero (0.1–1.2 ms
-    // in 36 runs, about 24 ms without the extension; docs/notes/2026-11-29.md).
+    // in 36 runs, 18.4 ms with the extension switched off; docs/notes/2026-11-29.md).
     let hold = num(v, "jitter_buffer_hold_ms");
     if outside(hold, -1.0, 5.0) {
         why.push(format!(
