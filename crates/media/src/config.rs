@@ -407,8 +407,13 @@ pub enum SinkKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DecoderConfig {
-    /// Codec of the incoming frames; default VP8.
+    /// Codec of the incoming frames (the first, with `follow_stream`); default VP8.
     pub codec: Codec,
+    /// A key frame in another codec switches the decoder to that codec, for a stream whose
+    /// codec nothing negotiated (plain RTP names it per packet, by payload type); frames of
+    /// another codec before its key frame are dropped and a key frame requested. Without it
+    /// they are refused ([`crate::Error::WrongCodec`]). Default false.
+    pub follow_stream: bool,
     /// Nominal frame rate of the stream, for freeze detection; default 30.
     pub frame_rate: u32,
     /// Output sink; default [`SinkKind::Fake`].
@@ -446,6 +451,7 @@ impl Default for DecoderConfig {
     fn default() -> Self {
         DecoderConfig {
             codec: Codec::Vp8,
+            follow_stream: false,
             frame_rate: 30,
             sink: SinkKind::Fake,
             hardware: true,

@@ -95,6 +95,10 @@ pub struct DecoderStats {
     pub decoder_warnings: u64,
     /// Times the pipeline was rebuilt after an error or a stall.
     pub restarts: u64,
+    /// The codec decoded now (the stream's, with [`DecoderConfig::follow_stream`]).
+    pub codec: Codec,
+    /// Times the decoder followed the stream to another codec.
+    pub codec_switches: u64,
     /// Frames dropped while waiting for a key frame.
     pub dropped_awaiting_key_frame: u64,
     /// Stale (duplicate or too late) frames dropped.
@@ -175,6 +179,9 @@ struct Pending {
 }
 
 struct State {
+    /// The codec decoded now: the configured one, or the stream's since its last key frame
+    /// in another codec ([`DecoderConfig::follow_stream`]).
+    codec: Codec,
     epoch: HostTime,
     last_pts: u64,
     pending: BTreeMap<u64, Pending>,
@@ -196,6 +203,7 @@ struct State {
     decode_errors: u64,
     decoder_warnings: u64,
     restarts: u64,
+    codec_switches: u64,
     dropped_awaiting_key_frame: u64,
     dropped_stale: u64,
     dropped_queue_full: u64,
@@ -216,6 +224,7 @@ impl Decoder {
         let inner = Arc::new(Inner {
             pipe: Mutex::new(None),
             state: Mutex::new(State {
+                codec: config.codec,
                 epoch: HostTime::now(),
                 last_pts: 0,
                 pending: BTreeMap::new(),
@@ -240,6 +249,7 @@ impl Decoder {
                 decode_errors: 0,
                 decoder_warnings: 0,
                 restarts: 0,
+                codec_switches: 0,
                 dropped_awaiting_key_frame: 0,
                 dropped_stale: 0,
                 dropped_queue_full: 0,
@@ -255,7 +265,7 @@ impl Decoder {
             config,
         });
         if !inner.config.model {
-            let pipe = build_pipe(&inner)?;
+            let pipe = build_pipe(&inner, inner.config.codec)?;
             *lock(&inner.pipe) = Some(pipe);
         }
         let weak = Arc::downgrade(&inner);
@@ -278,21 +288,34 @@ impl Decoder {
     /// key-frame request is raised (again every `key_frame_request_interval` while waiting).
     pub fn push(&self, frame: EncodedFrame) -> Result<PushOutcome, Error> {
         let inner = &self.inner;
-        let codec = inner.config.codec;
-        if frame.codec != codec {
-            return Err(Error::WrongCodec {
-                expected: codec,
-                got: frame.codec,
-            });
-        }
         if inner.stopping.load(Ordering::Acquire) {
             return Err(Error::Stopped);
         }
         let now = HostTime::now();
+        let codec = frame.codec;
         let is_key = codec.is_key_frame(&frame.data);
         // Lock order everywhere: pipe, then state (the watch thread's restart takes both).
-        let pipe_guard = lock(&inner.pipe);
+        let mut pipe_guard = lock(&inner.pipe);
         let mut s = lock(&inner.state);
+        if codec != s.codec {
+            if !inner.config.follow_stream {
+                return Err(Error::WrongCodec {
+                    expected: s.codec,
+                    got: codec,
+                });
+            }
+            if !is_key {
+                // A picture in the new codec can only start at its key frame.
+                s.frames_pushed += 1;
+                s.dropped_awaiting_key_frame += 1;
+                s.waiting_for_key = true;
+                inner.maybe_request_key_frame(&mut s, now);
+                return Ok(PushOutcome::DroppedAwaitingKeyFrame);
+            }
+            drop(s);
+            inner.switch_codec(&mut pipe_guard, codec)?;
+            s = lock(&inner.state);
+        }
         s.frames_pushed += 1;
         match s.last_seq {
             Some(last) if frame.seq <= last && last - frame.seq <= SEQ_RESTART_JUMP => {
@@ -393,6 +416,8 @@ impl Decoder {
             decode_errors: s.decode_errors,
             decoder_warnings: s.decoder_warnings,
             restarts: s.restarts,
+            codec: s.codec,
+            codec_switches: s.codec_switches,
             dropped_awaiting_key_frame: s.dropped_awaiting_key_frame,
             dropped_stale: s.dropped_stale,
             dropped_queue_full: s.dropped_queue_full,
@@ -440,7 +465,7 @@ impl Drop for Decoder {
 impl std::fmt::Debug for Decoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Decoder")
-            .field("codec", &self.inner.config.codec)
+            .field("codec", &lock(&self.inner.state).codec)
             .finish_non_exhaustive()
     }
 }
@@ -505,6 +530,29 @@ impl Inner {
         drop(s);
         self.on_decoded(Some(gst::ClockTime::from_nseconds(pts)), header.size, None);
         PushOutcome::Queued
+    }
+
+    /// Rebuilds the pipeline for `codec`, whose key frame is about to be pushed: frames still
+    /// in the old pipeline are lost to it and counted as decode errors.
+    fn switch_codec(self: &Arc<Self>, pipe: &mut Option<Pipe>, codec: Codec) -> Result<(), Error> {
+        if let Some(old) = pipe.take() {
+            let _ = old.pipeline.set_state(gst::State::Null);
+        }
+        {
+            let mut s = lock(&self.state);
+            tracing::info!(target: "cg_media", from = %s.codec, to = %codec, "the stream changed codec");
+            s.decode_errors += s.pending.values().filter(|p| p.expect_output).count() as u64;
+            s.pending.clear();
+            s.timeouts_since_output = 0;
+            s.codec = codec;
+            s.codec_switches += 1;
+            s.waiting_for_key = true;
+            s.discont = true;
+        }
+        if !self.config.model {
+            *pipe = Some(build_pipe(self, codec)?);
+        }
+        Ok(())
     }
 
     fn maybe_request_key_frame(&self, s: &mut State, now: HostTime) {
@@ -629,9 +677,8 @@ fn first_available(names: &[&'static str]) -> Option<&'static str> {
         .find(|n| gst::ElementFactory::find(n).is_some())
 }
 
-fn build_pipe(inner: &Arc<Inner>) -> Result<Pipe, Error> {
+fn build_pipe(inner: &Arc<Inner>, codec: Codec) -> Result<Pipe, Error> {
     let config = &inner.config;
-    let codec = config.codec;
     let pipeline = gst::Pipeline::with_name("cg-decoder");
     let appsrc = gst_app::AppSrc::builder()
         .caps(&codec.caps())
@@ -818,7 +865,8 @@ fn restart_pipe(inner: &Arc<Inner>) {
         s.discont = true;
         inner.maybe_request_key_frame(&mut s, now);
     }
-    match build_pipe(inner) {
+    let codec = lock(&inner.state).codec;
+    match build_pipe(inner, codec) {
         Ok(pipe) => *guard = Some(pipe),
         Err(e) => {
             // Leave it empty; the watch loop tries again on its next turn.

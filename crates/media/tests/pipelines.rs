@@ -604,6 +604,52 @@ fn a_lost_frame_makes_the_decoder_wait_for_a_key_frame_and_ask_for_one() {
     assert!(matches!(dec.push(h264), Err(Error::WrongCodec { .. })));
 }
 
+/// A plain-RTP stream names its codec per packet: a decoder told to follow it switches at
+/// the new codec's key frame, and decodes both codecs' pictures.
+#[test]
+fn a_decoder_following_the_stream_switches_codec_at_its_key_frame() {
+    let _g = serial();
+    let vp8 = encode_frames("vp8", 4);
+    let h264 = encode_frames("x264", 4);
+    let (dec, _r) = Decoder::start(DecoderConfig {
+        follow_stream: true,
+        ..DecoderConfig::default()
+    })
+    .unwrap();
+    let mut seq = 0;
+    let mut push = |f: &EncodedFrame| {
+        seq += 1;
+        dec.push(with_seq(f, seq, f.data.to_vec())).unwrap()
+    };
+    for f in &vp8 {
+        assert_eq!(push(f), PushOutcome::Queued);
+    }
+    wait_for("the VP8 pictures", Duration::from_secs(10), || {
+        dec.stats().frames_decoded >= 4
+    });
+    // Joined after the key frame: nothing of the new codec before its key frame.
+    assert_eq!(push(&h264[1]), PushOutcome::DroppedAwaitingKeyFrame);
+    assert!(dec.take_key_frame_request());
+    assert_eq!(dec.stats().codec, Codec::Vp8);
+    for f in &h264 {
+        assert_eq!(push(f), PushOutcome::Queued);
+    }
+    wait_for("the H.264 pictures", Duration::from_secs(10), || {
+        dec.stats().frames_decoded >= 8
+    });
+    // And back, at VP8's key frame.
+    for f in &vp8 {
+        assert_eq!(push(f), PushOutcome::Queued);
+    }
+    wait_for("VP8 again", Duration::from_secs(10), || {
+        dec.stats().frames_decoded >= 12
+    });
+    let s = dec.stats();
+    assert_eq!((s.codec, s.codec_switches), (Codec::Vp8, 2), "{s:?}");
+    assert_eq!(s.last_size, Some((320, 240)));
+    assert_eq!(s.decode_errors, 0, "{s:?}");
+}
+
 #[test]
 fn a_pause_in_the_stream_is_counted_as_a_freeze_with_its_duration() {
     let _g = serial();

@@ -19,8 +19,14 @@ pub struct ReceiverConfig {
     /// The sender's controller: decides the feedback sent (REMB from a GCC receive-side
     /// estimator, transport-wide CC, or RFC 8888). Default `gcc-remb`, as `cg-send`.
     pub controller: ControllerKind,
-    /// Codec of the stream (`vp8`, `h264`, `h265`). Default VP8.
+    /// Codec of the stream (`vp8`, `h264`, `h265`): the one offered or answered in WebRTC
+    /// mode, the first expected in plain RTP. Default VP8.
     pub codec: Codec,
+    /// Plain RTP: decode whichever codec the stream's payload type names, switching at its
+    /// key frame (nothing negotiates the codec there). Off: frames of another codec than
+    /// `codec` are not decoded and the mismatch is logged once. Default true.
+    #[serde(default = "follow_codec")]
+    pub follow_codec: bool,
     /// The stream comes from `cg-send --codec model` (RFC 8593 frame sizes framed as VP8, no
     /// pictures): frames are checked and counted, not decoded. Default false.
     #[serde(default)]
@@ -77,6 +83,7 @@ impl Default for ReceiverConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 5004)),
             controller: ControllerKind::default(),
             codec: Codec::Vp8,
+            follow_codec: true,
             model: false,
             reference: None,
             frame_rate: 30,
@@ -161,6 +168,7 @@ impl ReceiverConfig {
     pub fn decoder_config(&self) -> DecoderConfig {
         DecoderConfig {
             codec: self.codec,
+            follow_stream: self.follow_codec && !self.model,
             frame_rate: self.frame_rate,
             sink: self.sink,
             model: self.model,
@@ -191,15 +199,42 @@ impl ReceiverConfig {
     }
 }
 
-/// Parses a `--codec` value: a codec name, or `model` (the model encoder's stream, framed
-/// as VP8). Returns the codec and whether the stream is the model's.
-pub fn parse_stream_codec(name: &str) -> Result<(Codec, bool), Error> {
-    if name.trim().eq_ignore_ascii_case("model") {
-        return Ok((Codec::Vp8, true));
+fn follow_codec() -> bool {
+    true
+}
+
+/// What cg-recv's `--codec` says of the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamCodec {
+    /// `auto`: whichever codec the stream carries (VP8 where a codec must be offered).
+    Auto,
+    /// This codec only.
+    Fixed(Codec),
+    /// `model`: the model encoder's frames (RFC 8593 sizes framed as VP8, no pictures).
+    Model,
+}
+
+impl StreamCodec {
+    /// Sets `config`'s codec, whether it follows the stream, and the model flag.
+    pub fn apply_to(self, config: &mut ReceiverConfig) {
+        (config.codec, config.follow_codec, config.model) = match self {
+            StreamCodec::Auto => (Codec::Vp8, true, false),
+            StreamCodec::Fixed(c) => (c, false, false),
+            StreamCodec::Model => (Codec::Vp8, false, true),
+        };
     }
-    parse_codec(name).map(|c| (c, false)).map_err(|_| {
+}
+
+/// Parses a `--codec` value: `auto`, a codec name, or `model`.
+pub fn parse_stream_codec(name: &str) -> Result<StreamCodec, Error> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "model" => return Ok(StreamCodec::Model),
+        "auto" => return Ok(StreamCodec::Auto),
+        _ => {}
+    }
+    parse_codec(name).map(StreamCodec::Fixed).map_err(|_| {
         Error::Config(format!(
-            "unknown codec {name:?}; expected vp8, h264, h265, model"
+            "unknown codec {name:?}; expected auto, vp8, h264, h265, model"
         ))
     })
 }
@@ -237,8 +272,12 @@ mod tests {
         assert_eq!(parse_codec("x264").unwrap(), Codec::H264);
         assert_eq!(parse_codec("hevc").unwrap(), Codec::H265);
         assert!(parse_codec("av1").is_err());
-        assert_eq!(parse_stream_codec("Model").unwrap(), (Codec::Vp8, true));
-        assert_eq!(parse_stream_codec("h264").unwrap(), (Codec::H264, false));
+        assert_eq!(parse_stream_codec("Model").unwrap(), StreamCodec::Model);
+        assert_eq!(parse_stream_codec("auto").unwrap(), StreamCodec::Auto);
+        assert_eq!(
+            parse_stream_codec("h264").unwrap(),
+            StreamCodec::Fixed(Codec::H264)
+        );
         let e = parse_stream_codec("av1").unwrap_err().to_string();
         assert!(e.contains("model"), "{e}");
     }

@@ -41,7 +41,7 @@ mod state;
 mod stats;
 mod webrtc;
 
-pub use config::{ReceiverConfig, parse_codec, parse_stream_codec};
+pub use config::{ReceiverConfig, StreamCodec, parse_codec, parse_stream_codec};
 pub use session::Receiver;
 pub use stats::{FreezeRecord, G2gStages, Stats};
 

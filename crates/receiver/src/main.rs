@@ -41,9 +41,11 @@ struct Args {
     gcc: cg_app::cli::GccArgs,
     #[command(flatten)]
     process: cg_app::cli::ProcessArgs,
-    /// Codec of the stream: vp8, h264, h265, or model (from `cg-send --codec model`: frames
-    /// are checked and counted, not decoded; not with --webrtc whip).
-    #[arg(long, default_value = "vp8")]
+    /// Codec of the stream: auto (plain RTP: whichever codec the stream's payload type names,
+    /// followed at its key frames; WebRTC mode: VP8), vp8, h264, h265 (that one only), or
+    /// model (from `cg-send --codec model`: frames are checked and counted, not decoded; not
+    /// with --webrtc whip).
+    #[arg(long, default_value = "auto")]
     codec: String,
     /// Nominal frame rate of the stream (for freeze detection).
     #[arg(long, default_value_t = 30)]
@@ -169,15 +171,13 @@ fn config(a: &Args) -> Result<ReceiverConfig, Error> {
             )));
         }
     }
-    let (codec, model) = parse_stream_codec(&a.codec)?;
-    let config = ReceiverConfig {
+    let stream_codec = parse_stream_codec(&a.codec)?;
+    let mut config = ReceiverConfig {
         listen,
         whep_url,
         whip_http,
         publisher_reports: a.publisher_reports.clone(),
         controller: ControllerKind::from_name(&a.cc)?,
-        codec,
-        model,
         frame_rate: a.fps,
         sink: if a.display {
             SinkKind::Window
@@ -191,6 +191,7 @@ fn config(a: &Args) -> Result<ReceiverConfig, Error> {
         stats_interval: a.output.stats_interval,
         ..ReceiverConfig::default()
     };
+    stream_codec.apply_to(&mut config);
     config.validate()?;
     Ok(config)
 }

@@ -236,8 +236,9 @@ pub(crate) async fn run_peer<S: HasReceiver>(
         let _ = stopped.await;
     }));
     let media_codec = config.codec;
-    // Plain RTP carries no negotiation: a sender of another codec is told apart by its
-    // payload type, and said once, instead of feeding the decoder what it cannot decode.
+    // Plain RTP carries no negotiation: the payload type names each frame's codec. The
+    // decoder follows it, or (`follow_codec` off) a mismatch is said once instead of feeding
+    // the decoder what it cannot decode.
     let mut foreign_codec = None;
     let mut last_heard = (Instant::now(), 0u64);
     let ended = loop {
@@ -257,11 +258,11 @@ pub(crate) async fn run_peer<S: HasReceiver>(
                     Some(Err(false)) | None => None,
                 };
                 if let Some(ReceiverEvent::Frame(f)) = event {
-                    if f.codec != media_codec {
+                    if f.codec != media_codec && !config.follow_codec {
                         if foreign_codec.replace(f.codec) != Some(f.codec) {
                             tracing::error!(
                                 %peer,
-                                "the stream is {}, this receiver decodes {media_codec}: run cg-recv --codec {} (frames in {} are not decoded)",
+                                "the stream is {}, this receiver decodes {media_codec} only: run cg-recv --codec auto or {} (frames in {} are not decoded)",
                                 f.codec,
                                 f.codec.name(),
                                 f.codec,
@@ -274,7 +275,7 @@ pub(crate) async fn run_peer<S: HasReceiver>(
                     let capture = f.capture_time.unwrap_or(f.first_arrival);
                     let frame = cg_media::EncodedFrame {
                         data: f.data,
-                        codec: media_codec,
+                        codec: f.codec,
                         capture_time: HostTime::from_instant(capture),
                         key_frame: f.key_frame,
                         pts: f.rtp_timestamp.as_duration(),

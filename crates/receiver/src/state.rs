@@ -213,6 +213,7 @@ impl State {
             frames_received: self.frames_received,
             frames_decoded: dec.frames_decoded,
             decode_errors: dec.decode_errors,
+            codec: (dec.frames_pushed > 0).then(|| dec.codec.name().to_owned()),
             freezes: dec.freezes,
             freeze_total_ms: dec.freeze_total.as_secs_f64() * 1e3,
             longest_freeze_ms: dec.longest_freeze.as_secs_f64() * 1e3,

@@ -130,6 +130,9 @@ pub struct Stats {
     pub decoded_fps: u32,
     /// Decoder errors.
     pub decode_errors: u64,
+    /// The codec being decoded (`vp8`, `h264`, `h265`), once a frame came.
+    #[serde(default)]
+    pub codec: Option<String>,
     /// Freezes so far (gaps over 3 nominal frame intervals between decoded frames).
     pub freezes: u64,
     /// Their summed duration, ms.

@@ -259,6 +259,8 @@ struct RecvLine {
     psnr_db: Option<f64>,
     #[serde(default)]
     pictures_scored: u64,
+    #[serde(default)]
+    codec: Option<String>,
 }
 
 /// Runs `cg-recv` (with `recv_args`, stats to a file) and `cg-send` (with `send_args`, JSON
@@ -303,8 +305,8 @@ fn loopback_logged(send_args: &[&str], recv_args: &[&str]) -> (Output, String, S
     )
 }
 
-/// Plain RTP has no negotiation: a receiver of another codec says which one the stream is
-/// and how to receive it, once, and decodes nothing instead of feeding its decoder garbage.
+/// Plain RTP has no negotiation: a receiver told one codec says which one the stream is and
+/// how to receive it, once, and decodes nothing instead of feeding its decoder garbage.
 #[test]
 fn a_stream_in_another_codec_is_named_once_with_the_option_that_receives_it() {
     let (send, rstats, log) = loopback_logged(
@@ -320,12 +322,42 @@ fn a_stream_in_another_codec_is_named_once_with_the_option_that_receives_it() {
             "--duration",
             "3s",
         ],
-        &["--cc", "gcc"],
+        &["--cc", "gcc", "--codec", "vp8"],
     );
-    let said = "the stream is H.264, this receiver decodes VP8: run cg-recv --codec h264";
+    let said =
+        "the stream is H.264, this receiver decodes VP8 only: run cg-recv --codec auto or h264";
     assert_eq!(log.matches(said).count(), 1, "cg-recv said: {log}");
     let last: RecvLine = serde_json::from_str(rstats.lines().last().expect("stats lines")).unwrap();
     assert_eq!(last.frames_decoded, 0);
+    assert!(stderr(&send).contains("frames sent"));
+}
+
+/// By default cg-recv decodes whatever codec the stream's payload type names: the gaming
+/// profile's H.264 needs no option on the receiving side.
+#[test]
+fn the_gaming_profiles_h264_is_decoded_without_a_codec_option() {
+    let (send, rstats) = loopback(
+        &[
+            "--cc",
+            "gcc",
+            "--profile",
+            "gaming",
+            "--width",
+            "320",
+            "--height",
+            "180",
+            "--duration",
+            "3s",
+        ],
+        &["--cc", "gcc"],
+    );
+    let last: RecvLine = serde_json::from_str(rstats.lines().last().expect("stats lines")).unwrap();
+    assert_eq!(last.codec.as_deref(), Some("h264"), "{rstats}");
+    assert!(
+        last.frames_decoded >= 60,
+        "{} frames decoded in 3 s",
+        last.frames_decoded
+    );
     assert!(stderr(&send).contains("frames sent"));
 }
 

@@ -62,9 +62,10 @@ struct Args {
     /// Encoder: vp8, x264, nvh264, nvh265 (NVENC needs an NVIDIA GPU), or model: frames whose
     /// sizes follow RFC 8593's video model, no pictures, for rates this machine cannot encode
     /// (`--pattern camera` or `game`: the camera-like size profile; the receiver runs
-    /// `cg-recv --codec model`; not with --webrtc). Also `--encoder`.
-    #[arg(long, alias = "encoder", default_value = "vp8")]
-    codec: String,
+    /// `cg-recv --codec model`; not with --webrtc). Also `--encoder`. Default vp8 (x264 with
+    /// --profile gaming).
+    #[arg(long, alias = "encoder")]
+    codec: Option<String>,
     /// Picture source: videotest (videotestsrc), file (--file), screen (X11), camera (V4L2).
     #[arg(long, default_value = "videotest")]
     source: String,
@@ -143,7 +144,8 @@ struct Args {
     playout_delay: Option<String>,
     /// Defaults for a use, under the options given: `gaming` (cloud gaming: the viewer
     /// renders at once, --playout-delay 0ms; key frames only when the receiver asks,
-    /// --key-interval 0) or `default`.
+    /// --key-interval 0; H.264, --codec x264, which a browser decodes in a fraction of VP8's
+    /// time and whose rate buffer bounds a scene cut's frame) or `default`.
     #[arg(long, value_name = "NAME", default_value = "default")]
     profile: String,
     /// Media older than this in the pacer is dropped (whole frames not yet started) and a key
@@ -346,7 +348,11 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
             ))
         })?,
         source,
-        codec: a.codec.clone(),
+        codec: match &a.codec {
+            Some(c) => c.clone(),
+            None if gaming => "x264".into(),
+            None => "vp8".into(),
+        },
         width: a.width,
         height: a.height,
         frame_rate: a.fps,
