@@ -449,8 +449,9 @@ pub struct GccConfig {
 
     /// libwebrtc's bandwidth probing and ALR detection ([`crate::gcc::probe_controller`],
     /// [`crate::gcc::alr`]): initial probes at 3× and 6× the start rate, further probes at
-    /// 2× a result above 0.7× the probe rate, probes when the maximum rate rises in ALR, a
-    /// recovery probe after a large drop, and cg's capacity probe. Not in the papers.
+    /// 2× a result above 0.7× the probe rate, a recovery probe after a large drop, and cg's
+    /// capacity probe (libwebrtc's probe when the maximum rate rises in ALR is not wired:
+    /// [`crate::Controller`] has no input for a changed maximum). Not in the papers.
     /// Default `true`; `false` gives the papers' GCC in either mode.
     ///
     /// Send-side mode measures each cluster from transport-wide feedback
