@@ -19,12 +19,12 @@ pub fn resolve(what: &str, s: &str) -> Result<std::net::SocketAddr, Error> {
         .ok_or_else(|| Error::Config(format!("{what} address {s:?} resolves to nothing")))
 }
 
-/// Logs to stderr, filtered by `RUST_LOG` (default `warn`, with `rtc_dtls::config` at
-/// `error`: as the DTLS client it warns on every WebRTC session that it has no server name,
-/// which WebRTC does not use — peers are checked by certificate fingerprint). Each line is stamped with
-/// `CLOCK_MONOTONIC` in seconds, the clock of the statistics' `mono_ns`, so log lines of
-/// cg-send, cg-recv and netlab's records line up (e.g. `RUST_LOG=cg_rtp=debug` traces key
-/// frames, PLIs and frame losses).
+/// Logs to stderr, filtered by `RUST_LOG` (default `warn`, with `rtc_dtls::config` at `error`: as
+/// the DTLS client it warns on every WebRTC session that it has no server name, which WebRTC does
+/// not use — peers are checked by certificate fingerprint). Each line is stamped with
+/// `CLOCK_MONOTONIC` in seconds, the clock of the statistics' `mono_ns`, so log lines of cg-send,
+/// cg-recv and netlab's records line up (e.g. `RUST_LOG=cg_rtp=debug` traces key frames, PLIs and
+/// frame losses).
 pub fn init_tracing() {
     tracing_subscriber::fmt()
         .with_timer(MonotonicTimer)

@@ -8,19 +8,10 @@
 //!
 //! The default threshold is zero, as in libwebrtc, whose encoders get every new allocation
 //! (`VideoStreamEncoder::OnBitrateUpdated` → `SetRates`; libvpx and x264 take a new rate
-//! without restarting). cg used 3 % until the simulations ran the same policy. cc's camera
-//! simulations (`tests/gcc_camera.rs`, seeds 1–8, mean / worst seed U, 0 against 3 %):
-//!
-//! | scenario | threshold 0 | 3 % |
-//! |---|---|---|
-//! | constant 2 Mbit/s, send-side | 0.915 / 0.892 | 0.901 / 0.888 |
-//! | constant 2 Mbit/s, REMB | 0.902 / 0.881 | 0.897 / 0.863 |
-//! | constant 1 Mbit/s, send-side | 0.957 / 0.939 | 0.948 / 0.932 |
-//! | MMSys16 §6.1 steps, REMB | 0.890 / 0.880 | 0.887 / 0.878 |
-//! | MMSys16 §6.1 steps, send-side | 0.932 / 0.908 | 0.922 / 0.903 |
-//!
-//! GCC climbs additively (about 32 kbit/s a second), and a 3 % step at 2 Mbit/s holds the
-//! encoder back for up to two seconds.
+//! without restarting). cg used 3 % until the simulations ran the same policy: GCC climbs
+//! additively (about 32 kbit/s a second), so a 3 % step at 2 Mbit/s holds the encoder back
+//! for up to two seconds, and every camera scenario of `tests/gcc_camera.rs` lost a little
+//! utilisation to it (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
 
 use cg_types::Bitrate;
 

@@ -72,8 +72,8 @@
 //!
 //! Enqueue + dequeue in steady state allocates nothing (`tests/alloc_free.rs` counts). The
 //! criterion benchmarks (`benches/qdisc.rs`, `cargo bench -p cg-link -- --warm-up-time 1
-//! --measurement-time 3`), two runs on the shared 2-core build machine under a load average
-//! of 12–13 (so these are floors), in packets enqueued + dequeued per second: DropTail
+//! --measurement-time 3`), two runs on 2026-11-21 on the shared 2-core build machine under a
+//! load average of 12–13 (so these are floors), in packets enqueued + dequeued per second: DropTail
 //! 8.9–16.5 M, CoDel 4.5–6.1 M, PIE 7.4–8.0 M, SFQ 3.8–4.8 M, FQ-CoDel 3.0–3.4 M, DualPI2
 //! 5.9–6.2 M, HTB (TMA24 preset) 2.0 M; a whole link (qdisc, serialisation, delay line, events
 //! and per-flow counters) 0.49–0.75 M. 1 Gb/s of 1500-byte packets is 83 k packets/s.

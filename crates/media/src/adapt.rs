@@ -1,8 +1,8 @@
 //! Resolution and frame-rate adaptation: which picture format the encoder codes at the
 //! target it is given, and when it changes.
 //!
-//! A fixed 1280×720 VP8 stream cannot follow low targets on camera content (it overshoots a
-//! 450 kbit/s target by 50 %), and at high targets a small picture wastes them. libwebrtc
+//! A fixed 1280×720 VP8 stream cannot follow low targets on camera content (it overshoots
+//! them), and at high targets a small picture wastes them. libwebrtc
 //! answers with a start resolution chosen from the start rate, a QP-based quality scaler and
 //! a degradation preference (`video/adaptation/`, `modules/video_coding/utility/
 //! quality_scaler.cc`, ../docs notes in the issue); gst-plugins-rs' webrtcsink picks the
@@ -51,10 +51,9 @@
 //!   receiver asks for a key frame while the target is below the down-switch threshold, the
 //!   switch is made now, `down_hold` and `settle` waived, and its key frame (a new size
 //!   re-initialises the encoder; a lower frame rate alone does not, and the encoder is then
-//!   asked for one) is the one asked for. Otherwise the key frame comes at the old size and the switch's own one a few
-//!   hundred milliseconds later: after MMSys16 §6.1's drop to 0.5 Mbit/s (netlab, camera,
-//!   GCC-REMB) a 1280×720 key frame and a 960×540 one 0.4 s apart took 2.4 s to get through,
-//!   the picture frozen meanwhile.
+//!   asked for one) is the one asked for. Otherwise the key frame comes at the old size and
+//!   the switch's own one a few hundred milliseconds later: two key frames back to back
+//!   after a capacity drop take seconds to get through, the picture frozen meanwhile.
 //!
 //! Sans-IO: times are stream times (frame PTS) passed in; the encoder pipeline applies the
 //! format ([`crate::Encoder`] changes the scaler's caps; libvpx re-initialises on a size

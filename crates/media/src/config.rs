@@ -66,84 +66,54 @@ impl Default for SourceConfig {
 /// Judge rate control on [`TestPattern::Camera`] and [`TestPattern::Game`]: they are what
 /// users feed cg, and a fixed 1280×720 VP8 stream cannot follow low targets on them (the
 /// encoder must scale the picture down: see `EncoderConfig::adaptation`). The faint zone
-/// plate follows a 1280×720 VP8 target from 0.3 to 4 Mbit/s (table on the variant), which
-/// makes it a regression case, not evidence: it was picked because VP8 follows it. The
-/// other `videotestsrc` pictures are either too hard for low targets (the zone plate and
-/// SMPTE bars put full-contrast detail or noise everywhere) or too easy for high ones (the
-/// ball).
+/// plate follows a 1280×720 VP8 target from 0.3 to 4 Mbit/s (`rate_sweep`; figures in
+/// `docs/notes/2026-12-01-figures-from-docs.md`), which makes it a regression case, not
+/// evidence: it was picked because VP8 follows it. The other `videotestsrc` pictures are
+/// either too hard for low targets (the zone plate and SMPTE bars put full-contrast detail
+/// or noise everywhere) or too easy for high ones (the ball).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum TestPattern {
     /// A zone plate whose rings move every frame (`pattern=zone-plate kx2=20 ky2=20 kt=1`):
-    /// full-contrast fine detail everywhere. Costs about 7.5 ms of CPU per 720p frame to draw.
-    /// At 1280×720 and vp8enc speed 6 it follows 0.5–4 Mbit/s, but not 0.3 Mbit/s (0.43
-    /// Mbit/s: a key frame alone is 43 KB at the coarsest quantizer and the stream after it
-    /// needs 0.37–0.39 Mbit/s); at speed 9 and above (where libvpx's automatic speed,
-    /// `cpu-used` ≥ 0, goes when frames take longer than its budget, as on a loaded host) it
-    /// produces about 1 Mbit/s whatever the target from 0.3 to 1 Mbit/s and 1.9–3.8 Mbit/s
-    /// at 4 Mbit/s.
+    /// full-contrast fine detail everywhere, and costly to draw. At 1280×720 and vp8enc
+    /// speed 6 it follows mid and high targets but not the lowest (a key frame alone at the
+    /// coarsest quantizer outruns it); at the fast speeds libvpx's automatic speed (`cpu-used`
+    /// ≥ 0) goes to when frames take longer than its budget, as on a loaded host, it
+    /// produces about the same rate whatever a low target, and falls short of high ones.
     #[default]
     MovingZonePlate,
     /// The same moving zone plate at low contrast, for rate-following tests
     /// (`pattern=zone-plate kx2=30 ky2=30 kt=6`, rings between RGB greys 116 and 140, a
     /// tenth of the full swing): the detail is of small amplitude, so the coarsest
-    /// quantizers code it to almost nothing (a 720p key frame at 0.3–0.5 Mbit/s is 5–14 KB,
-    /// against 43–56 KB for the full-contrast plate) while the finest ones spend up to about
-    /// 5 Mbit/s on it; the rings drift 6/256 of a cycle per frame, so every frame costs
-    /// about the same. Costs about 7.3 ms of CPU per 720p frame to draw (the same
-    /// drawing code as [`TestPattern::MovingZonePlate`]).
+    /// quantizers code it to almost nothing while the finest ones spend several Mbit/s on it;
+    /// the rings drift 6/256 of a cycle per frame, so every frame costs about the same. The
+    /// same drawing code as [`TestPattern::MovingZonePlate`].
     ///
     /// The flip side of cheap key frames: a key frame asked for at a low rate nearly erases
-    /// the rings, and the next delta frame codes them again — 68–83 KB after a 4 KB key frame
-    /// at 0.45 Mbit/s, 84 KB after a 9 KB one at 2.2 Mbit/s (`rate_sweep --key-after 150`;
-    /// `cpu-used` −3 to −16, `max-intra-bitrate` and `max-quantizer` 50/56 all keep it).
-    /// libvpx's CBR then pays it back with tiny frames, but a transport sees a 1–2 s burst.
+    /// the rings, and the next delta frame codes them again at many times the key frame's
+    /// size (`rate_sweep --key-after 150`; no vp8enc setting tried avoids it). libvpx's CBR
+    /// then pays it back with tiny frames, but a transport sees a 1–2 s burst.
     ///
-    /// Measured with `cargo run --release -p cg-media --example rate_sweep -- --pattern
-    /// <name> [--cpu-used -16]` on a 2-core host with a load average below 1: cg-media's
-    /// encoder pipeline, live 1280×720 at 30 fps, VP8 with the default settings (one thread,
-    /// speed 6) or at libvpx's fastest speed 16 (where its automatic speed, the former
-    /// default `cpu-used` 12, goes on a loaded host). The targets follow each other in the
-    /// order of the rows, each held 10 s (the steps 8, 6 and 8 s). A cell is the rate produced
-    /// over the segment after its first 2 s (Mbit/s, on frame timestamps, key frames every
-    /// 10 s included), its ratio to the target, and how long after the change a trailing
-    /// 0.5 s window of output first came within 20 % of the target:
-    ///
-    /// | target (Mbit/s) | faint, speed 6 | faint, speed 16 | zone plate, speed 6 | zone plate, speed 16 |
-    /// |---|---|---|---|---|
-    /// | 0.3 | 0.310 (1.03), 0.5 s | 0.340 (1.13), 1.1 s | 0.436 (1.45), 0.5 s | 1.099 (3.66), never |
-    /// | 0.5 | 0.500 (1.00), 0.5 s | 0.481 (0.96), 3.1 s | 0.459 (0.92), 1.3 s | 1.136 (2.27), never |
-    /// | 1 | 1.003 (1.00), 1.1 s | 1.001 (1.00), 0.9 s | 1.002 (1.00), 2.1 s | 1.137 (1.14), 0.0 s |
-    /// | 2.5 | 2.499 (1.00), 1.3 s | 2.512 (1.00), 1.6 s | 2.510 (1.00), 1.1 s | 1.302 (0.52), 7.0 s |
-    /// | 4 | 3.715 (0.93), 0.8 s | 4.010 (1.00), 0.9 s | 4.008 (1.00), 0.9 s | 3.809 (0.95), 3.0 s |
-    /// | step 2.5 → 0.5 | 0.516 (1.03), 0.5 s | 0.493 (0.99), 0.5 s | 0.500 (1.00), 1.0 s | 1.126 (2.25), never |
-    /// | step 0.5 → 2.5 | 2.502 (1.00), 1.5 s | 2.510 (1.00), 2.0 s | 2.501 (1.00), 1.4 s | 2.147 (0.86), 3.0 s |
-    /// | encoder CPU per frame | 4.7–9.4 ms | 4.0–6.6 ms | 4.8–9.0 ms | 4.8–6.9 ms |
-    ///
-    /// No run dropped a frame in the encoder or left a gap over 33 ms between output frames;
-    /// drawing took 7.1–7.8 ms per frame. At speed 6 the faint plate gives 2.97 Mbit/s for
-    /// 3 Mbit/s and at most about 5 Mbit/s (5.16 Mbit/s for 6 Mbit/s). Runs are repeatable
-    /// (videotestsrc and libvpx are deterministic); 4 Mbit/s after 2.5 Mbit/s gave 0.93 in
-    /// both runs through cg-media's pipeline and 0.98–1.00 in hand-built ones.
+    /// How it follows targets from 0.3 to 4 Mbit/s at speeds 6 and 16, against the
+    /// full-contrast plate: `cargo run --release -p cg-media --example rate_sweep -- --pattern
+    /// <name> [--cpu-used -16]`, figures in `docs/notes/2026-12-01-figures-from-docs.md`.
     FaintZonePlate,
-    /// SMPTE bars scrolling 3 pixels a frame: cheap to draw (about 2 ms per 720p frame),
-    /// but not for rate-following tests: videotestsrc fills the bottom-right sixteenth of
-    /// the picture with fresh random noise every frame, which vp8enc cannot code below
-    /// about 0.7 Mbit/s at 640×360 (705 kbit/s at a 500 kbit/s and 718 kbit/s at a
-    /// 300 kbit/s target) or 1.9 Mbit/s at 1280×720, where it also stays at 1.9 Mbit/s for
-    /// a 4 Mbit/s target.
+    /// SMPTE bars scrolling 3 pixels a frame: cheap to draw, but not for rate-following
+    /// tests: videotestsrc fills the bottom-right sixteenth of the picture with fresh random
+    /// noise every frame, which vp8enc cannot code below a floor far above low targets, and
+    /// at 1280×720 the rate stays at that floor for high ones too.
     ScrollingSmpte,
-    /// A small ball on black: nearly free to encode (a low-complexity control): 0.1–0.15
-    /// Mbit/s at a 4 Mbit/s target at both 640×360 and 1280×720.
+    /// A small ball on black: nearly free to encode (a low-complexity control): it stays far
+    /// under any target.
     Ball,
     /// White noise: incompressible.
     Snow,
     /// Camera-like video drawn in-process (not by `videotestsrc`): a natural 1/f texture
     /// panning 4 pixels a frame with a slow sway and σ = 2 luma sensor noise (see
     /// `synth.rs`). The picture to judge rate control and adaptation on: VP8 cannot code it
-    /// below about 0.6 Mbit/s at 1280×720, so a controller or encoder that only works on an
-    /// easy picture shows here.
+    /// at low targets at 1280×720 (the encoder must scale it down), so a controller or
+    /// encoder that only works on an easy picture shows here.
     Camera,
     /// Game-like video drawn in-process: a textured backdrop scrolling 8–24 pixels a frame,
     /// sharp sprites moving faster, a heads-up display that changes every frame, and a
@@ -229,22 +199,19 @@ pub struct EncoderConfig {
     /// Longest distance between key frames in frames (`None`: only on request). Default
     /// 10 s of frames (300 at 30 fps), a safety net for receivers that missed a request.
     pub key_frame_interval: Option<u32>,
-    /// Encoder threads; default 1. libvpx's VP8 threads synchronise by spinning: on the
-    /// oversubscribed 2-core reference VM (load ≈ 11) `threads = 2` collapsed a 640×360
-    /// encode to 5 fps with 290 ms latency, while `threads = 1` kept 30 fps at 3–13 ms. Raise
-    /// it on a dedicated machine for 1080p60.
+    /// Encoder threads; default 1. libvpx's VP8 threads synchronise by spinning: on an
+    /// oversubscribed host two threads collapsed the frame rate and raised the latency
+    /// tenfold, while one kept 30 fps. Raise it on a dedicated machine for 1080p60.
     pub threads: u32,
     /// vp8enc `cpu-used`, −16…16. Negative: libvpx codes at the fixed speed `−cpu-used`
     /// (higher is faster and worse). Zero or positive: libvpx picks the speed itself,
     /// raising it while the *wall-clock* encode time of a frame exceeds `(16 − cpu-used)/16`
     /// of the frame interval — which makes the produced stream depend on how loaded the
-    /// host is. Default −6, libwebrtc's fixed speed for VP8 on x86: about 5–10 ms of CPU per
-    /// 720p frame (more at higher rates). Faster speeds lose rate range on hard pictures:
-    /// on the moving zone plate at 720p, speed 8 once gave 0.8 Mbit/s for every target from
-    /// 0.3 to 1 Mbit/s, and from speed 9 on 0.9–1.2 Mbit/s for those targets and
-    /// 1.9–3.8 Mbit/s for 4 Mbit/s — where the former default 12 went on a loaded host (its
-    /// budget is 8.3 ms of wall time per 30 fps frame). [`TestPattern::FaintZonePlate`]
-    /// keeps its range at every speed.
+    /// host is. Default −6, libwebrtc's fixed speed for VP8 on x86. Faster speeds lose rate
+    /// range on hard pictures: on the moving zone plate at 720p, from speed 8 on the rate no
+    /// longer followed low targets, and from speed 9 on high ones either — where the former
+    /// default 12 went on a loaded host (its budget is 8.3 ms of wall time per 30 fps
+    /// frame). [`TestPattern::FaintZonePlate`] keeps its range at every speed.
     pub vp8_cpu_used: i32,
     /// x264enc `speed-preset` name; default `veryfast`.
     pub x264_preset: String,
@@ -270,12 +237,10 @@ pub struct EncoderConfig {
     /// much the output may run ahead of or behind the target before the encoder corrects
     /// it; a shorter buffer follows a falling target sooner and repays less debt afterwards.
     /// VP8's initial and optimal levels are 50 % and 60 % of it (libwebrtc's ratio). `None`:
-    /// each encoder's default: x264 0.5 s; VP8 300 ms, not libwebrtc's 1 s. With 1 s, on the
-    /// camera picture at 320×180 libvpx kept producing 530–550 kbit/s for about 0.5 s after
-    /// SCReAM's target fell from 480 to 220 kbit/s, and 270–360 kbit/s for a second after it
-    /// rose again (repaying the buffer), every 5 s of the 0.5 Mbit/s phase; netlab MMSys16
-    /// §6.1, camera, 200 s: SCReAM U 0.900 → 0.924 with 300 ms, send-side GCC 0.921 (0.926 and
-    /// 0.941 in earlier 1 s runs), GCC-REMB 0.877 (0.872–0.908).
+    /// each encoder's default: x264 0.5 s; VP8 300 ms, not libwebrtc's 1 s: with 1 s, a
+    /// falling target is overshot for about half a second and a rising one undershot for a
+    /// second while the buffer is repaid, which the controller reads as congestion and then
+    /// as room (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
     #[serde(with = "humantime_serde")]
     pub rate_buffer: Option<Duration>,
     /// Seed of the model encoder's size and timing noise (`encoder = "model"`, see

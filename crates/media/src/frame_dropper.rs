@@ -4,19 +4,21 @@
 //! libvpx's CBR (as cg configures it: `dropframe-threshold` 0) never drops a frame: on a
 //! picture it cannot code at the target it overshoots for as long as the target stays low,
 //! and its rate control then repays the accumulated buffer deficit with a long undershoot
-//! once the target rises (measured: 185 kbit/s for 23 s against 1.2 Mbit/s, issue #14). This
-//! is libwebrtc's `FrameDropper` (modules/video_coding/utility/frame_dropper.cc) in a simpler
-//! form: a leaky bucket of produced bits that drains at the target rate, in stream time;
-//! while it holds more than `max_debt` of the target, input frames are dropped. Dropped
-//! frames are time the encoder does not spend bits on, so the output meets the target at a
-//! lower frame rate, and libvpx (which derives its per-frame budget from the frame
-//! timestamps) sees the time pass and credits its own buffer.
+//! once the target rises, for tens of seconds (issue #14; figures:
+//! `docs/notes/2026-12-01-figures-from-docs.md`). This is libwebrtc's `FrameDropper`
+//! (modules/video_coding/utility/frame_dropper.cc) in a simpler form: a leaky bucket of
+//! produced bits that drains at the target rate, in stream time; while it holds more than
+//! `max_debt` of the target, input frames are dropped. Dropped frames are time the encoder
+//! does not spend bits on, so the output meets the target at a lower frame rate, and libvpx
+//! (which derives its per-frame budget from the frame timestamps) sees the time pass and
+//! credits its own buffer.
 //!
 //! As in libwebrtc, a key frame's bits enter the bucket spread over the next
 //! `max(fps/2, 5)` input frames, so that the one large frame the transport asked for does not
-//! cause a burst of drops right after it; unlike libwebrtc's, only up to half the bound. Unlike libwebrtc's, this one never drops for more
-//! than `max_gap` in a row (libwebrtc: 4 s; a frame dropper that freezes the picture for
-//! seconds is worse than an overshoot), and it runs for every encoder (libwebrtc trusts
+//! cause a burst of drops right after it; unlike libwebrtc's, only up to half the bound.
+//! Unlike libwebrtc's, this one never drops for more than `max_gap` in a row (libwebrtc: 4 s;
+//! a frame dropper that freezes the picture for seconds is worse than an overshoot), and it
+//! runs for every encoder (libwebrtc trusts
 //! libvpx's own rate control and turns its dropper off for VP8; libvpx's own dropping is
 //! what cg turns off, see `EncoderKind::make`).
 //!

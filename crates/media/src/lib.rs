@@ -137,40 +137,23 @@
 //! `max_queued_frames` (beyond it, frames are dropped as a loss).
 //!
 //! libvpx runs single-threaded by default: its VP8 worker threads synchronise by spinning,
-//! and on an oversubscribed 2-core host `threads = 2` fell to 5 fps (see
+//! and on an oversubscribed host two threads collapse the frame rate (see
 //! [`EncoderConfig::threads`]).
 //!
 //! # Figures
 //!
-//! `cargo run --release -p cg-media --example bench_720p -- 20 <vp8|x264> [zone-plate|smpte]` on
-//! the 2-vCPU reference VM while other jobs kept its load average at 13–14 (far less than
-//! one free core: the source itself delivered only 15–30 fps). 720p30 at 2.5 Mbit/s, encode
-//! and decode in one process. CPU per frame, from each streaming thread's `/proc/self/task`
-//! time (independent of how many frames the loaded host let through):
+//! - CPU and latency per 720p frame, encode and decode in one process:
+//!   `cargo run --release -p cg-media --example bench_720p -- 20 <vp8|x264> [zone-plate|smpte]`
+//!   (CPU from each streaming thread's `/proc/self/task` time, so independent of how many
+//!   frames a loaded host lets through).
+//! - Rate following at 720p: `cargo run --release -p cg-media --example rate_sweep` drives a
+//!   schedule of targets through an [`Encoder`] and prints, per target, the rate produced,
+//!   the time to come within 20 % and the CPU per frame. Only
+//!   [`TestPattern::FaintZonePlate`] follows 0.3–4 Mbit/s at 1280×720; the full-contrast zone
+//!   plate does not follow low targets.
+//! - Per-frame Rust work (criterion): `cargo bench -p cg-media`.
 //!
-//! | thread | VP8, zone plate | VP8, scrolling SMPTE | x264 veryfast, zone plate |
-//! |---|---|---|---|
-//! | encode (1 thread) | 7.3 ms | 8.1 ms | 13.8 ms |
-//! | decode (vp8dec 1 thread / avdec_h264 slice threads) | 3.0 ms | 3.2 ms | 2.8 ms |
-//! | drawing the test picture | 7.5 ms | 1.8 ms | 7.3 ms |
-//!
-//! Per-frame latency, median / p95 (VP8, zone plate): encode 36.7 / 92.0 ms, decode
-//! 10.6 / 44.3 ms, glass-to-glass over the in-process loopback 55.9 / 117.8 ms (SMPTE:
-//! 32.7 / 78.3, 6.8 / 42.1, 47.6 / 112.2 ms). With ≈ 10 ms of CPU per frame these are
-//! dominated by waiting for a CPU on that host, not by the codecs; rerun on an idle machine
-//! before quoting them. (These were measured with the former VP8 default `cpu-used` 12,
-//! libvpx's automatic speed; the default is now the fixed speed 6, 5–9 ms per 720p frame.)
-//!
-//! Rate following at 720p: `cargo run --release -p cg-media --example rate_sweep` drives a
-//! schedule of targets through an [`Encoder`] and prints, per target, the rate produced,
-//! the time to come within 20 % and the CPU per frame. Only [`TestPattern::FaintZonePlate`]
-//! follows 0.3–4 Mbit/s at 1280×720 (table there); the full-contrast zone plate stays near
-//! 0.4 Mbit/s for lower targets once a key frame was coded at them, and near 1.1 Mbit/s for
-//! any target up to 1 Mbit/s at the encoder speeds a loaded host used to get.
-//!
-//! Per-frame Rust work (criterion, `cargo bench -p cg-media`):
-//! key-frame detection 8 ns (VP8) and 48–84 ns (H.264, stops at the first slice), rate window
-//! 92 ns, freeze detector 72 ns.
+//! Dated results of these: `docs/notes/2026-12-01-figures-from-docs.md`.
 
 pub mod adapt;
 mod codec;

@@ -5,9 +5,8 @@
 //! (see [`TestPattern`](crate::TestPattern)): nothing in it looks like what a camera or a game
 //! renderer delivers. These two are built to stress an encoder the way real content does,
 //! deterministically (a seeded [`Rng`], no file to fetch), and cheaply enough to run beside a
-//! 720p encoder on a 2-core machine (`cargo bench -p cg-media --bench per_frame -- draw`:
-//! 5.2 ms per 1280×720 camera frame, 0.17 ms per game frame; videotestsrc's zone plate
-//! takes 7.5 ms):
+//! 720p encoder on a 2-core machine (cheaper than videotestsrc's zone plate; `cargo bench -p
+//! cg-media --bench per_frame -- draw`, figures in `docs/notes/2026-12-01-figures-from-docs.md`):
 //!
 //! - **camera**: a natural scene — a dead-leaves picture (occluding discs with a power law
 //!   of sizes, which gives natural images' 1/f spectrum and their sharp edges) with surface
@@ -15,9 +14,8 @@
 //!   a slow sub-pixel sway and a ±3 % breathing zoom (motion that block-based prediction
 //!   follows only approximately), plus Gaussian sensor noise of σ = 2 luma levels (σ = 1 in
 //!   chroma), fresh every frame. At 1280×720 VP8 (speed 6, quantizer ≤ 63) cannot code it
-//!   below about 340 kbit/s: 337 kbit/s for a 150 kbit/s target, and 290 kbit/s for
-//!   450 kbit/s after that stretch (libvpx repaying its buffer debt); the issue's own
-//!   camera-like picture was harder still (550–700 kbit/s for 150–450 kbit/s).
+//!   at the lowest targets, and after such a stretch libvpx undershoots while it repays its
+//!   buffer debt.
 //! - **game**: rendered content with fast motion — a textured backdrop scrolling 8–24
 //!   pixels a frame in a direction that changes with each scene, a dozen sharp-edged sprites
 //!   moving faster still, a heads-up display whose counters change every frame, and a

@@ -67,22 +67,23 @@
 //! size, and quinn-udp 0.6.3's 96-byte control buffer is too small for timestamp + TOS + GRO +
 //! overflow messages, so the TOS message is truncated and ECN reads as unknown.
 //!
-//! **Decision: GRO stays on, with 256 bytes of control space per message.** The control
-//! messages this socket enables (`UDP_GRO`, `SCM_TIMESTAMPNS`, `SO_RXQ_OVFL` after a drop, and
-//! the TOS last) need up to 104 bytes, 112 with `IP_PKTINFO` as quinn-udp has it; 256 leaves
-//! headroom. A unit test reproduces the defect with a 96-byte buffer (ECN comes back `None`). `MSG_CTRUNC` is checked on
-//! every message and counted ([`RecvStats::control_truncated`]) rather than silently reading
-//! as Not-ECT, and a missing TOS message is reported as `ecn: None`, never guessed. GRO only
-//! merges packets whose IP headers agree (TOS included), so the buffer's one TOS is right for
-//! every segment; [`RecvBatch::datagrams`] splits buffers back into the datagrams sent. Keeping
-//! GRO is worth it: on loopback a GRO socket drained 100 000 GSO-sent 1200-byte datagrams
-//! ~5× faster than one without (`tests/ecn_under_gro.rs`, which checks all 100 000 come back
-//! ECT(1), with and without GRO, IPv4 and IPv6). [`SocketConfig::gro`] turns it off.
+//! **Decision: GRO stays on, with 256 bytes of control space per message.** The control messages
+//! this socket enables (`UDP_GRO`, `SCM_TIMESTAMPNS`, `SO_RXQ_OVFL` after a drop, and the TOS last)
+//! need up to 104 bytes, 112 with `IP_PKTINFO` as quinn-udp has it; 256 leaves headroom. A unit
+//! test reproduces the defect with a 96-byte buffer (ECN comes back `None`). `MSG_CTRUNC` is
+//! checked on every message and counted ([`RecvStats::control_truncated`]) rather than silently
+//! reading as Not-ECT, and a missing TOS message is reported as `ecn: None`, never guessed. GRO
+//! only merges packets whose IP headers agree (TOS included), so the buffer's one TOS is right for
+//! every segment; [`RecvBatch::datagrams`] splits buffers back into the datagrams sent. Keeping GRO
+//! is worth it: on loopback a GRO socket drained 100 000 GSO-sent 1200-byte datagrams ~5× faster
+//! than one without (measured 2026-11-21 with `tests/ecn_under_gro.rs`, which checks all 100 000
+//! come back ECT(1), with and without GRO, IPv4 and IPv6). [`SocketConfig::gro`] turns it off.
 //!
 //! # Speed
 //!
-//! Measured on the project's machine (2 vCPUs shared with other builds, load average 9–14
-//! while measuring), release build, 1200-byte datagrams over loopback:
+//! Measured 2026-11-21 on the project's machine (2 vCPUs shared with other builds, load average
+//! 9–14 while measuring), release build, 1200-byte datagrams over loopback, with the commands
+//! below:
 //!
 //! | what | figure | how |
 //! |---|---|---|

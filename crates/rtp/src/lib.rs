@@ -111,14 +111,14 @@
 //! workspace, `cargo +nightly fuzz run <target>`) has a target per parser, ours and
 //! `rtc-rtp`/`rtc-rtcp`'s. `benches/session.rs` measures the sans-IO throughput.
 //!
-//! Measured here (`cargo bench -p cg-rtp -- --warm-up-time 1 --measurement-time 3`, 2 shared
-//! cores under a load average of ~14 from parallel builds, so lower bounds): packetize, pace
-//! and serialize 332 MiB/s ≈ 2.8 Gbit/s of 1200-byte payloads (100-packet frames); receiver
-//! 118 k packets/s with RFC 8888 feedback, 226 k packets/s with transport-wide CC (frame
-//! assembly and depacketization included). End to end over cg-link at 2 Mbit/s DT/300
-//! (`tests/e2e_sim.rs`, [10 s, 60 s]): GCC-REMB U 0.88 / queue p95 20 ms, GCC send-side
-//! 0.92 / 58 ms, SCReAM 0.92 / 33 ms; SCReAM ECT(1) through DualPI2 queue p95 2.4 ms at
-//! U 0.67 (`cargo test --release -p cg-rtp --test e2e_sim -- --nocapture`).
+//! Measured 2026-11-21 (`cargo bench -p cg-rtp -- --warm-up-time 1 --measurement-time 3`, 2
+//! shared cores under a load average of ~14 from parallel builds, so lower bounds): packetize,
+//! pace and serialize 332 MiB/s ≈ 2.8 Gbit/s of 1200-byte payloads (100-packet frames);
+//! receiver 118 k packets/s with RFC 8888 feedback, 226 k packets/s with transport-wide CC
+//! (frame assembly and depacketization included). End to end over cg-link at 2 Mbit/s DT/300,
+//! `tests/e2e_sim.rs` holds every controller to U ≥ 0.85 and a queue p95 ≤ 100 ms over
+//! [10 s, 60 s], SCReAM ECT(1) through DualPI2 to a queue p95 ≤ 5 ms (figures it printed:
+//! `docs/notes/2026-12-01-figures-from-docs.md`).
 
 mod codec_frame;
 mod error;

@@ -55,7 +55,7 @@ pub struct SenderConfig {
     /// given by at least this fraction (the session's `SenderEvent::TargetBitrate`, with
     /// [`min_bitrate`](Self::min_bitrate) as the floor and the idle rate while the circuit
     /// breaker is open). Default 0: every change, as libwebrtc does
-    /// (`cg_cc::EncoderTargetConfig` says what 3 % cost in the simulations).
+    /// (cg-cc's `encoder_target` module doc says why).
     pub rate_change_threshold: f64,
     /// Least time between two key frames forced by requests (PLI/FIR, queue discards). A
     /// request inside this time is held and served when it ends: one key frame answers
@@ -88,9 +88,8 @@ pub struct SenderConfig {
     /// Longest distance between key frames, in frames (`None`: only on request). Default
     /// 3000 (100 s at 30 fps, libwebrtc's VP8 default): receivers ask with a PLI when they
     /// need one, and an unrequested key frame — several times a delta frame — near the
-    /// capacity overflows the bottleneck queue. Measured in netlab's demo (720p, GCC at
-    /// 0.4 Mbit/s on a 0.5 Mbit/s link): cg-media's 10 s safety-net key frame caused 9 %
-    /// loss and a 2.6 s freeze.
+    /// capacity overflows the bottleneck queue, a loss burst and a freeze (figures:
+    /// `docs/notes/2026-12-01-figures-from-docs.md`).
     pub key_frame_interval: Option<u32>,
     /// RTP media SSRC (RFC 3550 §8: should be random; the receiver must be told if it is not
     /// the default). Default 0x6367_0001 (cg-rtp's default).

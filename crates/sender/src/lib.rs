@@ -74,17 +74,17 @@
 //!   receiver on the same host computes glass-to-glass latency).
 //! - The session raises `SenderEvent::TargetBitrate` when the controller's target moved (by at
 //!   least [`SenderConfig::rate_change_threshold`], default 0: every change; cg-cc's
-//!   `EncoderTarget`, the policy the simulations run too); the driver hands it to the
-//!   encoder's `set_target_bitrate`, which a frame picks up as it enters the encoder. While the RTP circuit breaker
-//!   (RFC 8083 §4.1) is open the session drops frames and the encoder idles at the minimum
-//!   rate. A WHEP sender gives its one encoder the lowest target of the viewers whose
-//!   feedback arrives.
+//!   `EncoderTarget`, the policy the simulations run too); the driver hands it to the encoder's
+//!   `set_target_bitrate`, which a frame picks up as it enters the encoder. While the RTP circuit
+//!   breaker (RFC 8083 §4.1) is open the session drops frames and the encoder idles at the minimum
+//!   rate. A WHEP sender gives its one encoder the lowest target of the viewers whose feedback
+//!   arrives.
 //! - Every `SenderEvent::KeyFrameRequested` — PLI/FIR from the receiver, frames dropped by the
 //!   pacer's queue bound, SCReAM's `DiscardQueue`, breaker recovery — becomes
 //!   `Encoder::request_key_frame`, at most one per [`SenderConfig::key_frame_min_interval`]
 //!   (500 ms; later requests are held and served together): on a congested path every key
 //!   frame is several delta frames' worth of bytes, and answering each request made the queue
-//!   overflow again (measured in netlab: a key-frame spiral down to the minimum rate). A WHEP
+//!   overflow again, a key-frame spiral down to the minimum rate. A WHEP
 //!   viewer that connects gets a key frame at once, outside that interval: one forced before
 //!   it connected never reaches it (viewers connecting together share one).
 //! - The pacer's queue bound is 1 s for GCC ([`SenderConfig::pacer_max_queue_delay`]): with

@@ -136,7 +136,7 @@ struct Args {
     /// (libwebrtc's; 0 with --profile gaming): receivers ask (PLI) when they need one.
     #[arg(long, value_name = "FRAMES")]
     key_interval: Option<u32>,
-    /// Ask the receiver to keep its playout delay within MIN[,MAX] (e.g. `0ms`: render each
+    /// Ask the receiver to keep its playout delay within `MIN[,MAX]` (e.g. `0ms`: render each
     /// frame at once; `0ms,100ms`), with the playout-delay RTP header extension. A browser
     /// otherwise holds frames in its jitter buffer for a smooth cadence. Default: nothing
     /// asked (`0ms` with --profile gaming).

@@ -21,7 +21,7 @@
 //!   issue #14 (VP8 720p, a natural texture panning with sensor noise), which the RFC's
 //!   narrow Laplacian does not resemble.
 //!
-//! Randomness comes from a seeded [`cg_types::Rng`].
+//! Randomness comes from a seeded [`Rng`].
 
 use std::time::{Duration, Instant};
 

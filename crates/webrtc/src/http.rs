@@ -1,5 +1,5 @@
 //! WHEP / WHIP signalling over HTTP (feature `http`): the server side as an axum
-//! [`Router`](axum::Router) any application can mount, and the client side for cg-recv.
+//! [`Router`] any application can mount, and the client side for cg-recv.
 //!
 //! The exchange (draft-ietf-wish-whep, RFC 9725 for WHIP, which WHEP copies):
 //! - `POST {path}` with `Content-Type: application/sdp` and the offer → `201 Created`,

@@ -5,13 +5,13 @@
 //! breaker and the congestion controllers.
 //!
 //! # Why `rtc`, and why only this much of it
-//! `rtc` is the sans-IO core of webrtc-rs and the one maintained Rust implementation of the
-//! WebRTC security layers; cg does not write its own DTLS or ICE. Its media path is not used:
-//! its interceptors would generate a second set of feedback, its pacer runs on a 1 ms tick, and
-//! its async driver drops ECN on receive, so L4S would be lost (str0m, the other sans-IO
-//! option, has no RFC 8888 feedback, no ECN and no controller hook). Instead the registry holds one interceptor, the
-//! [tap](crate::Inbound): every decrypted RTP/RTCP packet goes from it to cg, and cg's packets go
-//! out through `rtc` only to be encrypted.
+//! `rtc` is the sans-IO core of webrtc-rs and the one maintained Rust implementation of the WebRTC
+//! security layers; cg does not write its own DTLS or ICE. Its media path is not used: its
+//! interceptors would generate a second set of feedback, its pacer runs on a 1 ms tick, and its
+//! async driver drops ECN on receive, so L4S would be lost (str0m, the other sans-IO option, has no
+//! RFC 8888 feedback, no ECN and no controller hook). Instead the registry holds one interceptor,
+//! the [tap](crate::Inbound): every decrypted RTP/RTCP packet goes from it to cg, and cg's packets
+//! go out through `rtc` only to be encrypted.
 //!
 //! # How it is driven
 //! Like cg-rtp's sessions: no sockets, no clock, no threads. The driver owns the UDP socket of

@@ -218,9 +218,9 @@ pub struct GccConfig {
     /// No queue of a real-time path changes by half a second between two frames; a link
     /// outage does: the frames held through it arrive that much late, and the first one sent
     /// after it as much early. Fed to the scalar Kalman filter, one such `dm` moved `m` far
-    /// above `γ`, where it shrank for tens of seconds with no signal (2 s outage at 2 Mbit/s
-    /// in netlab: `m` 26 ms against `γ` 0.24 ms, still 24 ms 10 s later, `Ar` held 10 %
-    /// under the capacity). libwebrtc's `InterArrival` resets on the same quantity
+    /// above `γ`, where it shrank for tens of seconds with no signal and held `Ar` under the
+    /// capacity (figures: `docs/notes/2026-12-01-figures-from-docs.md`). libwebrtc's
+    /// `InterArrival` resets on the same quantity
     /// (`kArrivalTimeOffsetThresholdMs`, 3 s) and `DelayBasedBwe` restarts its estimator after
     /// 2 s without feedback. Default 500 ms.
     pub max_delay_jump: Duration,
@@ -252,8 +252,8 @@ pub struct GccConfig {
     /// Update `σ²n` (eq. (16)) only while the detector's last signal is normal, as
     /// libwebrtc's `OveruseEstimator` does: during a real trend the residuals are not jitter,
     /// and letting them inflate `σ²n` shrinks the gain until `m` lags the queue by seconds
-    /// (measured in `gcc_scenarios`: after a 2 → 0.5 Mbit/s step, `m` stayed above `γ` for
-    /// 6 s after the queue had drained). `false` follows eq. (16) literally. Default `true`.
+    /// (after a capacity drop `m` stays above `γ` long after the queue has drained).
+    /// `false` follows eq. (16) literally. Default `true`.
     pub kalman_noise_only_when_normal: bool,
     /// Floor of `σ²n` (ms²); MMSys16 has none, libwebrtc uses 1. Keeps the gain from reaching
     /// 1 on a jitter-free path. Default 1.0.
@@ -273,11 +273,11 @@ pub struct GccConfig {
     pub increase_period: Duration,
     /// Eq. (3)'s `η` only, or an additive increase near the link-capacity estimate (see
     /// [`crate::gcc::rate_control`]). Default [`IncreaseMode::LinkCapacity`] (libwebrtc's
-    /// `AimdRateControl`): with `η` only, flows keep their rate ratio and three flows
-    /// started 30 s apart reach a Jain index of only 0.86 (REMB) / 0.71 (send-side) in
-    /// `gcc_scenarios` (MMSys16 Table 2: 0.93); [`IncreaseMode::NearMaxAdditive`] stayed
-    /// additive (32 kbit/s per second) at every rate after the first over-use, so a capacity
-    /// increase took 35–45 s to fill (issue #14).
+    /// `AimdRateControl`): with `η` only, flows keep their rate ratio, so flows started
+    /// apart stay unfair (MMSys16 Table 2 reports Jain 0.93 for three);
+    /// [`IncreaseMode::NearMaxAdditive`] stayed additive (32 kbit/s per second) at every rate
+    /// after the first over-use, so a capacity increase took tens of seconds to fill
+    /// (issue #14).
     pub increase: IncreaseMode,
     /// [`IncreaseMode::LinkCapacity`]: the multiplicative factor per `increase_period` away
     /// from the link-capacity estimate. Default 1.08 (libwebrtc's
@@ -317,8 +317,8 @@ pub struct GccConfig {
     /// the sender down. The papers say nothing of `Ar`'s start; libwebrtc's remote
     /// estimator sends no REMB until its estimate is initialised from the measured incoming
     /// rate (after 5 s, or at the first over-use). Default `true`. `false`: the first REMB
-    /// carries `start_bitrate` (a cg-recv killed and restarted under a 2 Mbit/s stream
-    /// pulled it to 300 kbit/s; the link took 7.6 s to be 90 % full again, issue #17).
+    /// carries `start_bitrate`, and a restarted cg-recv pulls a running stream down to it
+    /// (issue #17).
     pub remb_start_from_receive_rate: bool,
     /// REMB mode, [`IncreaseMode::LinkCapacity`]: the receiver forgets its link-capacity
     /// estimate when the receive rate `R` alone goes above its mean + 3σ, as libwebrtc's
@@ -326,7 +326,7 @@ pub struct GccConfig {
     /// mode keeps that wait, see [`crate::gcc::rate_control`]). A receive rate above the old
     /// capacity is what a faster bottleneck shows first — the queue left by the last
     /// decrease drains at the new rate — while `Ar`, back at `α·R` after that decrease,
-    /// needs 6–7 s of additive increase to pass the old capacity at 1 Mbit/s. The REMB
+    /// needs seconds of additive increase to pass the old capacity. The REMB
     /// sender probes when the REMB value passes the capacity it inferred, so until then it
     /// did not probe either. Send-side mode keeps the wait: there the same switch raised the
     /// loss (figures: `docs/notes/2026-11-28.md`, "GccConfig"). Default `true`; `false` gives
@@ -350,7 +350,7 @@ pub struct GccConfig {
     /// capping `As` at `Ar` after every delay-based decrease, a slow flow's `As` would
     /// otherwise grow by only 5 % of a small rate per second while the delay-based increase
     /// is additive, so the loss-based controller would turn the delay-based AIMD back into
-    /// MIMD and keep late-comers small (measured: Jain 0.77 for three send-side flows). Default
+    /// MIMD and keep late-comers small. Default
     /// 32 kbit/s: one 1200-byte packet per `default_rtt` + 100 ms, the delay-based additive
     /// step. `Bitrate::ZERO` gives eq. (5) literally.
     pub loss_additive_floor: Bitrate,
@@ -437,7 +437,7 @@ pub struct GccConfig {
     /// Default `Some(3)`. A cg addition, with [`GccConfig::standing_queue_decrease`].
     ///
     /// Reason: each decrease takes `1 − α` (15 %) off the rate, so a queue we built drains
-    /// within a few (after 2.5 → 0.5 Mbit/s: gone by the third); a loss-based flow keeps a
+    /// within a few; a loss-based flow keeps a
     /// DropTail buffer full whatever we send, and a decrease every second handed it the link
     /// (CCR16 §4.2's case, where the paper reports the fair share; its GCC has no such
     /// decrease). Guarded by `crates/cc/tests/competing_tcp.rs`; figures without it:
@@ -449,8 +449,9 @@ pub struct GccConfig {
 
     /// libwebrtc's bandwidth probing and ALR detection ([`crate::gcc::probe_controller`],
     /// [`crate::gcc::alr`]): initial probes at 3× and 6× the start rate, further probes at
-    /// 2× a result above 0.7× the probe rate, probes when the maximum rate rises in ALR, a
-    /// recovery probe after a large drop, and cg's capacity probe. Not in the papers.
+    /// 2× a result above 0.7× the probe rate, a recovery probe after a large drop, and cg's
+    /// capacity probe (libwebrtc's probe when the maximum rate rises in ALR is not wired:
+    /// [`crate::Controller`] has no input for a changed maximum). Not in the papers.
     /// Default `true`; `false` gives the papers' GCC in either mode.
     ///
     /// Send-side mode measures each cluster from transport-wide feedback

@@ -209,10 +209,9 @@ impl DelayBasedController {
     /// A padding packet (REMB mode: the receiver got it with its send time): it counts in
     /// `R` and in the standing-queue check, but joins no group of eq. (4). Padding carries
     /// the RTP timestamp of the last frame sent, so in that frame's group a probe cluster
-    /// above the capacity made one `dm` of its whole queue build-up (up to 30 ms) and the
-    /// detector signalled over-use right after the probe had raised `Ar`
-    /// (`crates/cc/tests/gcc_camera.rs` §6.1, seed 2: 2.44 Mbit/s, cut to 1.63 Mbit/s 300 ms
-    /// later). Returns `true` when a standing queue decreased `Ar`.
+    /// above the capacity made one `dm` of its whole queue build-up (up to a cluster's
+    /// length) and the detector signalled over-use right after the probe had raised `Ar`.
+    /// Returns `true` when a standing queue decreased `Ar`.
     pub fn on_padding(&mut self, send_us: i64, arrival_us: i64, size: DataSize) -> bool {
         self.receive_rate.on_packet(arrival_us, size);
         self.latest_us = self.latest_us.max(arrival_us);
@@ -322,10 +321,8 @@ impl DelayBasedController {
     /// `R` for eq. (3): the receive rate, but at least a probe result applied within the
     /// last window. `R` is an average over 500 ms, so just after a probe raised `Ar` it
     /// still holds the rate before; an over-use then (the cluster's own queue, or the first
-    /// large frames at the new rate) cut `Ar` to `α·R` of the old rate (REMB §6.1, 1 → 2.5
-    /// Mbit/s: 2.38 → 1.45 Mbit/s; send-side, in netlab, where this was REMB mode's only
-    /// until issue #14: 2.19 → 1.12 Mbit/s 0.3 s after the capacity probe, t90 13.4 s). A
-    /// result is never above the capacity: a saturated cluster gives 0.95 × its receive
+    /// large frames at the new rate) cut `Ar` to `α·R` of the old rate, undoing the probe.
+    /// A result is never above the capacity: a saturated cluster gives 0.95 × its receive
     /// rate, an unsaturated one its send rate.
     fn rate_for_control(&self) -> Option<Bitrate> {
         let r = self.receive_rate.rate();

@@ -9,8 +9,7 @@
 //!
 //! libwebrtc accumulates the groups' send-time deltas against its 10 ms. With the paper's
 //! 100 ms that is several frames, and when the link shrinks they arrive that many times
-//! slower: at 2.5 → 0.5 Mbit/s (MMSys16 §6.1) over-use came 0.6 s after `m` passed `γ`
-//! (netlab, camera picture, REMB), while the 300 ms buffer overflowed from 80 ms on.
+//! slower: counted in send time, over-use came long after a deep buffer had overflowed.
 
 use std::time::Duration;
 

@@ -337,7 +337,7 @@ impl ProbeController {
     }
 
     /// Whether a result of `rate` for the last cluster started says the link carried the
-    /// cluster (above [`FURTHER_THRESHOLD`] of its rate, as [`Self::on_result`] judges it): a
+    /// cluster (above `FURTHER_THRESHOLD`, 0.7, of its rate, as [`Self::on_result`] judges it): a
     /// lower bound of the capacity, not the rate of a bottleneck.
     pub fn carried(&self, rate: Bitrate) -> bool {
         self.started

@@ -12,7 +12,7 @@
 //! `Ar` unchanged; an increase stops at `1.5·R + 10 kbit/s` (MMSys16 §3.3's `Ar ≤ 1.5·R`,
 //! see below); then `Ar ∈ [min, max]`.
 //!
-//! Two points the papers leave open, settled as libwebrtc (the code the papers measured) does:
+//! Points the papers leave open, settled as libwebrtc (the code the papers measured) does:
 //!
 //! - `η` is applied per `increase_period` of elapsed arrival time (capped at one period per
 //!   update) rather than per frame, so the growth rate does not depend on the frame rate: at
@@ -26,11 +26,9 @@
 //!   `troughput_based_limit` (`1.5·R + 10 kbit/s`): an `Ar` already above it is kept, never
 //!   cut. Applied as a cap on every update, it turned every large frame into a decrease
 //!   (issue #14): an encoder gives a key frame's or a scene change's extra bytes back over
-//!   the next frames, so the 500 ms `R` falls to half of `Ar` with no queue anywhere. With a
-//!   camera-like source at a constant 2 Mbit/s (`crates/cc/tests/gcc_camera.rs`, seeds 1–4, 60 s)
-//!   the old cap made 1–5 cuts per run of 8–25 % with an empty bottleneck queue (REMB seed
-//!   2: 1.27 → 1.10 Mbit/s at 41 s, 1.15 → 0.83 Mbit/s at 51 s); now every decrease
-//!   follows a queue of at least 5 ms.
+//!   the next frames, so the 500 ms `R` falls to half of `Ar` with no queue anywhere. The
+//!   tests `no_backoff_on_large_frames_*` (`crates/cc/tests/gcc_camera.rs`) hold every
+//!   decrease to a queue of at least 5 ms.
 //! - By default ([`IncreaseMode::LinkCapacity`]), libwebrtc's `AimdRateControl` with its
 //!   `LinkCapacityEstimator`: the receive rates at over-use are averaged (EWMA 0.05) into a
 //!   link-capacity estimate with a normalised variance (clamped to [0.4, 2.5] kbit/s, so
@@ -38,13 +36,13 @@
 //!   RTT + 100 ms), without one multiplicative by `far_eta` (1.08 per second). The estimate
 //!   is forgotten when, in Increase, both `R` and `Ar` are above its mean + 3σ (the link got
 //!   faster; libwebrtc looks at its smoothed acknowledged rate alone, our 500 ms `R` is
-//!   noisier: with `R` alone, single-flow q95 at 1 Mbit/s rose to 101 ms) — in REMB mode
+//!   noisier, and on `R` alone a single flow's queue grew) — in REMB mode
 //!   `R` alone by default ([`RateControlParams::reset_on_receive_rate`]) — and when, at a
 //!   decrease, `R` is below its mean − 3σ (the link got slower: the new estimate starts at
 //!   this `R` instead of averaging it with the old capacity). A validated probe enters it
-//!   with weight 0.5 ([`RemoteRateController::on_probe_result`]). Additive only within ±3σ
-//!   of the estimate (multiplicative back up from `α·R`) cost fairness: Jain 0.856 for
-//!   three REMB flows with seed 3.
+//!   with weight 0.5 ([`RemoteRateController::on_probe_result`]). The increase stays
+//!   additive below the estimate's −3σ too (libwebrtc's rule): a multiplicative climb back
+//!   up from `α·R` cost competing flows their fair share.
 //! - Optionally ([`IncreaseMode::NearMaxAdditive`]), libwebrtc's "near max" region, the
 //!   2013 paper's remote state region: once over-use has been seen, the receive rates at
 //!   which it happened are averaged into a link-capacity estimate; near it, `Ar` grows by
@@ -105,11 +103,12 @@ pub enum IncreaseMode {
     /// before issue #14; see the module docs).
     NearMaxAdditive,
     /// libwebrtc's `AimdRateControl` with its `LinkCapacityEstimator`: the receive rates at
-    /// over-use give a mean and a deviation `σ`; the increase is additive while `Ar` is
-    /// within 3σ of the mean (or above it) and multiplicative by
-    /// [`GccConfig::far_eta`](crate::gcc::GccConfig::far_eta) otherwise; the estimate is
-    /// forgotten when `R` goes above the mean + 3σ in Increase or below the mean − 3σ at a
-    /// decrease, so a changed bottleneck is found again at the multiplicative speed.
+    /// over-use give a mean and a deviation `σ`; the increase is additive while there is an
+    /// estimate and multiplicative by
+    /// [`GccConfig::far_eta`](crate::gcc::GccConfig::far_eta) without one; the estimate is
+    /// forgotten when `R` and `Ar` (REMB mode by default: `R` alone) go above the mean + 3σ
+    /// in Increase or `R` falls below the mean − 3σ at a decrease, so a changed bottleneck
+    /// is found again at the multiplicative speed.
     #[default]
     LinkCapacity,
 }

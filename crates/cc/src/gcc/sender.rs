@@ -58,7 +58,7 @@ const MAX_CLUSTERS: usize = 16;
 /// half a frame interval at 30 frames/s, so that the packets of one paced frame mostly fall
 /// in one group, as eq. (4) assumes. (libwebrtc uses 5 ms with its trendline estimator; with
 /// the scalar Kalman filter, 5 ms groups split paced frames and the in-frame queue build-up
-/// becomes measurement noise: measured q95 121 ms vs 74 ms in `gcc_scenarios`.)
+/// becomes measurement noise, which lets the queue grow.)
 const SEND_SIDE_BURST: Duration = Duration::from_millis(15);
 
 /// The base delay behind the standing-queue estimate: the minimum of the open 30 s slot and
@@ -150,8 +150,8 @@ pub struct GccController {
     /// REMB mode: the last REMB value, and whether it was below the one before.
     last_remb: Option<(Bitrate, bool)>,
     /// The link has pushed back: a REMB came under the target (REMB mode: the receiver's
-    /// over-use) or a standing queue was measured. Send-side over-uses are counted by the delay-based
-    /// controller.
+    /// over-use) or a standing queue was measured. Send-side over-uses are counted by the
+    /// delay-based controller.
     pushed_back: bool,
     /// REMB mode: media waits in the pacer, so a cluster would not start now.
     media_waiting: bool,
@@ -188,10 +188,8 @@ const UNHEARD_REPORTS: u8 = 2;
 /// [`GccConfig::max_delay_jump`](crate::gcc::GccConfig::max_delay_jump)): a path that
 /// delivered nothing for a while (a link outage, a dead return path) lost them whatever the
 /// rate was, the session already cut the rate for the silence, and counting them again cut
-/// `As` by a third after every outage (netlab, 2 s outage at 2 Mbit/s, send-side GCC: `As`
-/// 1.8 → 1.16–1.20 Mbit/s in five runs out of five, the link 67–72 % full for the next
-/// seconds). One loss event, one reduction, as TCP's recovery counts a window's losses once
-/// (RFC 5681 §3.2).
+/// `As` by a third after every outage. One loss event, one reduction, as TCP's recovery
+/// counts a window's losses once (RFC 5681 §3.2).
 const FEEDBACK_SILENCE: Duration = Duration::from_millis(500);
 
 /// REMB mode: a gap between two REMBs this long is a silence (REMBs come with every
@@ -312,10 +310,8 @@ impl GccController {
 
     /// Whether a cluster must wait for the pacer's media queue to empty: in REMB mode the
     /// receiver finds a cluster by its padding ([`super::probe_detector`]), and the pacer
-    /// pads only while no media waits; a cluster started behind a key frame was all media
-    /// (camera §6.1, 300 kbit/s at start: the 3× cluster started with the 11 packets of
-    /// the first key frame queued, the 6× one with 5, and the receiver found no cluster in
-    /// the first 25 s).
+    /// pads only while no media waits; a cluster started behind a key frame was all media,
+    /// and the receiver found none.
     fn probe_held(&self) -> bool {
         self.mode == GccMode::ReceiverSideRemb && self.media_waiting
     }
@@ -386,11 +382,11 @@ impl GccController {
     /// lifts `As` to it, or eq. (5)'s 5 % per report would hold the target far below. A REMB
     /// no lower than the previous one after a decrease is the recovery (the send-side
     /// trigger is the detector's over-use ending, which the sender does not see here). A
-    /// REMB below the previous one and under the target is the receiver's `α·R`: `R` enters a link-capacity
-    /// estimate like the receiver's, and a REMB above its mean + 3σ (the receiver's `Ar`
-    /// went past the capacity seen at its decreases: the link got faster) forgets it and
-    /// asks for the capacity probe — unless a probe raised it: then it enters the estimate
-    /// with weight 0.5, as a probe result does at the receiver.
+    /// REMB below the previous one and under the target is the receiver's `α·R`: `R` enters
+    /// a link-capacity estimate like the receiver's, and a REMB above its mean + 3σ (the
+    /// receiver's `Ar` went past the capacity seen at its decreases: the link got faster)
+    /// forgets it and asks for the capacity probe — unless a probe raised it: then it enters
+    /// the estimate with weight 0.5, as a probe result does at the receiver.
     fn on_remb(&mut self, remb: Bitrate, under_target: bool, now: Instant) {
         let previous = self.last_remb;
         // Only a fall under the target is the receiver's decrease (`α·R` of a receive rate
@@ -573,8 +569,8 @@ impl GccController {
     /// receiver counts those lost once later packets arrive, in the next report or two; as
     /// many losses are excused there, and the fraction is what remains (see
     /// [`FEEDBACK_SILENCE`] for send-side mode). The outage's losses are not congestion's:
-    /// netlab, 2 s outage at 2 Mbit/s, a report said 62 % lost and cut `As` from 1.66 to
-    /// 1.14 Mbit/s; the link was 73 % full 5–10 s after the outage.
+    /// counted, one report's fraction lost cut `As` by a third and left the link under-used
+    /// for seconds after the outage.
     fn on_receiver_report(&mut self, loss: LossReport, now: Instant) {
         let (sent, sent_before) = self.rr_sent;
         self.rr_sent = (0, sent);
@@ -770,7 +766,7 @@ impl GccController {
     }
 
     /// Whether the pacer may send faster than the target's pacing factor
-    /// ([`GccConfig::pace_at_capacity`] on and no standing queue).
+    /// ([`GccConfig::pacing_link_capacity_factor`] on and no standing queue).
     fn pacing_free(&self) -> bool {
         self.pace_at_capacity.is_some() && !self.standing()
     }

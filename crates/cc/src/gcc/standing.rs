@@ -1,5 +1,5 @@
 //! The standing-queue check behind [`GccConfig::standing_queue_decrease`]
-//! (a cg addition; see there for the measurement).
+//! (a cg addition; see there for the reason).
 //!
 //! When the smallest queuing delay of the last `window` is above `limit`, the queue has stood
 //! for the whole window: a decrease is due, at most once per window.
@@ -7,11 +7,11 @@
 //! A queue that outlives several decreases in a row is not ours
 //! ([`GccConfig::standing_queue_competing`]): each decrease cut the rate by `1 − α`, so a
 //! queue we built would have drained. A loss-based flow keeps a DropTail buffer full whatever
-//! we send, and decreasing against it hands it the link (CCR16 §4.2's case: 0.1 of 2 Mbit/s
-//! against one CUBIC flow). After `competing` such decreases the check stands down until the
-//! queuing delay is at or under the limit again, or for `retry`, after which it tries again
-//! (a queue we built after all would then be found within `competing` windows). One check for both
-//! sides: the send-side controller feeds it the queuing delays it computes from feedback
+//! we send, and decreasing against it hands it the link (CCR16 §4.2's case, one CUBIC flow).
+//! After `competing` such decreases the check stands down until the queuing delay is at or
+//! under the limit again, or for `retry`, after which it tries again (a queue we built after
+//! all would then be found within `competing` windows). One check for both sides: the
+//! send-side controller feeds it the queuing delays it computes from feedback
 //! ([`StandingQueue::on_queue`]); the receiver (REMB) feeds it packets
 //! ([`StandingQueue::on_packet`]), whose queuing delay is the one-way delay (arrival time on
 //! the receiver's clock minus send time on the sender's, µs; the clock offset cancels) over

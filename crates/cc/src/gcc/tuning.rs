@@ -1,8 +1,9 @@
 //! The GCC settings a user changes from the command line — the over-use threshold model and
 //! its gains (MMSys16 §4.2, eq. 17–18, Figs. 8–11), and the arrival-time filter's `Q`
-//! (eq. 15, Fig. 7), whether arrival bursts merge into one group — over a kind's defaults. cg-send and cg-recv take them as `--gcc-*`
-//! options (in REMB mode the threshold and the filter run at the receiver, so give them to
-//! cg-recv; send-side, to cg-send), and netlab's simulator from a flow's `send_args`.
+//! (eq. 15, Fig. 7), whether arrival bursts merge into one group — over a kind's defaults.
+//! cg-send and cg-recv take them as `--gcc-*` options (in REMB mode the threshold and the
+//! filter run at the receiver, so give them to cg-recv; send-side, to cg-send), and netlab's
+//! simulator from a flow's `send_args`.
 
 use serde::{Deserialize, Serialize};
 

@@ -9,16 +9,15 @@
 //!   §4.2 "Network Congestion Control", §4.3 "Sender Transmission Control", §4.4 "Media Rate
 //!   Control").
 //!
-//! **The default is the draft set.** Reason, measured here (crates/cc/tests/scream_scenarios.rs,
-//! same seeds, both sets): the draft's constants (smaller bytes-in-flight headroom 1.5,
-//! multiplicative increase 0.02 over a 100-RTT ramp, inflection point refreshed every 10 RTTs,
-//! rate margin 1.2) did as well or better in every scenario, and only they meet the TMA24 L4S
-//! criterion — through DualPI2 at 50 Mbit/s the draft set reached 87–89 % of the link (seeds
-//! 21–24), the reference set 76–85 % (the reference code itself measured ~68 % there,
-//! shared/notes/scream-v2.md). The reference set stays one call away for comparison with
-//! Ericsson's code (`EricssonResearch/scream`), which the TMA 2024 study ran. The queue-delay
-//! target is 60 ms in both (the draft's QDELAY_TARGET_LO and the reference test tool's setting;
-//! the reference *library* default of 0.1 s is not used).
+//! **The default is the draft set.** Reason: the draft's constants (smaller bytes-in-flight
+//! headroom 1.5, multiplicative increase 0.02 over a 100-RTT ramp, inflection point refreshed
+//! every 10 RTTs, rate margin 1.2) did as well as the reference's or better in every scenario
+//! of `crates/cc/tests/scream_scenarios.rs`, and only they meet the TMA24 L4S criterion
+//! through DualPI2 (figures: `docs/notes/2026-12-01-figures-from-docs.md`). The reference
+//! set stays one call away for comparison with Ericsson's code (`EricssonResearch/scream`),
+//! which the TMA 2024 study ran. The queue-delay target is 60 ms in both (the draft's
+//! QDELAY_TARGET_LO and the reference test tool's setting; the reference *library* default of
+//! 0.1 s is not used).
 //!
 //! Building: `ScreamConfig` implements [`ControllerConfig`], so
 //! `ScreamConfig::default().build(now)` gives a `Box<dyn Controller>` (or the first value
@@ -109,10 +108,9 @@ pub struct ScreamConfig {
     /// and [`CompetingFlows::qdelay_target_hi`] (draft §4.2.1.4.1, RFC 8298 §4.1.2.2;
     /// `competing.rs`, with cg's drain test, onset scaling and CUBIC-friendly growth).
     /// Default (draft) `Some`: the draft warns that without it a flow sharing a drop-tail
-    /// queue with a loss-based flow gets "basically zero throughput" — measured here, 0.003
-    /// of a 50 Mbit/s link against CUBIC through 300 ms of drop-tail, 0.28–0.34 with it
-    /// (`crates/cc/tests/competing_tcp.rs`, seeds 1–8), and no change without a competing
-    /// flow (camera §6.1 U 0.798–0.828 against 0.799–0.829, q95 40.3–41.8 against 40.2–41.9 ms).
+    /// queue with a loss-based flow gets "basically zero throughput", which
+    /// `crates/cc/tests/competing_tcp.rs` reproduces and guards against; without a competing
+    /// flow it changes nothing measured (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
     /// Reference `None` (its test tool leaves it off).
     pub competing_flows: Option<CompetingFlows>,
     /// Initial smoothed RTT. Default 50 ms (reference `sRtt(0.05f)`).
@@ -126,9 +124,8 @@ pub struct ScreamConfig {
     /// result waited `report time − arrival` at the receiver before it was reported
     /// ([`Feedback::report_time`](crate::Feedback::report_time), RFC 8888's report
     /// timestamp). A cg choice, default on in both sets; the reference and the draft take
-    /// `now − send time`, which counts the feedback interval as path delay (a 40 ms
-    /// interval at 0.5 Mbit/s made sRTT 75–98 ms on a 50 ms path) and lowers the rate
-    /// `8·cwnd/sRTT` it gives the encoder. Without a report time the sample is kept whole.
+    /// `now − send time`, which counts the feedback interval as path delay and lowers the
+    /// rate `8·cwnd/sRTT` it gives the encoder. Without a report time the sample is kept whole.
     pub rtt_without_feedback_hold: bool,
 
     // ---- congestion reactions ----
@@ -155,10 +152,10 @@ pub struct ScreamConfig {
     /// more lost RTP packets in one RTT)"; RFC 6582's recovery for TCP). Default `true` in
     /// both sets, a deviation from the v2 draft's pseudocode, which reacts again every
     /// `min(VIRTUAL_RTT, sRTT)` while losses keep arriving although its text means "at most
-    /// once per smoothed RTT" (§4.2.1): at a 300 ms sRTT (a drop-tail queue another flow
-    /// keeps full) one overflow gave six ×0.7 reductions in a row, and SCReAM against CUBIC
-    /// kept 0.066–0.132 of the link instead of 0.279–0.343 (`crates/cc/tests/competing_tcp.rs`,
-    /// seeds 1–8); nothing else measured moved by more than 0.006 of utilisation.
+    /// once per smoothed RTT" (§4.2.1): at a long sRTT (a drop-tail queue another flow keeps
+    /// full) one overflow gave several ×0.7 reductions in a row, and SCReAM lost most of its
+    /// share against CUBIC (`crates/cc/tests/competing_tcp.rs`); nothing else measured moved
+    /// (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
     pub loss_event_per_rtt: bool,
     /// Loss-reaction gate (reference); default (draft) `None`: every loss event counts.
     pub loss_gate: Option<LossGate>,
@@ -176,12 +173,10 @@ pub struct ScreamConfig {
     /// L4S back-off is multiplied by this while the target rate is below
     /// `backoff_rate_limited_ratio ×` the acknowledged rate (the encoder lags; the window
     /// needs no further cut). Default 0.25 in both sets: the reference's rule, not the
-    /// draft's (1.0 turns it off). Kept in the draft set for what it measured (cc
-    /// simulation, `scream_scenarios`, seeds 21–28 / 1–8, with it against 1.0): one L4S flow
-    /// through DualPI2 at 50 Mbit/s U 0.825–0.894 against 0.731–0.875 (L-queue p99
-    /// 0.41–10.4 against 0.00–5.5 ms); two L4S flows at 20 Mbit/s U 0.869–0.916 against
-    /// 0.815–0.874 (Jain 0.965–0.999 against 0.987–1.000). Without it the video encoder's
-    /// lag after each cut is cut again, and the flow settles lower.
+    /// draft's (1.0 turns it off). Kept in the draft set because without it the video
+    /// encoder's lag after each cut is cut again, and the flow settles lower (one and two L4S
+    /// flows through DualPI2 in `scream_scenarios`; figures:
+    /// `docs/notes/2026-12-01-figures-from-docs.md`).
     pub backoff_rate_limited_scale: f64,
     /// See [`backoff_rate_limited_scale`](Self::backoff_rate_limited_scale). Default 0.8.
     pub backoff_rate_limited_ratio: f64,
@@ -194,9 +189,8 @@ pub struct ScreamConfig {
     /// What "the bytes actually in flight" of [`idle_restore_rtts`](Self::idle_restore_rtts)
     /// are: `true`, the larger of the current and the previous RTT's maximum; `false`, the
     /// previous RTT's maximum only (the draft's `min(ref_wnd, max_bytes_in_flight_prev)`).
-    /// Default (draft) `false`; reference `true` (cg's earlier rule). Measured (L4S through
-    /// DualPI2 at 50 Mbit/s, seeds 21–28): `false` U 0.827–0.892, p99 0.00–10.4 ms; `true`
-    /// U 0.825–0.894, p99 0.41–10.4 ms; no other scenario changes — no reason to deviate.
+    /// Default (draft) `false`; reference `true` (cg's earlier rule). The two measured alike
+    /// (figures: `docs/notes/2026-12-01-figures-from-docs.md`), so the draft's rule stands.
     pub idle_restore_current_rtt: bool,
     /// The restore of [`idle_restore_rtts`](Self::idle_restore_rtts) keeps the window that
     /// gives the flight's rate as the target (the bytes in flight × the target's divisor,
@@ -206,14 +200,9 @@ pub struct ScreamConfig {
     /// Reason: the target is the window's rate divided by `rate_margin + rate_adjust`, so a
     /// window cut to the flight alone cuts the target by that divisor on top of the L4S
     /// back-off. After a quiet spell the media-queue integral is often near its 0.5 ceiling,
-    /// and the first marks took nearly 40 % off the rate (TMA24 case, seed 22: 51.8 → 32 Mbit/s,
-    /// twice in 20 s). Measured (`scream_scenarios`, L4S alone through DualPI2 at 50 Mbit/s,
-    /// seeds 21–36): U 0.910–0.949, L-queue p99 ≤ 0.98 ms, against 0.898–0.949 and ≤ 0.70
-    /// ms with the draft's rule; two L4S flows unchanged (a mark seldom waits that long
-    /// there); the 50 → 25 → 50 Mbit/s dip 0.78–0.84 at 25 and 0.55–0.63 after the return,
-    /// against 0.75–0.83 and 0.55–0.69; against CUBIC through DualPI2 at 50 Mbit/s 0.307–0.352
-    /// of the link, against 0.313–0.352. In netlab with real pacing (VP8, 20 Mbit/s DualPI2,
-    /// two runs) U 0.929 / 0.931 against 0.860–0.935 (four runs).
+    /// and the first marks cut the rate far more than the L4S back-off meant to. The L4S
+    /// tests of `scream_scenarios` run with it (figures with and without, simulated and in
+    /// netlab: `docs/notes/2026-12-01-figures-from-docs.md`).
     pub idle_restore_keeps_rate: bool,
     /// Damp the window increase as `qdelay_avg` approaches T/4 when L4S is not in use
     /// (reference `increment *= max(0.1, 1 − qdelay_avg / (T/4))`). Default (draft) false;
@@ -259,8 +248,8 @@ pub struct ScreamConfig {
     /// 1.5 × target, every frame overruns the bottleneck once the target exceeds 2/3 of it and
     /// DualPI2's 1 ms step marks the frame's tail — the reference then settles near 68 % of a
     /// 50 Mbit/s link (shared/notes/scream-v2.md). Default `Some(1.0)`: pace at the
-    /// bottleneck's own rate. Below 1 loses throughput in simulation (TMA24 scenario, seed
-    /// 21: U 0.866 at 1.0, 0.817 at 0.95, 0.779 at 0.9) without lowering the median delay.
+    /// bottleneck's own rate. Below 1 loses throughput in simulation without lowering the
+    /// median delay (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
     pub l4s_pacing_cap: Option<f64>,
     /// While the newest L4S CE mark is less than an sRTT old, pace at most this × the
     /// bottleneck rate, below the target if need be (with [`l4s_pacing_cap`](Self::l4s_pacing_cap);
@@ -270,43 +259,23 @@ pub struct ScreamConfig {
     /// grown past it) built a queue above DualPI2's 1 ms step; the window cut reaches the
     /// encoder only after its reaction time and the frames already queued, so the queue stood
     /// for several RTTs, every packet was marked, α rose to 0.8 and the window fell to half
-    /// the path's BDP. Pacing 5 % under the bottleneck for an RTT drains the queue at once.
-    /// Measured (`scream_scenarios`, L4S through DualPI2 at 50 Mbit/s, seeds 21–28): U
-    /// 0.898–0.944 and L-queue p99 0.00–0.42 ms, against 0.868–0.944 and 0.00–1.27 ms
-    /// without; 0.9 gives the same; two L4S flows at 20 Mbit/s U 0.863–0.886 and Jain
-    /// 0.959–0.988, against 0.869–0.916 and 0.955–0.999.
+    /// the path's BDP. Pacing 5 % under the bottleneck for an RTT drains the queue at once
+    /// (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
     pub l4s_mark_drain: Option<f64>,
     /// How long after the last L4S CE mark the pacing cap stays on; `None`: for good, once a
     /// mark has arrived. Default `None` in both sets.
     ///
-    /// Measured (`scream_scenarios`, L4S through DualPI2 at 50 Mbit/s, seeds 21–28): with
-    /// 5 s, U 0.827–0.892 and L-queue p99 0.00–10.4 ms; `None`, U 0.868–0.944 and p99
-    /// 0.00–1.27 ms (both without [`l4s_mark_drain`](Self::l4s_mark_drain)). The cap itself keeps the L queue below DualPI2's 1 ms step, so marks
-    /// stop; 5 s later the cap lifted, the pacer jumped to 1.5 × the target (112 Mbit/s on
-    /// the 50 Mbit/s link, seed 28) and a 20 ms queue marked a burst whose back-offs halved
-    /// the window. A cap left on does cost when the capacity rises: no train outruns a faster
-    /// link, so the estimate stays low, and the pacer runs at the target, where the
-    /// media-queue integral holds the target down — 50 → 25 → 50 Mbit/s, 0.55–0.69 of the link
-    /// 10–15 s after the return (0.55–0.63 with [`idle_restore_keeps_rate`](Self::idle_restore_keeps_rate);
-    /// seeds 41–48; the draft's pacing without the cap: 0.54–0.63;
-    /// ignored test `l4s_follows_capacity_down_and_back_up_through_dualpi2`, issue #19).
-    /// Raising the estimate to 1.25 × an acknowledged rate 3 % above it gave 0.64–0.84 there
-    /// but, with the real encoder in netlab, a 20 Mbit/s L4S run at U 0.765 and three times the
-    /// CE marks: feedback arriving bunched reads as a rate above the link. Not kept. Probing
-    /// above the estimate costs the steady state (TMA24 case, seeds 21–36, against
-    /// 0.898–0.949): a probe of +2 % per sRTT while the target presses on the cap and no mark
-    /// came for 1 s, the estimate raised to the rate of trains that arrived unstretched, gave
-    /// U 0.838–0.927 there (dip 10–15 s after the return 0.55–0.90, t90 7–14 s or never); a
-    /// floor of 1.05 × target under the cap, 0.814–0.899. Not kept. Nor (issue #19, this
-    /// stop) a train estimate read only up to its most delayed packet, with unstretched trains
-    /// sent above the estimate raising it and the window held within 2 % of the cap: in
-    /// simulation U 0.927–0.953 alone, Jain 0.92–0.97 for two flows, the dip back at 0.52–0.59;
-    /// but netlab's real pacer sends in bursts of a few packets, each burst read as a stretched
-    /// train at the pacer's own rate, and the estimate ratcheted down to 8–12 Mbit/s of a 20
-    /// Mbit/s link (VP8, U 0.34; the model encoder at 50 Mbit/s, U 0.60 and 0.83, against
-    /// 0.92–0.94 and 0.90–0.93 without). Probes of a frame at 1.25 × the estimate cost 10–15
-    /// points of U alone. The cap is judged against netlab's real runs, not the simulator's
-    /// smooth pacer alone.
+    /// Reason: the cap itself keeps the L queue below DualPI2's 1 ms step, so marks stop; a
+    /// cap lifted a few seconds later let the pacer jump to 1.5 × the target, far above the
+    /// link, and the queue it built marked a burst whose back-offs halved the window. A cap
+    /// left on costs when the capacity rises: no train outruns a faster link, so the
+    /// estimate stays low, and the pacer runs at the target, where the media-queue integral
+    /// holds the target down (the ignored test
+    /// `l4s_follows_capacity_down_and_back_up_through_dualpi2`, issue #19). Raising or
+    /// probing the estimate was not kept: it cost the steady state, and feedback arriving
+    /// bunched or netlab's real pacer sending in bursts read as rates the link does not
+    /// have. The cap is judged against netlab's real runs, not the simulator's smooth pacer
+    /// alone (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
     pub l4s_pacing_hold: Option<Duration>,
     /// Bytes in flight are forgotten (the window reopens) when no feedback has arrived for
     /// this long — a guard against deadlock when feedback is lost (reference: 0.5 s).
@@ -343,14 +312,10 @@ pub struct ScreamConfig {
     /// added to the target's divisor. Default `None` in both sets (a deviation from the
     /// draft, issue #19).
     ///
-    /// Measured with 1/64 against `None` (cc simulation, draft set): the camera-like source
-    /// (`scream_camera`, seeds 1–8) §6.1 U 0.725–0.746 against 0.799–0.829, constant 2 Mbit/s
-    /// 0.734–0.774 against 0.853–0.874, constant 1 Mbit/s 0.764–0.776 against 0.821–0.840
-    /// (q95 alike, 38–55 ms): its frames are always above the nominal size, so the term sits
-    /// near its cap. `scream_scenarios`: two drop-tail flows Jain 0.996 against 0.927, DT/300
-    /// 5 Mbit/s alike (U 0.905 / 0.909), L4S through DualPI2 at 50 Mbit/s (seed 21) L-queue
-    /// p99 0.59 ms against 3.97 ms but U 0.819 against 0.884. It buys fairness and a shorter
-    /// L queue with 6–15 points of utilisation on camera content.
+    /// Reason: the camera-like source's frames are always above the nominal size, so the
+    /// term sits near its cap and the target well under the window's rate; it buys fairness
+    /// between drop-tail flows and a shorter L queue with much of the utilisation on camera
+    /// content (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
     pub frame_size_dev_alpha: Option<f64>,
     /// Media frame period, for the integral controller and adaptive pacing. Default 1/60 s
     /// (TMA24: 1080p at 60 fps).
@@ -370,10 +335,10 @@ pub struct ScreamConfig {
     /// Reason: a key frame is ~10 nominal frames (a third of a second of the target at
     /// 30 fps); paced at 1.5 × 1.5 × target it needs ~150 ms to leave, so its age passed
     /// `max_rtp_queue_delay` while it was being sent, the reference rule threw it away and
-    /// asked for another one — a discard → key frame → discard loop (cg-send through netlab,
-    /// §6.1: 851 frames dropped, 109 freezes in 200 s; crates/cc/tests/scream_camera.rs: 291–323
-    /// frames dropped over seeds 1–4). Default 0.35 s: `max_rtp_queue_delay` +
-    /// `min_discard_interval`, the oldest queue the reference rule itself lets through.
+    /// asked for another one — a discard → key frame → discard loop
+    /// (`crates/cc/tests/scream_camera.rs` counts the frames dropped). Default 0.35 s:
+    /// `max_rtp_queue_delay` + `min_discard_interval`, the oldest queue the reference rule
+    /// itself lets through.
     pub discard_recovery_max_delay: Option<Duration>,
     /// Bound on tracked sent packets (older ones are forgotten). Default 65 536.
     pub max_tracked_packets: usize,

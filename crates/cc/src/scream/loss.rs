@@ -11,9 +11,9 @@
 //! from the edge passing the packet to its acknowledgement ([`ReorderWindow`]). A fixed 30 ms
 //! is shorter than one RFC 8888 report interval (40 ms): a packet 20 ms late on the link often
 //! reaches the sender one report after the packets that overtook it, more than 30 ms after
-//! them, and was declared lost. Measured in netlab (`crates/netlab/tests/faults.rs`, 2 Mbit/s, 1 %
-//! of the packets held back 20 ms, 1 % duplicated): 18 false losses in 30 s and U 0.80–0.81
-//! against 0.95 without the reordering.
+//! them, and was declared lost: every such packet was a false loss reaction, and a path that
+//! reorders a little cost the flow part of its rate (figures:
+//! `docs/notes/2026-12-01-figures-from-docs.md`).
 //!
 //! The gate (reference implementation): a loss counts as a congestion event only if the
 //! packet-loss-rate EWMA exceeds 1 % or `qdelay_avg` exceeds T/4, so sparse random loss on an

@@ -31,22 +31,22 @@
 //!   0.25 s interval) until the queue has been empty once. The reference checks only the age
 //!   of the oldest packet, so the key frame a discard asks for — ~10 nominal frames, ~150 ms
 //!   at 1.5 × 1.5 × target — grew older than 0.1 s while it was being sent, was thrown away,
-//!   and another was asked for (cg-send through netlab: 851 frames dropped in 200 s). The
-//!   reference does not handle this; we chose "hold until drained" over "measure what waits
-//!   behind the frame being sent" because the frames behind a key frame also wait ~0.1 s,
-//!   and discarding them asks for yet another key frame.
+//!   and another was asked for, a loop of dropped frames and freezes. The reference does
+//!   not handle this; we chose "hold until drained" over "measure what waits behind the
+//!   frame being sent" because the frames behind a key frame also wait ~0.1 s, and
+//!   discarding them asks for yet another key frame.
 //! - **Frames behind a large frame are not integrated.** Their wait is the large frame's
 //!   size, which says nothing about a rate the link cannot carry; integrated, a key frame
 //!   pushed `rate_adjust` to its 0.5 bound (−30 % of the target, decaying over about a
-//!   second at 30 fps) and a 3–5× frame added ~0.05 or more (camera-like source at
-//!   2 Mbit/s, seed 1: mean `rate_adjust` 0.13 with the draft's rule, 0.007 without).
+//!   second at 30 fps) and each 3–5× frame added more, so a camera-like source's target sat
+//!   far under the window's rate (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
 //!
 //! The draft's `frame_size_dev` (§4.4): per frame, `deviation = max(0, (frame_size −
 //! nominal) / nominal)` with `nominal = target × frame_period / 8`, averaged with gain
 //! `FRAME_SIZE_DEV_ALPHA` (1/64) and capped at [`FRAME_SIZE_DEV_MAX`] (0.2), is added to
 //! the divisor: a source whose frames exceed the nominal size gets a lower target
 //! ([`ScreamConfig::frame_size_dev_alpha`](super::ScreamConfig::frame_size_dev_alpha), which
-//! says when it is on and what it measured).
+//! says when it is on and why).
 
 use std::time::{Duration, Instant};
 

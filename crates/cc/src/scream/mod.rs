@@ -11,7 +11,7 @@
 //! | file | rule |
 //! |---|---|
 //! | `flight.rs` | sent-packet history, bytes in flight, received edge |
-//! | `loss.rs` | RACK-like loss detection (30 ms reorder window), loss gate |
+//! | `loss.rs` | RACK-like loss detection (learnt reorder window, at least 30 ms), loss gate |
 //! | `delay.rs` | base delay (50 × 10 s), qdelay, qdelay_avg, deviation, sRTT |
 //! | `l4s.rs` | DCTCP-like α (gains 1/8 up, 1/128 down) |
 //! | `backoff.rs` | loss / classic-ECN / L4S / virtual-CE window reductions |
@@ -51,7 +51,8 @@
 //! - competing-flow compensation with cg's drain test ([`ScreamConfig::competing_flows`]);
 //! - one loss reaction per RTT ([`ScreamConfig::loss_event_per_rtt`]).
 //!
-//! Figures behind these: the tests under `crates/cc/tests` and `docs/notes/2026-11-28.md`.
+//! Figures behind these: the tests under `crates/cc/tests`, `docs/notes/2026-11-28.md` and
+//! `docs/notes/2026-12-01-figures-from-docs.md`.
 //!
 //! Not implemented (optional in the draft): clock-drift compensation and the base-delay
 //! reset (draft §4.5), multi-stream scheduling.

@@ -10,37 +10,11 @@
 //!   Laplacian frame-size and frame-interval noise, reaction latency `tau_v`, rate clipped to
 //!   `[R_min, R_max]` (2 Mbit/s by default, the papers' VP8), periodic key frames with the
 //!   burst-then-compensate shape.
-//! - [`SimSender`]: wraps any `Box<dyn Controller>` with the encoder, a packetiser
-//!   (≤ 1200-byte packets) and a pacer. The pacer releases packets at
-//!   [`Controller::pacing_rate`]; if the controller returns
-//!   [`send_allowance`](crate::Controller::send_allowance) `Some(bytes)`, a packet also waits
-//!   until it fits (window-based controllers such as SCReAM). It reports every packet through
-//!   `on_packet_sent` (and the last packet of each frame through `on_frame_sent`), the
-//!   media queue through `on_media_queue`, passes feedback to `on_feedback` (with an RTT
-//!   sample computed from the receiver's echo), and obeys
-//!   [`ControllerEvent`](crate::ControllerEvent)s (`DiscardQueue` clears the queue and asks for
-//!   a key frame; `RequestKeyFrame`; `Probe` sends padding packets of
-//!   [`SenderConfig::padding_size`] at the probe's rate while no media waits, as cg-rtp's
-//!   pacer does; the receiver reports them and feeds them, with their send times, to a REMB
-//!   estimator as cg-rtp's receiver does). The encoder target is re-read
-//!   at every frame. [`SimSender::samples`] keeps the controller's
-//!   [`ControllerStats`](crate::ControllerStats) every 100 ms for plots and assertions.
-//! - [`SimReceiver`]: answers with the feedback the controller asked for
-//!   ([`ReceiverConfig::feedback`], normally `controller.feedback_kind()`):
-//!   transport-wide-CC-like results every 50 ms (arrival times, no ECN), or
-//!   RFC-8888-like results with the ECN seen every 40 ms or every 16 packets; runs a
-//!   [`ReceiveSideEstimator`] and sends its REMBs when one is
-//!   given (GCC's REMB mode); and sends RR-like loss reports every second. Arrival times
-//!   are [`cg_types::RemoteTime`]s offset by 1000 s from the sender's clock, so controllers
-//!   cannot rely on a shared clock.
-//! - [`tcp`]: a TCP bulk flow to compete with the controllers — [`TcpSender`]
-//!   (greedy, window-limited; slow start, then Reno AIMD or CUBIC per RFC 9438, unpaced, or
-//!   BBR v1 as Linux's `tcp_bbr.c`, paced; losses found by the DupThresh-3 rule and not
-//!   retransmitted; one reduction per window; RFC 6298 retransmission timeout; classic ECN
-//!   with [`TcpConfig::ecn`] `= Ect0`) and
-//!   [`TcpReceiver`] (one ACK per segment, echoing CE and the send time), built by
-//!   [`tcp_pair`] from a [`TcpConfig`]. [`TcpSender::samples`] keeps the window and the
-//!   smoothed RTT every 100 ms, [`TcpSender::reductions`] every window reduction.
+//! - [`SimSender`]: any `Box<dyn Controller>` with the encoder, a packetiser and a pacer,
+//!   obeying the controller's events. [`SimReceiver`]: the feedback the controller asked for,
+//!   a [`ReceiveSideEstimator`]'s REMBs, RR-like loss reports, on a clock of its own.
+//! - [`tcp`]: TCP bulk flows (Reno, CUBIC, BBR v1) to compete with the controllers —
+//!   [`TcpSender`] and [`TcpReceiver`], built by [`tcp_pair`] from a [`TcpConfig`].
 //! - [`CbrSender`] / [`CbrSink`] ([`cbr_pair`], [`CbrConfig`]): a constant-bit-rate datagram
 //!   flow without congestion control (netlab's `udp` flow), stepped rate, nothing sent back.
 //! - [`AnySender`] / [`AnyReceiver`]: a media, TCP or CBR endpoint, so that all share one

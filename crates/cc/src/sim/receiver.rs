@@ -66,7 +66,14 @@ impl ReceiverConfig {
     }
 }
 
-/// The simulated receiver.
+/// The simulated receiver: answers with the feedback the controller asked for
+/// ([`ReceiverConfig::feedback`], normally `controller.feedback_kind()`):
+/// transport-wide-CC-like results every 50 ms (arrival times, no ECN), or
+/// RFC-8888-like results with the ECN seen every 40 ms or every 16 packets; runs a
+/// [`ReceiveSideEstimator`](crate::ReceiveSideEstimator) and sends its REMBs when one is
+/// given (GCC's REMB mode); and sends RR-like loss reports every second. Arrival times
+/// are [`cg_types::RemoteTime`]s offset by 1000 s from the sender's clock, so controllers
+/// cannot rely on a shared clock.
 #[derive(Debug)]
 pub struct SimReceiver {
     cfg: ReceiverConfig,

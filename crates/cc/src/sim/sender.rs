@@ -74,7 +74,21 @@ struct Queued {
 /// Ring of recent send times for RTT computation.
 const SENT_RING: usize = 1 << 12;
 
-/// The simulated sender.
+/// The simulated sender: wraps any `Box<dyn Controller>` with the encoder, a packetiser
+/// (≤ 1200-byte packets) and a pacer. The pacer releases packets at
+/// [`Controller::pacing_rate`]; if the controller returns
+/// [`send_allowance`](crate::Controller::send_allowance) `Some(bytes)`, a packet also waits
+/// until it fits (window-based controllers such as SCReAM). It reports every packet through
+/// `on_packet_sent` (and the last packet of each frame through `on_frame_sent`), the
+/// media queue through `on_media_queue`, passes feedback to `on_feedback` (with an RTT
+/// sample computed from the receiver's echo), and obeys
+/// [`ControllerEvent`](crate::ControllerEvent)s (`DiscardQueue` clears the queue and asks for
+/// a key frame; `RequestKeyFrame`; `Probe` sends padding packets of
+/// [`SenderConfig::padding_size`] at the probe's rate while no media waits, as cg-rtp's
+/// pacer does; the receiver reports them and feeds them, with their send times, to a REMB
+/// estimator as cg-rtp's receiver does). The encoder target is re-read
+/// at every frame. [`SimSender::samples`] keeps the controller's
+/// [`ControllerStats`](crate::ControllerStats) every 100 ms for plots and assertions.
 #[derive(Debug)]
 pub struct SimSender {
     cfg: SenderConfig,

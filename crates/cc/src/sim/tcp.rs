@@ -45,32 +45,7 @@
 //!   per-segment ACKs make the ACK clock slightly smoother), PRR, HyStart++, tail-loss
 //!   probes, F-RTO, handshakes.
 //!
-//! # Example: a send-side GCC flow against a CUBIC flow
-//!
-//! ```
-//! use std::time::{Duration, Instant};
-//! use cg_cc::ControllerConfig;
-//! use cg_cc::gcc::GccConfig;
-//! use cg_cc::sim::{self, AnyReceiver, AnySender, ReceiverConfig, SenderConfig, TcpConfig};
-//! use cg_link::sim::Sim;
-//! use cg_link::{Link, LinkConfig};
-//! use cg_types::Bitrate;
-//!
-//! let start = Instant::now();
-//! let one_way = Duration::from_millis(20);
-//! let fwd = Link::new(LinkConfig::constant(Bitrate::mbps(10)).with_delay(one_way)).unwrap();
-//! let rev = Link::new(LinkConfig::constant(Bitrate::mbps(100)).with_delay(one_way)).unwrap();
-//! let mut s: Sim<AnySender, AnyReceiver> = Sim::new(fwd, rev, start);
-//! let gcc = GccConfig::send_side().build(start).unwrap();
-//! let (tx, rx) = sim::pair(SenderConfig::default(), ReceiverConfig::default(), gcc, None, start);
-//! s.add_pair(tx.into(), rx.into());
-//! let (tx, rx) = sim::tcp_pair(TcpConfig::default(), start);
-//! s.add_pair(tx.into(), rx.into());
-//! s.run_until(start + Duration::from_secs(3));
-//! let tcp = s.sender(1).tcp().expect("pair 1 is the TCP flow");
-//! assert!(tcp.segments_acked() > 100 && tcp.cwnd() >= 2.0);
-//! assert!(s.sender(0).media().expect("pair 0 is GCC").sent_bytes().as_bytes() > 0);
-//! ```
+//! [`tcp_pair`] builds a flow; its docs run a send-side GCC flow against a CUBIC one.
 
 pub mod bbr;
 mod cubic;
@@ -230,6 +205,33 @@ impl TcpConfig {
 /// A TCP sender and its receiver, both created at `now` (the sender starts sending
 /// `cfg.start` later). Check `cfg` with [`TcpConfig::validate`] first: values it refuses
 /// are clamped here so that nothing panics, but the run then measures something else.
+///
+/// # Example: a send-side GCC flow against a CUBIC flow
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use cg_cc::ControllerConfig;
+/// use cg_cc::gcc::GccConfig;
+/// use cg_cc::sim::{self, AnyReceiver, AnySender, ReceiverConfig, SenderConfig, TcpConfig};
+/// use cg_link::sim::Sim;
+/// use cg_link::{Link, LinkConfig};
+/// use cg_types::Bitrate;
+///
+/// let start = Instant::now();
+/// let one_way = Duration::from_millis(20);
+/// let fwd = Link::new(LinkConfig::constant(Bitrate::mbps(10)).with_delay(one_way)).unwrap();
+/// let rev = Link::new(LinkConfig::constant(Bitrate::mbps(100)).with_delay(one_way)).unwrap();
+/// let mut s: Sim<AnySender, AnyReceiver> = Sim::new(fwd, rev, start);
+/// let gcc = GccConfig::send_side().build(start).unwrap();
+/// let (tx, rx) = sim::pair(SenderConfig::default(), ReceiverConfig::default(), gcc, None, start);
+/// s.add_pair(tx.into(), rx.into());
+/// let (tx, rx) = sim::tcp_pair(TcpConfig::default(), start);
+/// s.add_pair(tx.into(), rx.into());
+/// s.run_until(start + Duration::from_secs(3));
+/// let tcp = s.sender(1).tcp().expect("pair 1 is the TCP flow");
+/// assert!(tcp.segments_acked() > 100 && tcp.cwnd() >= 2.0);
+/// assert!(s.sender(0).media().expect("pair 0 is GCC").sent_bytes().as_bytes() > 0);
+/// ```
 pub fn tcp_pair(cfg: TcpConfig, now: Instant) -> (TcpSender, TcpReceiver) {
     let rx = TcpReceiver::new(&cfg);
     (TcpSender::new(cfg, now), rx)

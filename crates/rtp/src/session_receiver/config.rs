@@ -92,10 +92,9 @@ pub struct ReceiverConfig {
     /// [`frame_timeout_max`](Self::frame_timeout_max): a retransmission waits in the same
     /// bottleneck queue as the media, so behind a full 300 ms DropTail queue it arrives some
     /// 350 ms after the gap showed, and a fixed 300 ms gave the frame up just before — the key
-    /// frame asked for then crossed the same full queue (netlab §6.1 camera, GCC-REMB, the
-    /// drop to 0.5 Mbit/s: 13 frames given up before the first retransmission arrived, a
-    /// 1.3 s freeze). A peer that answers no NACK (several packets asked for, none repaired)
-    /// gets this fixed wait. Default 300 ms.
+    /// frame asked for then crossed the same full queue, and the picture froze meanwhile
+    /// (figures: `docs/notes/2026-12-01-figures-from-docs.md`). A peer that answers no NACK
+    /// (several packets asked for, none repaired) gets this fixed wait. Default 300 ms.
     pub frame_timeout: Duration,
     /// The longest an incomplete frame waits for retransmissions (see
     /// [`frame_timeout`](Self::frame_timeout)). Default 1 s.

@@ -17,25 +17,23 @@
 //! whose first packet has left.
 //!
 //! A key frame drops the queued frames ahead of it ([`SenderStats::frames_superseded`]): it
-//! does not depend on them, and after a loss they are undecodable (measured in netlab,
-//! 2.5 → 0.5 Mbit/s at 720p: the recovery key frame waited behind ~1 s of such frames, and
-//! the freeze lasted over 2 s). That includes the rest of a frame already leaving: VP8's
-//! first delta frame after a key frame asked for at a low rate can be 10–40 times the
-//! per-frame budget (83 KB at 0.45 Mbit/s, 1.5 s of link time, measured with cg-media's
+//! does not depend on them, and after a loss they are undecodable, so they only delay the
+//! recovery. That includes the rest of a frame already leaving: VP8's first delta frame after
+//! a key frame asked for at a low rate can be many times the per-frame budget (cg-media's
 //! `rate_sweep --key-after`), and the next key frame waited behind it. The cut skips one
 //! RTP sequence number, so the receiver sees the truncated frame as incomplete and skips to
 //! the key frame. It also drops the queued retransmissions, and NACKs of packets sent before
-//! the newest key frame are not answered ([`SenderStats::retransmissions_superseded`]): in
-//! the same run, repairs of a 40 % loss burst had filled the 0.5 Mbit/s link for 1.6 s while
-//! the key frame waited.
+//! the newest key frame are not answered ([`SenderStats::retransmissions_superseded`]):
+//! repairs of a loss burst at a capacity drop otherwise fill the link while the key frame
+//! waits.
 //!
 //! A receiver that cannot decode repeats its PLI until a key frame arrives. A key frame that is
-//! still queued, or whose last packet left less than two RTTs (+ 100 ms: one to arrive, one
-//! for a NACK repair) ago, already answers those requests: they are counted
-//! ([`SenderStats::key_frame_requests_in_flight`]) and not passed on. Otherwise, at a few hundred kbit/s, where a 720p key frame takes longer to send
-//! than the receiver waits between PLIs, every repeat forced another key frame into the
-//! queue, each delaying the one the receiver was waiting for (measured in netlab's demo: six
-//! key frames and a 3 s freeze after a 2.5 → 0.5 Mbit/s step).
+//! still queued, or whose last packet left less than two RTTs (+ 100 ms: one to arrive, one for a
+//! NACK repair) ago, already answers those requests: they are counted
+//! ([`SenderStats::key_frame_requests_in_flight`]) and not passed on. Otherwise, at a few hundred
+//! kbit/s, where a 720p key frame takes longer to send than the receiver waits between PLIs, every
+//! repeat forced another key frame into the queue, each delaying the one the receiver was waiting
+//! for (figures for all three rules: `docs/notes/2026-12-01-figures-from-docs.md`).
 
 // By concern: the public session (frames in, polls out) is here; what leaves and its
 // numbering in `send`, feedback from the receiver in `feedback` (per-packet reports become
