@@ -35,6 +35,7 @@
 //! forwarded unclassified and counted.
 
 pub mod bench;
+pub mod dist;
 pub mod emu;
 pub mod error;
 pub mod isolate;
