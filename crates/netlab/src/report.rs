@@ -130,8 +130,15 @@ pub fn run_and_report(sc: &Scenario, req: &RunRequest) -> Result<Summary> {
     finish(sc, &out)
 }
 
+/// Runs `sc` in simulated time ([`crate::simrun`]) into `out` and reports it as
+/// [`run_and_report`] does.
+pub fn run_simulated(sc: &Scenario, out: &Path) -> Result<Summary> {
+    crate::simrun::run(sc, out)?;
+    finish(sc, out)
+}
+
 /// The metrics, CSVs, plots and `summary.json` of a run whose `raw/` is complete (the
-/// runner's, or the simulated run's: `crate::simrun`).
+/// runner's, or the simulated run's: [`crate::simrun`]).
 pub fn finish(sc: &Scenario, out: &Path) -> Result<Summary> {
     let raw = out.join("raw");
     let info = runner::read_info(out)?;

@@ -774,7 +774,7 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
                         ..opts.run.clone()
                     };
                     let done = if opts.sim {
-                        crate::simrun::run_and_report(&sc, &dir)
+                        report::run_simulated(&sc, &dir)
                     } else {
                         report::run_and_report(&sc, &req)
                     };
@@ -1095,7 +1095,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let dir = std::env::temp_dir().join(format!("netlab-pool-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let m = crate::simrun::run_and_report(&sc, &dir).unwrap().metrics;
+        let m = report::run_simulated(&sc, &dir).unwrap().metrics;
         let cg: Vec<&crate::metrics::FlowSummary> =
             m.flows.iter().filter(|f| f.kind == "cg").collect();
         let pooled = &m.qdelay_ms_by_kind["cg"];

@@ -79,6 +79,7 @@ use serde_json::Value;
 use toml::Spanned;
 
 use crate::papers::{from_toml, located};
+use crate::plot::HeatAxis;
 use crate::report::{self, RunRequest};
 use crate::scenario::{FlowKind, Scenario, presets};
 use crate::{Error, Result};
@@ -888,7 +889,7 @@ pub fn run(
             detail: e.to_string(),
         })?;
         let result = if grid.sim {
-            crate::simrun::run_and_report(&sc, &dir)
+            report::run_simulated(&sc, &dir)
         } else {
             let req = RunRequest {
                 out: dir.clone(),
@@ -1035,7 +1036,20 @@ pub fn collect(out: &Path) -> Result<String> {
                 ay.label(y)
             );
         }
-        crate::plot::heatmap(&out.join("heatmap.png"), &grid.name, ax, ay, &cells)?;
+        let (cx, cy) = (ax.coords(), ay.coords());
+        crate::plot::heatmap(
+            &out.join("heatmap.png"),
+            &grid.name,
+            HeatAxis {
+                name: &ax.name,
+                coords: &cx,
+            },
+            HeatAxis {
+                name: &ay.name,
+                coords: &cy,
+            },
+            &cells,
+        )?;
         let _ = writeln!(md, "\n![heat map](heatmap.png)");
     }
     write("collect.md", md.as_bytes())?;
