@@ -38,6 +38,7 @@ pub mod bench;
 pub mod dist;
 pub mod emu;
 pub mod error;
+mod input;
 pub mod isolate;
 pub mod kernel;
 pub mod metrics;

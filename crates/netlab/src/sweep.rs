@@ -78,7 +78,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::papers::{from_toml, located};
+use crate::input::{from_toml, located};
 use crate::plot::HeatAxis;
 use crate::report::{self, RunRequest};
 use crate::scenario::{FlowKind, Scenario, presets};
