@@ -11,10 +11,7 @@ const W: u32 = 1000;
 const H: u32 = 420;
 
 fn err(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Output {
-        path: path.to_owned(),
-        detail: e.to_string(),
-    }
+    Error::output(path, e)
 }
 
 fn color(i: usize) -> RGBColor {

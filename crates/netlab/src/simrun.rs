@@ -366,16 +366,10 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
 pub fn run(sc: &Scenario, out: &Path) -> Result<()> {
     let plan = plan(sc)?;
     let raw = out.join("raw");
-    std::fs::create_dir_all(&raw).map_err(|e| Error::Output {
-        path: raw.clone(),
-        detail: e.to_string(),
-    })?;
+    std::fs::create_dir_all(&raw).map_err(|e| Error::output(&raw, e))?;
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
         let p = out.join(name);
-        std::fs::write(&p, bytes).map_err(|e| Error::Output {
-            path: p,
-            detail: e.to_string(),
-        })
+        std::fs::write(&p, bytes).map_err(|e| Error::output(p, e))
     };
     write("scenario.toml", sc.source.as_bytes())?;
 

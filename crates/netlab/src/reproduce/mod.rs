@@ -89,10 +89,7 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
     if let Some(dir) = &opts.sweep {
         crate::sweep::Grid::load(&dir.join("grid.toml"))?;
     }
-    std::fs::create_dir_all(&opts.out).map_err(|e| Error::Output {
-        path: opts.out.clone(),
-        detail: e.to_string(),
-    })?;
+    std::fs::create_dir_all(&opts.out).map_err(|e| Error::output(&opts.out, e))?;
     let started = Instant::now();
     let mut runs = BTreeMap::new();
     let mut facts = Facts {
@@ -201,10 +198,7 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
         (&md, markdown(&rows, &facts) + &sweep_md),
         (&page, html(&rows, &facts, &plots)),
     ] {
-        std::fs::write(path, text).map_err(|e| Error::Output {
-            path: path.clone(),
-            detail: e.to_string(),
-        })?;
+        std::fs::write(path, text).map_err(|e| Error::output(path, e))?;
     }
     eprintln!(
         "report: {} and {} ({} rows, {:.0} s)",

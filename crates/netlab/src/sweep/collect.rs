@@ -96,10 +96,7 @@ pub fn collect(out: &Path) -> Result<String> {
     }
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
         let p = out.join(name);
-        std::fs::write(&p, bytes).map_err(|e| Error::Output {
-            path: p,
-            detail: e.to_string(),
-        })
+        std::fs::write(&p, bytes).map_err(|e| Error::output(p, e))
     };
     write("collect.csv", csv.as_bytes())?;
     let mut md = format!(

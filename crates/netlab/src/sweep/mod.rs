@@ -117,10 +117,7 @@ pub fn run(
     template: &RunRequest,
 ) -> Result<(usize, usize, usize)> {
     let grid = Grid::load(grid_path)?;
-    std::fs::create_dir_all(out.join("points")).map_err(|e| Error::Output {
-        path: out.to_path_buf(),
-        detail: e.to_string(),
-    })?;
+    std::fs::create_dir_all(out.join("points")).map_err(|e| Error::output(out.to_path_buf(), e))?;
     // The grid as run, for `collect` (every shard writes the same text), its scenario paths
     // made absolute so that they resolve from `out`.
     let copy = out.join("grid.toml");
@@ -145,10 +142,7 @@ pub fn run(
     }
     let text =
         format!("# The grid as run by netlab sweep (scenario paths made absolute).\n{table}");
-    std::fs::write(&copy, &text).map_err(|e| Error::Output {
-        path: copy.clone(),
-        detail: e.to_string(),
-    })?;
+    std::fs::write(&copy, &text).map_err(|e| Error::output(&copy, e))?;
     let (i, n) = shard;
     let mine: Vec<usize> = (0..grid.len()).filter(|k| k % n == i).collect();
     let (mut ran, mut done, mut failed) = (0, 0, 0);
@@ -176,15 +170,9 @@ pub fn run(
             }
         };
         eprintln!("{head}");
-        std::fs::create_dir_all(&dir).map_err(|e| Error::Output {
-            path: dir.clone(),
-            detail: e.to_string(),
-        })?;
+        std::fs::create_dir_all(&dir).map_err(|e| Error::output(&dir, e))?;
         let point_json = serde_json::to_string_pretty(&p).expect("a point serialises");
-        std::fs::write(dir.join("point.json"), point_json).map_err(|e| Error::Output {
-            path: dir.clone(),
-            detail: e.to_string(),
-        })?;
+        std::fs::write(dir.join("point.json"), point_json).map_err(|e| Error::output(&dir, e))?;
         let result = if grid.sim {
             report::run_simulated(&sc, &dir)
         } else {
