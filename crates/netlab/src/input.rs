@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use crate::Error;
-use crate::scenario::ScenarioError;
+use crate::scenario::{ScenarioError, line_col};
 
 /// Deserialises a TOML input file; a mistake is the crate's located error (file, line,
 /// column, field), as a scenario's.
@@ -32,12 +32,7 @@ pub(crate) fn located(
     let (line, column) = if span == (0..0) {
         (0, 0)
     } else {
-        let before = &text[..span.start.min(text.len())];
-        let line = before.matches('\n').count() + 1;
-        (
-            line,
-            before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1,
-        )
+        line_col(text, span.start)
     };
     Error::Scenario(ScenarioError {
         file: file.to_owned(),

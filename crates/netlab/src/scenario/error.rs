@@ -67,7 +67,7 @@ impl Ctx<'_> {
 }
 
 /// 1-based line and column of byte `offset` of `text`.
-pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;

@@ -98,11 +98,7 @@ pub(super) fn loss(
     let m = match l.get_ref() {
         RawLoss::Bernoulli(p) => {
             let p = probability(cx, Some(&Spanned::new(l.span(), *p)), field, false)?;
-            return Ok(if p > 0.0 {
-                LossConfig::Bernoulli { p }
-            } else {
-                LossConfig::None
-            });
+            return Ok(bernoulli(p));
         }
         RawLoss::Model(m) => m,
     };
@@ -137,11 +133,7 @@ pub(super) fn loss(
             )?;
             need(&m.p, "p", "a Bernoulli loss needs `p`, its probability")?;
             let p = probability(cx, m.p.as_ref(), &sub("p"), false)?;
-            Ok(if p > 0.0 {
-                LossConfig::Bernoulli { p }
-            } else {
-                LossConfig::None
-            })
+            Ok(bernoulli(p))
         }
         LossKind::GilbertElliott if m.mean.is_some() || m.burst.is_some() => {
             refuse(
@@ -206,6 +198,15 @@ pub(super) fn loss(
             }
             Ok(c)
         }
+    }
+}
+
+/// Bernoulli loss of probability `p`; none at 0.
+fn bernoulli(p: f64) -> LossConfig {
+    if p > 0.0 {
+        LossConfig::Bernoulli { p }
+    } else {
+        LossConfig::None
     }
 }
 

@@ -29,6 +29,7 @@ use std::time::Duration;
 use cg_types::Bitrate;
 
 pub use capacity::MAX_OUTAGE;
+pub(crate) use error::line_col;
 use error::{Ctx, key_before};
 pub use error::{Origin, ScenarioError};
 pub use flows::{BASE_PORT, Direction, FlowSpec};
