@@ -26,9 +26,9 @@ pub struct FlowSpec {
     pub name: String,
     /// Traffic kind.
     pub kind: FlowKind,
-    /// Index into [`Scenario::hosts`].
+    /// Index into [`crate::scenario::Scenario::hosts`].
     pub from: usize,
-    /// Index into [`Scenario::hosts`].
+    /// Index into [`crate::scenario::Scenario::hosts`].
     pub to: usize,
     /// Which bottleneck.
     pub direction: Direction,

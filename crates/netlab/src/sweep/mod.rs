@@ -44,10 +44,10 @@
 //! are. A key axis's point is the base scenario's TOML source with the field set (the last
 //! segment may be a field the base leaves out, `forward.jitter`; the tables on the way must
 //! exist), written out again and parsed by the scenario parser, so every check of
-//! [`Scenario::parse`] runs on it (and, for simulated grids, [`crate::simrun::check`]). The
-//! point's `scenario.toml` is that text. Several AQMs are several scenarios of the grid: an
-//! "AQM × RTT × flow count" grid lists the AQM presets and has a `forward.delay` and a
-//! `flows.<name>.count` axis.
+//! [`Scenario::parse`](crate::scenario::Scenario::parse) runs on it (and, for simulated
+//! grids, [`crate::simrun::check`]). The point's `scenario.toml` is that text. Several AQMs
+//! are several scenarios of the grid: an "AQM × RTT × flow count" grid lists the AQM presets
+//! and has a `forward.delay` and a `flows.<name>.count` axis.
 //!
 //! Points are the product scenarios × axis values, numbered in that order (the last axis
 //! fastest). Point `i` runs into `DIR/points/<i>/` with its values in `point.json`; a point
