@@ -51,8 +51,6 @@ pub fn run(rates_mbps: &[u64], seconds: u64, out: &Path) -> Result<()> {
     }
     let _ = writeln!(table);
     print!("{table}");
-    std::fs::write(out.join("bench.txt"), &table).map_err(|e| Error::Output {
-        path: out.join("bench.txt"),
-        detail: e.to_string(),
-    })
+    std::fs::write(out.join("bench.txt"), &table)
+        .map_err(|e| Error::output(out.join("bench.txt"), e))
 }

@@ -66,6 +66,14 @@ impl Error {
             source,
         }
     }
+
+    /// An [`Error::Output`]: `path` could not be written, for the reason `why`.
+    pub fn output(path: impl Into<PathBuf>, why: impl std::fmt::Display) -> Self {
+        Error::Output {
+            path: path.into(),
+            detail: why.to_string(),
+        }
+    }
 }
 
 /// Result with [`Error`].

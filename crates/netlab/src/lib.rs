@@ -22,6 +22,16 @@
 //!    marks, endpoint RTT and Jain's index; [`report`] writes `summary.json`, per-flow CSVs,
 //!    [`plot`] PNGs and the stdout table.
 //!
+//! # Layout
+//!
+//! Modules depend downwards only, in the order a run reads: [`scenario`] at the bottom (and
+//! [`error`] on it); the run — [`sys`], [`rt`], [`isolate`], [`packet`], [`topology`],
+//! [`traffic`], [`emu`], [`kernel`], [`runner`], and [`simrun`] in simulated time; its
+//! measurements — [`dist`], [`viewer`], [`metrics`]; its outputs — [`plot`], [`report`]; then
+//! the experiments over many runs — [`papers`], [`sweep`], [`reproduce`], [`mod@bench`] — which
+//! the `netlab` binary drives. (A unit test may run the layers above its module to see its
+//! effect: a simulated run's metrics, say.)
+//!
 //! # Time model
 //!
 //! This crate is a driver: it reads the clock. The bottleneck model itself (cg-link) is
@@ -35,8 +45,10 @@
 //! forwarded unclassified and counted.
 
 pub mod bench;
+pub mod dist;
 pub mod emu;
 pub mod error;
+mod input;
 pub mod isolate;
 pub mod kernel;
 pub mod metrics;

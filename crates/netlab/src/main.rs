@@ -276,7 +276,7 @@ fn real_main(args: Args) -> Result<(), Error> {
         } => {
             let (sc, base) = load(&scenario)?;
             if sim {
-                let summary = cg_netlab::simrun::run_and_report(&sc, &out)?;
+                let summary = report::run_simulated(&sc, &out)?;
                 print!("{}", report::table(&summary));
                 return Ok(());
             }

@@ -11,10 +11,7 @@ const W: u32 = 1000;
 const H: u32 = 420;
 
 fn err(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Output {
-        path: path.to_owned(),
-        detail: e.to_string(),
-    }
+    Error::output(path, e)
 }
 
 fn color(i: usize) -> RGBColor {
@@ -157,6 +154,16 @@ pub fn all(m: &Metrics, dur: f64, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// One axis of a heat map: its name and where each of its values sits (a sweep axis's
+/// numbers, or positions 0, 1, … for an axis of strings).
+#[derive(Debug, Clone, Copy)]
+pub struct HeatAxis<'a> {
+    /// Its name, the axis label.
+    pub name: &'a str,
+    /// Its values' coordinates, in order.
+    pub coords: &'a [f64],
+}
+
 /// A heat map of `cells` (`(x, y)` index → value, NaN for none) over two sweep axes, drawn
 /// on log₁₀ axes when every value of an axis is positive (MMSys16 Fig. 8's ku × kd), with the
 /// best cell outlined; an axis of strings is drawn by its values' positions 0, 1, ….
@@ -164,13 +171,13 @@ pub fn all(m: &Metrics, dur: f64, dir: &Path) -> Result<()> {
 pub fn heatmap(
     path: &Path,
     title: &str,
-    ax: &crate::sweep::Axis,
-    ay: &crate::sweep::Axis,
+    ax: HeatAxis<'_>,
+    ay: HeatAxis<'_>,
     cells: &std::collections::BTreeMap<(usize, usize), f64>,
 ) -> Result<()> {
-    let (vx, vy) = (ax.coords(), ay.coords());
+    let (vx, vy) = (ax.coords, ay.coords);
     let log = |v: &[f64]| v.iter().all(|x| *x > 0.0);
-    let (lx, ly) = (log(&vx), log(&vy));
+    let (lx, ly) = (log(vx), log(vy));
     let coord = |v: f64, is_log: bool| if is_log { v.log10() } else { v };
     // Cell edges halfway between neighbouring values (in the drawn scale).
     let edges = |vals: &[f64], is_log: bool| -> Vec<f64> {
@@ -190,17 +197,17 @@ pub fn heatmap(
         e.push(c[c.len() - 1] + half(c.len().saturating_sub(2)));
         e
     };
-    let (ex, ey) = (edges(&vx, lx), edges(&vy, ly));
+    let (ex, ey) = (edges(vx, lx), edges(vy, ly));
     let finite: Vec<f64> = cells.values().copied().filter(|v| v.is_finite()).collect();
     let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let root = BitMapBackend::new(path, (760, 640)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(path, e))?;
-    let name = |a: &crate::sweep::Axis, is_log: bool| {
+    let name = |a: HeatAxis<'_>, is_log: bool| {
         if is_log {
             format!("log10 {}", a.name)
         } else {
-            a.name.clone()
+            a.name.to_owned()
         }
     };
     let (x0, x1) = (ex[0].min(ex[ex.len() - 1]), ex[0].max(ex[ex.len() - 1]));

@@ -74,16 +74,10 @@ pub fn preflight(sc: &Scenario) -> Result<()> {
 pub fn run_and_report(sc: &Scenario, req: &RunRequest) -> Result<Summary> {
     preflight(sc)?;
     let out = &req.out;
-    std::fs::create_dir_all(out.join("raw")).map_err(|e| Error::Output {
-        path: out.clone(),
-        detail: e.to_string(),
-    })?;
+    std::fs::create_dir_all(out.join("raw")).map_err(|e| Error::output(out, e))?;
     let out = std::fs::canonicalize(out).map_err(|e| Error::io("canonicalize out", e))?;
     let scen_path = out.join("scenario.toml");
-    std::fs::write(&scen_path, &sc.source).map_err(|e| Error::Output {
-        path: scen_path.clone(),
-        detail: e.to_string(),
-    })?;
+    std::fs::write(&scen_path, &sc.source).map_err(|e| Error::output(&scen_path, e))?;
     let base = std::fs::canonicalize(&req.base).unwrap_or_else(|_| req.base.clone());
     let mut args = vec![
         "__runner".to_owned(),
@@ -130,8 +124,15 @@ pub fn run_and_report(sc: &Scenario, req: &RunRequest) -> Result<Summary> {
     finish(sc, &out)
 }
 
+/// Runs `sc` in simulated time ([`crate::simrun`]) into `out` and reports it as
+/// [`run_and_report`] does.
+pub fn run_simulated(sc: &Scenario, out: &Path) -> Result<Summary> {
+    crate::simrun::run(sc, out)?;
+    finish(sc, out)
+}
+
 /// The metrics, CSVs, plots and `summary.json` of a run whose `raw/` is complete (the
-/// runner's, or the simulated run's: `crate::simrun`).
+/// runner's, or the simulated run's: [`crate::simrun`]).
 pub fn finish(sc: &Scenario, out: &Path) -> Result<Summary> {
     let raw = out.join("raw");
     let info = runner::read_info(out)?;
@@ -153,20 +154,14 @@ pub fn finish(sc: &Scenario, out: &Path) -> Result<Summary> {
         &p,
         serde_json::to_string_pretty(&summary).expect("summary serialises"),
     )
-    .map_err(|e| Error::Output {
-        path: p,
-        detail: e.to_string(),
-    })?;
+    .map_err(|e| Error::output(p, e))?;
     Ok(summary)
 }
 
 fn write_csvs(m: &Metrics, out: &Path) -> Result<()> {
     let w = |name: String, text: String| -> Result<()> {
         let p = out.join(name);
-        std::fs::write(&p, text).map_err(|e| Error::Output {
-            path: p,
-            detail: e.to_string(),
-        })
+        std::fs::write(&p, text).map_err(|e| Error::output(p, e))
     };
     for f in &m.flows {
         let mut s = String::from(

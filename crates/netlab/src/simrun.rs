@@ -5,8 +5,8 @@
 //!
 //! The run writes what a namespace run writes (`raw/bottleneck.log` in the forwarder's record
 //! format, `raw/flows.json`, `raw/run.json`, `raw/cg-send-<flow>.jsonl`), and
-//! [`report::finish`] turns it into the same metrics, CSVs, plots and `summary.json`; the
-//! backend says `simulated`.
+//! [`crate::report::finish`] turns it into the same metrics, CSVs, plots and `summary.json`
+//! ([`crate::report::run_simulated`] does both); the backend says `simulated`.
 //!
 //! What a scenario may use here:
 //! - flows of kind `cg` (GCC-REMB, GCC, SCReAM; their `send_args` give `--start-bitrate`,
@@ -37,7 +37,6 @@ use cg_link::{FlowId, Link, Protocol};
 use cg_types::{Bitrate, Ecn};
 
 use crate::emu::record::{Dir, FlowEntry};
-use crate::report::{self, Summary};
 use crate::runner::RunInfo;
 use crate::scenario::{Direction, FlowKind, FlowSpec, Scenario, TcpCc, WebRtcMode};
 use crate::{Error, Result};
@@ -362,20 +361,15 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
     Ok(out)
 }
 
-/// Runs `sc` in simulated time into `out` and reports it as [`report::run_and_report`] does.
-pub fn run_and_report(sc: &Scenario, out: &Path) -> Result<Summary> {
+/// Runs `sc` in simulated time into `out`: its `scenario.toml` and, in `raw/`, what a
+/// namespace run leaves there.
+pub fn run(sc: &Scenario, out: &Path) -> Result<()> {
     let plan = plan(sc)?;
     let raw = out.join("raw");
-    std::fs::create_dir_all(&raw).map_err(|e| Error::Output {
-        path: raw.clone(),
-        detail: e.to_string(),
-    })?;
+    std::fs::create_dir_all(&raw).map_err(|e| Error::output(&raw, e))?;
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
         let p = out.join(name);
-        std::fs::write(&p, bytes).map_err(|e| Error::Output {
-            path: p,
-            detail: e.to_string(),
-        })
+        std::fs::write(&p, bytes).map_err(|e| Error::output(p, e))
     };
     write("scenario.toml", sc.source.as_bytes())?;
 
@@ -553,13 +547,13 @@ pub fn run_and_report(sc: &Scenario, out: &Path) -> Result<Summary> {
         serde_json::to_string_pretty(&info)
             .expect("run info serialises")
             .as_bytes(),
-    )?;
-    report::finish(sc, out)
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::run_simulated;
     use crate::scenario::Scenario;
 
     fn scenario(text: &str) -> Scenario {
@@ -601,7 +595,7 @@ rate = "500k"
         let _ = std::fs::remove_dir_all(&dir);
         let sc = scenario(GCC_VS_CUBIC);
         let t = Instant::now();
-        let summary = run_and_report(&sc, &dir).unwrap();
+        let summary = run_simulated(&sc, &dir).unwrap();
         assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
         assert_eq!(summary.run.backend, "simulated");
         let m = &summary.metrics;
@@ -627,7 +621,7 @@ rate = "500k"
             &GCC_VS_CUBIC.replace("warmup = \"10s\"", "warmup = \"10s\"\nuntil = \"20s\""),
         );
         let _ = std::fs::remove_dir_all(&dir);
-        let m = run_and_report(&alone, &dir).unwrap().metrics;
+        let m = run_simulated(&alone, &dir).unwrap().metrics;
         assert_eq!(m.window_s, (10.0, 20.0));
         assert_eq!(m.flows[1].delivered_bytes, 0, "the TCP flow starts at 20 s");
         std::fs::remove_dir_all(&dir).ok();
@@ -668,7 +662,7 @@ rate = "500k"
         );
         let dir = std::env::temp_dir().join(format!("netlab-sim-r-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let m = run_and_report(&sc, &dir).unwrap().metrics;
+        let m = run_simulated(&sc, &dir).unwrap().metrics;
         std::fs::remove_dir_all(&dir).ok();
         let (cg, bbr, cbr) = (&m.flows[0], &m.flows[1], &m.flows[2]);
         // 400 kbit/s of 1000-byte datagrams from 10 s: 30 s of it, all delivered.
@@ -741,7 +735,7 @@ rate = "500k"
                 .send_args
                 .extend(args.iter().map(|s| s.to_string()));
             let _ = std::fs::remove_dir_all(&dir);
-            run_and_report(&sc, &dir).unwrap().metrics.flows[0]
+            run_simulated(&sc, &dir).unwrap().metrics.flows[0]
                 .qdelay_ms
                 .mean
         };

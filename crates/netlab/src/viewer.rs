@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::metrics::Dist;
+use crate::dist::Dist;
 
 /// The viewer's experience within the statistics window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -6,8 +6,8 @@
 //!   all with `--all-features` so optional adapters (cg-cc's `webrtc`) are built and tested too.
 //!   One build, in the `ci` profile: optimised as users run it, with the workspace's own
 //!   overflow checks on. The end-to-end media tests among them
-//!   (`crates/netlab/tests/cg_flows.rs`: real cg-send/cg-recv through namespaces, judged on
-//!   rate, delay and frames; `crates/netlab/tests/faults.rs`: the same under outages,
+//!   (`crates/netlab/tests/cg_flows/`: real cg-send/cg-recv through namespaces, judged on
+//!   rate, delay and frames; `crates/netlab/tests/faults/`: the same under outages,
 //!   reordering, burst loss and jitter) are ignored in an unoptimised build; they print the
 //!   figures they judge (`--nocapture`), so the log holds every run's numbers. `test --long`
 //!   also runs the 200 s scenarios of issue #14 (the papers' schedules on camera and game

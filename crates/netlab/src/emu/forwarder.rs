@@ -434,14 +434,8 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
 }
 
 fn write_json<T: Serialize>(path: &std::path::Path, v: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(v).map_err(|e| Error::Output {
-        path: path.to_owned(),
-        detail: e.to_string(),
-    })?;
-    std::fs::write(path, text).map_err(|e| Error::Output {
-        path: path.to_owned(),
-        detail: e.to_string(),
-    })
+    let text = serde_json::to_string_pretty(v).map_err(|e| Error::output(path, e))?;
+    std::fs::write(path, text).map_err(|e| Error::output(path, e))
 }
 
 fn flow_id(t: &packet::FiveTuple) -> FlowId {

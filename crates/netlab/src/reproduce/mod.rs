@@ -1,0 +1,242 @@
+//! `netlab reproduce`: the papers' experiments run in network namespaces, or with `--sim` in
+//! simulated time ([`crate::simrun`]), and held against the papers' own numbers
+//! ([`crate::papers`]).
+//!
+//! For every preset a paper's figure names (all, or those matching `--only PATTERN`), the
+//! preset runs as `netlab run` would run it (or simulated), into `OUT/<preset>/`; a preset whose
+//! `OUT/<preset>/summary.json` already exists is not run again, so an interrupted reproduction
+//! resumes where it stopped (delete the directory to run it again). Then one report is written:
+//! `OUT/report.md` and a self-contained `OUT/report.html` (plots embedded), a row for every
+//! number of the papers' tables — ours beside the paper's and a verdict (within the paper's
+//! figure, better, worse), or why we have no number — and the run's facts (backend, encoder,
+//! seed, machine).
+//!
+//! # How a paper's number is read from a run
+//!
+//! From `summary.json` (the preset's metrics window, its `warmup` to its end) and, for
+//! throughput quartiles, the flow's per-bin rates in `flow-<name>.csv` (1 s averages):
+//!
+//! | metric | flows `cg` / `tcp` (one flow, or several) | flows `all` |
+//! |---|---|---|
+//! | throughput (mean) | the flows' rates summed | every forward flow summed |
+//! | throughput (quartiles) | the 1 s rates of the flows summed | same |
+//! | utilisation | the link's utilisation × the flows' share of delivered bytes | the link's |
+//! | loss | the flows' loss ratios, weighted by delivered bytes | the link's |
+//! | queuing delay (mean) | per-packet sojourn at the bottleneck, mean over the flows' packets | the link's |
+//! | queuing delay (stddev, percentiles) | one flow's; for several flows, over their packets pooled (`qdelay_ms_by_kind`: the selection is every forward flow of a kind), or the link's when they are every flow | the link's |
+//! | RTT (mean, percentiles) | the media sender's RTT samples (cg-send's, from RTCP): one flow's; the mean over several flows' samples | – |
+//! | share of packets over a delay | the flows' shares, weighted by their packets | the link's |
+//! | Jain's index | over the selected flows' rates | over every forward flow |
+//!
+//! Our queuing delay is the packet's sojourn in the bottleneck queue, measured per packet. The
+//! GCC papers compute theirs from RTCP round trips (RTT − RTT_min), TMA24 from captures on both
+//! sides of its router: the same quantity, sampled differently.
+//!
+//! `select` picks the experiments, `measure` reads our numbers and pairs them with the
+//! papers', `render` writes the pages; [`run`] drives them.
+
+mod measure;
+mod render;
+mod select;
+#[cfg(test)]
+mod testing;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub use measure::{Measured, Row, RunResult, measure, rows};
+pub use render::{Facts, html, machine, markdown};
+pub use select::{experiments, matches};
+
+use crate::papers::{self, Metric};
+use crate::report::{self, RunRequest};
+use crate::scenario::presets;
+use crate::{Error, Result};
+use render::run_facts;
+
+/// What `netlab reproduce` was asked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Output directory: one sub-directory per preset, and the report.
+    pub out: PathBuf,
+    /// Only the presets whose name matches this pattern (`*` matches anything).
+    pub only: Option<String>,
+    /// Simulated time ([`crate::simrun`]) instead of network namespaces.
+    pub sim: bool,
+    /// A finished two-axis sweep (`netlab sweep`, e.g. MMSys16 Fig. 8's ku × kd): its best
+    /// cell answers the papers' parameter rows of the same names, its heat map joins the
+    /// report.
+    pub sweep: Option<PathBuf>,
+    /// How each preset runs (its `out` and `base` are set per preset).
+    pub run: RunRequest,
+}
+
+/// Runs (or reuses) every selected preset, then writes `report.md` and `report.html` in
+/// `opts.out`. A preset that fails is reported as such; the others still run.
+pub fn run(opts: &Options) -> Result<PathBuf> {
+    let papers = papers::all()?;
+    let only = opts.only.as_deref();
+    let names = experiments(&papers, only);
+    if names.is_empty() {
+        return Err(Error::NotAvailable(format!(
+            "no paper experiment matches {:?}; `netlab presets` lists them",
+            only.unwrap_or("")
+        )));
+    }
+    // The sweep is read at the end: a grid that no longer loads is refused now, not after
+    // the runs.
+    if let Some(dir) = &opts.sweep {
+        crate::sweep::Grid::load(&dir.join("grid.toml"))?;
+    }
+    std::fs::create_dir_all(&opts.out).map_err(|e| Error::output(&opts.out, e))?;
+    let started = Instant::now();
+    let mut runs = BTreeMap::new();
+    let mut facts = Facts {
+        machine: machine(),
+        written: String::new(),
+        runs: BTreeMap::new(),
+    };
+    let mut plots = BTreeMap::new();
+    for (i, name) in names.iter().enumerate() {
+        let dir = opts.out.join(name);
+        let head = format!("[{}/{}] {name}", i + 1, names.len());
+        let previous = RunResult::load(&dir).ok();
+        let same_backend = previous
+            .as_ref()
+            .is_some_and(|r| (r.summary["run"]["backend"] == "simulated") == opts.sim);
+        if previous.is_some() && !same_backend {
+            // A run of the other kind (simulated / namespaces) is not this reproduction's.
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        let result = if let Some(run) = previous.filter(|_| same_backend) {
+            eprintln!("{head}: already run, reused ({})", dir.display());
+            Ok(run)
+        } else {
+            match presets::load(name) {
+                None => Err(format!("no preset `{name}`")),
+                Some(Err(e)) => Err(e.to_string()),
+                Some(Ok(sc)) => {
+                    eprintln!(
+                        "{head}: running {:.0} s (elapsed {:.0} s)",
+                        sc.duration.as_secs_f64(),
+                        started.elapsed().as_secs_f64()
+                    );
+                    let req = RunRequest {
+                        out: dir.clone(),
+                        base: presets::trace_dir().to_path_buf(),
+                        ..opts.run.clone()
+                    };
+                    let done = if opts.sim {
+                        report::run_simulated(&sc, &dir)
+                    } else {
+                        report::run_and_report(&sc, &req)
+                    };
+                    match done {
+                        Ok(_) => RunResult::load(&dir).map_err(|e| e.to_string()),
+                        Err(e) => {
+                            eprintln!("{head}: failed: {e}");
+                            // A partial directory would be taken as finished next time.
+                            let _ = std::fs::remove_file(dir.join("summary.json"));
+                            Err(e.to_string())
+                        }
+                    }
+                }
+            }
+        };
+        if let Ok(run) = &result {
+            facts.runs.insert(name.clone(), run_facts(&dir, run));
+            let pngs: Vec<(String, Vec<u8>)> = ["rate.png", "delay.png", "loss.png"]
+                .iter()
+                .filter_map(|f| Some(((*f).to_owned(), std::fs::read(dir.join(f)).ok()?)))
+                .collect();
+            plots.insert(name.clone(), pngs);
+        }
+        runs.insert(name.clone(), result);
+    }
+    facts.written = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let mut rows = rows(&papers, &runs, only);
+    let mut sweep_md = String::new();
+    if let Some(dir) = &opts.sweep {
+        let collected = crate::sweep::collect(dir)?;
+        if let Some(crate::sweep::Best {
+            grid: name,
+            values: best,
+            missing,
+        }) = crate::sweep::best(dir)?
+        {
+            for r in rows
+                .iter_mut()
+                .filter(|r| r.figure.metric == Metric::ThresholdGain)
+            {
+                if let Some(v) = best.get(&r.figure.row).and_then(|v| v.number()) {
+                    r.ours = Measured::Value(v);
+                    r.verdict = Some(r.figure.verdict(v));
+                }
+            }
+            if let Ok(png) = std::fs::read(dir.join("heatmap.png")) {
+                plots.insert(
+                    format!("sweep {name}"),
+                    vec![("heatmap.png".to_owned(), png)],
+                );
+            }
+            sweep_md = format!(
+                "\n## Sweep {name} ({})\n\n{}{}",
+                dir.display(),
+                collected.replace("# sweep", "###"),
+                if missing > 0 {
+                    format!("\n{missing} points missing.\n")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    let md = opts.out.join("report.md");
+    let page = opts.out.join("report.html");
+    for (path, text) in [
+        (&md, markdown(&rows, &facts) + &sweep_md),
+        (&page, html(&rows, &facts, &plots)),
+    ] {
+        std::fs::write(path, text).map_err(|e| Error::output(path, e))?;
+    }
+    eprintln!(
+        "report: {} and {} ({} rows, {:.0} s)",
+        md.display(),
+        page.display(),
+        rows.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_that_does_not_load_is_refused_before_anything_runs() {
+        let tmp = std::env::temp_dir().join(format!("netlab-repro-sweep-{}", std::process::id()));
+        let (sweep, out) = (tmp.join("sweep"), tmp.join("out"));
+        std::fs::create_dir_all(&sweep).unwrap();
+        std::fs::write(sweep.join("grid.toml"), "name = \"g\"\nscenarios = []\n").unwrap();
+        let opts = Options {
+            out: out.clone(),
+            only: Some("mmsys16-6.1".into()),
+            sim: true,
+            sweep: Some(sweep),
+            run: RunRequest {
+                out: out.clone(),
+                base: PathBuf::new(),
+                coalesce: std::time::Duration::from_micros(100),
+                skip_rtt_check: false,
+                quiet: true,
+                forwarder_rt: None,
+            },
+        };
+        let e = super::run(&opts).unwrap_err().to_string();
+        assert!(e.contains("grid.toml"), "{e}");
+        assert!(!out.exists(), "nothing ran");
+        std::fs::remove_dir_all(&tmp).ok();
+    }
+}

@@ -1,0 +1,564 @@
+//! WebRTC mode: cg-send's WHEP server against plain RTP, viewed by cg-recv or Chromium (every
+//! controller, H.264, the page's picture quality, an hour's soak), SCReAM's L4S run in both
+//! modes, and Chromium publishing to cg-recv over WHIP.
+
+use super::*;
+
+/// Issue #41's soak: Chromium views cg-send for an hour (`SOAK_SECS` sets another length)
+/// over the clean 50 Mbit/s link, 720p camera picture, send-side GCC, `--profile gaming`.
+/// Judged from 10 s: no freeze over 500 ms and at least 29 fps in Chromium's own figures, and
+/// cg-send's memory flat, its resident set over the last fifth of the run no more than 5 %
+/// plus 4 MiB above the one over the second fifth (before it the allocator is still growing
+/// its pools): a leak of a kilobyte a second fails an hour's run.
+#[test]
+#[ignore = "issue #41, long (1 h): run with `cargo test --release -p cg-netlab --test cg_flows webrtc_soak -- --include-ignored`"]
+fn webrtc_soak_an_hour_with_a_chromium_viewer_keeps_memory_flat_and_never_freezes() {
+    let secs: u32 = std::env::var("SOAK_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3600);
+    let (summary, out) = webrtc_run(
+        "soak",
+        CLEAN_50MBIT,
+        "1ms",
+        "gcc",
+        "not_ect",
+        &format!(r#"{CAMERA_720P}, "--profile", "gaming", "--stamp""#),
+        "chromium",
+        secs,
+        "",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let t0 = t0(&out);
+    let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+    let rss_between = |from: f64, to: f64| {
+        let mut v: Vec<f64> = sent
+            .iter()
+            .filter(|l| (from..to).contains(&run_t(l, t0)))
+            .map(|l| num(l, "rss_kib"))
+            .filter(|k| k.is_finite())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let fifth = f64::from(secs) / 5.0;
+    let (early, late) = (
+        rss_between(fifth, 2.0 * fifth),
+        rss_between(4.0 * fifth, f64::from(secs)),
+    );
+    let peak = sent
+        .iter()
+        .map(|l| num(l, "rss_kib"))
+        .filter(|k| k.is_finite())
+        .fold(f64::NAN, f64::max);
+    let v = &summary["metrics"]["flows"][0]["viewer"];
+    eprintln!(
+        "soak {secs} s: cg-send resident set (median KiB) {early:.0} over the second fifth, {late:.0} over the last, peak {peak:.0}; Chromium: {v}"
+    );
+    let mut why = Vec::new();
+    if v["viewer"] != "chromium" {
+        why.push(format!("no Chromium viewer summary: {v}"));
+    }
+    let longest = v["longest_freeze_ms"].as_f64().unwrap_or(0.0);
+    if !v["freezes"].is_u64() || longest > 500.0 {
+        why.push(format!(
+            "{} freezes, the longest {longest} ms (> 500 ms)",
+            v["freezes"]
+        ));
+    }
+    let fps = num(v, "fps");
+    if fps.is_nan() || fps < 29.0 {
+        why.push(format!("{fps} fps (< 29)"));
+    }
+    if early.is_nan() || late.is_nan() || late > early * 1.05 + 4096.0 {
+        why.push(format!(
+            "cg-send's memory grew from {early} KiB to {late} KiB"
+        ));
+    }
+    assert!(why.is_empty(), "{}", why.join("; "));
+}
+
+/// Issue #15's bottleneck: 2 Mbit/s DropTail (300 ms), RTT 50 ms; with 640×360 `camera`.
+const WEBRTC_2MBIT: &str = r#"capacity = "2Mbit"
+delay = "25ms"
+qdisc = { kind = "droptail", limit = "300ms" }"#;
+
+const WEBRTC_VIDEO: &str =
+    r#""--pattern", "camera", "--width", "640", "--height", "360", "--max-bitrate", "10M""#;
+
+/// Link utilisation and the flow's queue-delay p95 of a run.
+fn u_and_q95(s: &Value) -> (f64, f64) {
+    let m = &s["metrics"];
+    (
+        num(&m["link"], "utilisation"),
+        m["flows"][0]["qdelay_ms"]["p95"]
+            .as_f64()
+            .unwrap_or(f64::NAN),
+    )
+}
+
+/// cg-send ↔ cg-recv in WebRTC mode (ICE, DTLS-SRTP, the SRTP tag in every packet) against
+/// the same run in plain RTP mode, for both GCC modes. SCReAM's pair of runs is the L4S
+/// test's ([`scream_l4s_through_dualpi2_20mbps_rtt30_plain_and_in_webrtc_mode`]): its RFC 8888
+/// feedback with ECN is the harder case, and a third pair here would repeat it in CI's time.
+/// Issue #15 asks for U and queue p95 within 10 %. U holds to that; the queue p95 of one 30 s
+/// run does not even between two plain runs (`docs/notes/2026-11-29.md`), so the delay
+/// bound is 10 % or 25 ms, whichever is larger, which still catches a WebRTC mode that lets
+/// the queue build (the 300 ms buffer). One re-run of both modes on failure, as elsewhere.
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn webrtc_mode_matches_plain_rtp_for_both_gcc_modes() {
+    for cc in ["gcc", "gcc-remb"] {
+        twice(cc, |attempt| {
+            let run = |mode: &str| {
+                let name = format!("{mode}-{cc}-{attempt}");
+                let v = if mode == "plain" { "off" } else { "cg" };
+                webrtc_run(
+                    &name,
+                    WEBRTC_2MBIT,
+                    "25ms",
+                    cc,
+                    "not_ect",
+                    WEBRTC_VIDEO,
+                    v,
+                    30,
+                    "",
+                )
+            };
+            let (plain, p_out) = match run("plain") {
+                Ok(r) => r,
+                Err(e) => return vec![e],
+            };
+            let _ = std::fs::remove_dir_all(p_out.parent().unwrap());
+            let (webrtc, w_out) = match run("webrtc") {
+                Ok(r) => r,
+                Err(e) => return vec![e],
+            };
+            let ((up, qp), (uw, qw)) = (u_and_q95(&plain), u_and_q95(&webrtc));
+            let recv = lines(&w_out.join("raw/cg-recv-cg.jsonl"));
+            let decoded = recv.last().map_or(0.0, |l| num(l, "frames_decoded"));
+            eprintln!(
+                "{cc}: plain U {up:.3} q95 {qp:.1} ms; WebRTC U {uw:.3} q95 {qw:.1} ms, {decoded} frames decoded"
+            );
+            let _ = std::fs::remove_dir_all(w_out.parent().unwrap());
+            let mut why = Vec::new();
+            if (uw - up).abs() > 0.10 * up {
+                why.push(format!("U {uw:.3} vs {up:.3}"));
+            }
+            if (qw - qp).abs() > (0.10 * qp).max(25.0) || qw.is_nan() {
+                why.push(format!("q95 {qw:.1} vs {qp:.1} ms"));
+            }
+            if decoded < 500.0 {
+                why.push(format!("only {decoded} frames decoded over WebRTC"));
+            }
+            why
+        });
+    }
+}
+
+/// Chromium's `inbound-rtp` video statistics from `viewer-cg.jsonl`, with their report times.
+fn chromium_inbound(out: &Path) -> Vec<(f64, Value)> {
+    lines(&out.join("raw/viewer-cg.jsonl"))
+        .into_iter()
+        .filter_map(|l| {
+            let t = num(&l, "t");
+            let inbound = l["report"]["stats"]
+                .as_array()?
+                .iter()
+                .find(|s| s["type"] == "inbound-rtp" && s["kind"] == "video")?
+                .clone();
+            Some((t, inbound))
+        })
+        .collect()
+}
+
+/// The MIME type of the codec Chromium's last report says it decodes, from `viewer-cg.jsonl`.
+fn chromium_codec(out: &Path) -> Option<String> {
+    let reports = lines(&out.join("raw/viewer-cg.jsonl"));
+    let stats = reports.last()?["report"]["stats"].as_array()?.clone();
+    let inbound = stats
+        .iter()
+        .find(|s| s["type"] == "inbound-rtp" && s["kind"] == "video")?;
+    let codec = stats.iter().find(|s| s["id"] == inbound["codecId"])?;
+    codec["mimeType"].as_str().map(str::to_owned)
+}
+
+/// Issue #15's browser case: a headless Chromium (Debian's) views cg-send over WHEP through
+/// a 2 Mbit/s DropTail bottleneck, RTT 50 ms, 30 s (as the cases below: the judge reads
+/// from the first decoded frame, and 30 s keeps the CI within its 45 minutes), cg's
+/// send-side GCC on Chromium's transport-wide feedback. The page posts `getStats()` every
+/// second; judged on it.
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn chromium_views_cg_send_over_whep_through_a_2mbps_bottleneck() {
+    chromium_viewer("gcc", "gcc", "video/VP8", WEBRTC_VIDEO, "", 30);
+}
+
+/// The same with cg-send's H.264 (x264, Constrained Baseline, packetization-mode 1: the
+/// profile Chromium decodes here), 30 s (measured: 829 of 834 frames decoded, no freeze, U
+/// 0.920, jitter buffer 58.5 ms).
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn chromium_views_an_h264_stream() {
+    chromium_viewer(
+        "h264",
+        "gcc",
+        "video/H264",
+        &format!(r#"{WEBRTC_VIDEO}, "--codec", "x264""#),
+        "",
+        30,
+    );
+}
+
+/// The same with SCReAM, on the RFC 8888 feedback Chromium offers behind its field trial
+/// (measured: Chromium 156 reports every packet Not-ECT in it, so L4S cannot run with a
+/// Chromium viewer; SCReAM runs on its delay signal). 30 s.
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn chromium_views_scream_over_its_rfc8888_feedback() {
+    chromium_viewer(
+        "scream",
+        "scream",
+        "video/VP8",
+        WEBRTC_VIDEO,
+        r#"recv_args = ["--force-fieldtrials=WebRTC-RFC8888CongestionControlFeedback/Enabled,offer:true/"]"#,
+        30,
+    );
+}
+
+/// The same with GCC on REMB, which Chromium sends only for packets without a transport-wide
+/// sequence number (libwebrtc's receive side gives those to its transport-wide feedback), so
+/// cg-send leaves that extension out when its controller runs on REMB. Without REMB the
+/// target climbs by the loss rule alone and the link stays far from full. 30 s.
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn chromium_views_gcc_remb_on_the_rembs_it_sends() {
+    chromium_viewer("remb", "gcc-remb", "video/VP8", WEBRTC_VIDEO, "", 30);
+}
+
+/// Issue #37: a browser's picture quality is scored as cg-recv's is. Two flows of the same
+/// picture side by side (640×360 camera at a fixed 10 Mbit/s, no adaptation, so both encoders
+/// code the same pictures at the same rate): one viewed by cg-recv (`--reference`), one by
+/// Chromium, whose page posts two shown pictures a second back to cg-send for scoring. The page
+/// takes the decoded luma itself (WebCodecs), so the two means differ only by which pictures
+/// were scored: within [`PAGE_PSNR_GAP_DB`] either way. 25 s, judged from 10 s.
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn a_browser_page_scores_picture_quality_as_cg_recv_does() {
+    let send = r#""--width", "640", "--height", "360", "--fps", "30", "--pattern", "camera", "--start-bitrate", "10M", "--min-bitrate", "10M", "--max-bitrate", "10M", "--degradation", "disabled", "--profile", "gaming", "--stamp""#;
+    let flow = |name: &str, from: &str, to: &str, webrtc: &str, recv: &str| {
+        format!(
+            "\n[[flows]]\nname = \"{name}\"\nkind = \"cg\"\ncontroller = \"gcc\"\nfrom = \"{from}\"\nto = \"{to}\"\nsend_args = [{send}]\n{recv}\nwebrtc = \"{webrtc}\"\n"
+        )
+    };
+    // A Chromium viewer's flow must have its host pair to itself.
+    let toml = format!(
+        "name = \"cg-page-psnr\"\nduration = \"25s\"\nseed = 1\n\n[topology]\nsenders = 2\nreceivers = 2\n\n[forward]\n{CLEAN_50MBIT}\n\n[reverse]\ncapacity = \"100Mbit\"\ndelay = \"1ms\"\n\n[metrics]\nwarmup = \"10s\"\n{}{}",
+        flow(
+            "recv",
+            "s1",
+            "r1",
+            "cg",
+            r#"recv_args = ["--reference", "camera:640x360@30"]"#
+        ),
+        flow("page", "s2", "r2", "chromium", ""),
+    );
+    let (summary, out) = {
+        let _guard = lock();
+        run_netlab("page-psnr", &toml, |_| {}).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+    let flows = &summary["metrics"]["flows"];
+    let viewer = |i: usize| &flows[i]["viewer"];
+    let (recv, page) = (num(viewer(0), "psnr_db"), num(viewer(1), "psnr_db"));
+    let scored = num(viewer(1), "psnr_scored");
+    eprintln!(
+        "picture quality: cg-recv {recv:.2} dB, Chromium's page {page:.2} dB over {scored} pictures; viewers: {} / {}",
+        viewer(0),
+        viewer(1)
+    );
+    assert_eq!(
+        (viewer(0)["viewer"].as_str(), viewer(1)["viewer"].as_str()),
+        (Some("cg-recv"), Some("chromium"))
+    );
+    // Two a second over the 15 s window, less those skipped.
+    assert!(scored >= 15.0, "the page had {scored} pictures scored");
+    assert_eq!(
+        viewer(1)["psnr_via"].as_str(),
+        Some("yuv"),
+        "Chromium hands the page the decoded frame"
+    );
+    assert!(
+        !outside(page - recv, -PAGE_PSNR_GAP_DB, PAGE_PSNR_GAP_DB),
+        "the page's {page:.2} dB against cg-recv's {recv:.2} dB"
+    );
+}
+
+/// How far a browser page's mean PSNR may lie from cg-recv's on the same picture and rate
+/// (see [`a_browser_page_scores_picture_quality_as_cg_recv_does`]): the sampling of two
+/// pictures a second.
+const PAGE_PSNR_GAP_DB: f64 = 0.6;
+
+/// Chromium views cg-send (`controller`, `send_args`) over WHEP through 2 Mbit/s DropTail
+/// for `secs`; `chromium_args` is a `recv_args = [...]` line of extra Chromium arguments, or
+/// empty. `name` names the runs; Chromium must decode `mime`.
+fn chromium_viewer(
+    name: &str,
+    controller: &str,
+    mime: &str,
+    send_args: &str,
+    chromium_args: &str,
+    secs: u32,
+) {
+    twice(&format!("chromium {name}"), |attempt| {
+        let (summary, out) = match webrtc_run(
+            &format!("chromium-{name}-{attempt}"),
+            WEBRTC_2MBIT,
+            "25ms",
+            controller,
+            "not_ect",
+            send_args,
+            "chromium",
+            secs,
+            chromium_args,
+        ) {
+            Ok(r) => r,
+            Err(e) => return vec![e],
+        };
+        let (u, q95) = u_and_q95(&summary);
+        let reports = chromium_inbound(&out);
+        let codec = chromium_codec(&out);
+        let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
+        let frames_sent = sent.last().map_or(0.0, |l| num(l, "frames_sent"));
+        let _ = std::fs::remove_dir_all(out.parent().unwrap());
+        let Some((_, last)) = reports.last() else {
+            return vec!["no getStats() report from the page".to_owned()];
+        };
+        let decoded = num(last, "framesDecoded");
+        let jb = num(last, "jitterBufferDelay") / num(last, "jitterBufferEmittedCount");
+        // A freeze over 500 ms after the first second of video: a report interval in which
+        // freezeCount rose and totalFreezesDuration grew by more than 0.5 s.
+        let first = reports
+            .iter()
+            .find(|(_, r)| num(r, "framesDecoded") > 0.0)
+            .map_or(f64::INFINITY, |(t, _)| *t);
+        let long_freezes: Vec<f64> = reports
+            .windows(2)
+            .filter(|w| w[1].0 > first + 1.0)
+            .filter(|w| {
+                num(&w[1].1, "freezeCount") > num(&w[0].1, "freezeCount")
+                    && num(&w[1].1, "totalFreezesDuration") - num(&w[0].1, "totalFreezesDuration")
+                        > 0.5
+            })
+            .map(|w| w[1].0)
+            .collect();
+        eprintln!(
+            "Chromium over WHEP, {name} ({controller}): U {u:.3}, q95 {q95:.1} ms, decoded {decoded} of {frames_sent} frames sent, mean jitter buffer {:.1} ms, freezes {} ({:.2} s), long after the first second at {long_freezes:?}",
+            jb * 1e3,
+            num(last, "freezeCount"),
+            num(last, "totalFreezesDuration")
+        );
+        let mut why = Vec::new();
+        if codec.as_deref() != Some(mime) {
+            why.push(format!("Chromium decodes {codec:?}, not {mime}"));
+        }
+        if !(decoded >= 0.95 * frames_sent && frames_sent > 15.0 * secs as f64) {
+            why.push(format!(
+                "decoded {decoded} of {frames_sent} frames (< 95 %)"
+            ));
+        }
+        if !long_freezes.is_empty() {
+            why.push(format!("freezes over 500 ms at {long_freezes:?} s"));
+        }
+        if outside(u, 0.85, 1.0) {
+            why.push(format!("utilisation {u:.3} outside 0.85–1.0"));
+        }
+        if jb.is_nan() || jb > 0.100 {
+            why.push(format!(
+                "mean jitter buffer delay {:.1} ms > 100 ms",
+                jb * 1e3
+            ));
+        }
+        why
+    });
+}
+
+/// SCReAM with ECT(1) through DualPI2 at 20 Mbit/s, RTT 30 ms, 640×360 snow (a picture whose
+/// rate follows any target), in plain RTP mode and then in WebRTC mode. Plain mode: U
+/// 0.80–1.0 and a median queue delay of at most 2 ms. WebRTC mode (issue #15): the CE marks
+/// must cross SRTP and the tap into cg-recv's RFC 8888 reports and reach the controller, and
+/// U and the queue delay p95 stay within 10 % and 20 % of plain mode's (or 1 ms: both are
+/// around 1–2 ms, where one run differs from the next by more than 20 %).
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn scream_l4s_through_dualpi2_20mbps_rtt30_plain_and_in_webrtc_mode() {
+    let fwd = r#"capacity = "20Mbit"
+delay = "15ms"
+qdisc = { kind = "dualpi2" }"#;
+    let video = r#""--width", "640", "--height", "360", "--fps", "30", "--pattern", "snow", "--start-bitrate", "5M", "--max-bitrate", "30M""#;
+    twice("l4s", |attempt| {
+        let run = |mode: &str| {
+            let name = format!("l4s-{mode}-{attempt}");
+            let v = if mode == "plain" { "off" } else { "cg" };
+            webrtc_run(&name, fwd, "15ms", "scream", "ect1", video, v, 30, "")
+        };
+        let (plain, p_out) = match run("plain") {
+            Ok(r) => r,
+            Err(e) => return vec![e],
+        };
+        let _ = std::fs::remove_dir_all(p_out.parent().unwrap());
+        let mut why = Vec::new();
+        let (up, qp) = u_and_q95(&plain);
+        let median = plain["metrics"]["flows"][0]["qdelay_ms"]["p50"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        eprintln!("SCReAM L4S 20 Mb/s DualPI2, plain: U {up:.3}, median qdelay {median:.2} ms");
+        if median.is_nan() || median > 2.0 {
+            why.push(format!("plain: median queuing delay {median:.2} ms > 2 ms"));
+        }
+        if outside(up, 0.80, 1.0) {
+            why.push(format!("plain: utilisation {up:.3} outside 0.80–1.0"));
+        }
+        let (webrtc, w_out) = match run("webrtc") {
+            Ok(r) => r,
+            Err(e) => return [why, vec![e]].concat(),
+        };
+        let (uw, qw) = u_and_q95(&webrtc);
+        let recv = lines(&w_out.join("raw/cg-recv-cg.jsonl"));
+        let sent = lines(&w_out.join("raw/cg-send-cg.jsonl"));
+        let ce_received = recv
+            .last()
+            .map_or(0.0, |l| l["ecn"][3].as_f64().unwrap_or(0.0));
+        let ect1_received = recv
+            .last()
+            .map_or(0.0, |l| l["ecn"][1].as_f64().unwrap_or(0.0));
+        let ce_seen = sent
+            .last()
+            .map_or(0.0, |l| l["extra"]["ce_packets"].as_f64().unwrap_or(0.0));
+        let link_ce = num(&webrtc["metrics"]["link"], "ce_marks");
+        eprintln!(
+            "SCReAM L4S 20 Mb/s DualPI2: plain U {up:.3} q95 {qp:.2} ms; WebRTC U {uw:.3} q95 {qw:.2} ms, ECT(1) {ect1_received} and CE {ce_received} received, CE in the controller {ce_seen}, CE at the link {link_ce}"
+        );
+        let _ = std::fs::remove_dir_all(w_out.parent().unwrap());
+        if !(ce_received > 0.0 && ce_seen > 0.0) {
+            why.push(format!(
+                "CE received {ce_received}, seen by SCReAM {ce_seen}"
+            ));
+        }
+        if ect1_received < 1000.0 {
+            why.push(format!("only {ect1_received} packets arrived ECT(1)"));
+        }
+        if (qw - qp).abs() > (0.20 * qp).max(1.0) || qw.is_nan() {
+            why.push(format!("q95 {qw:.2} vs {qp:.2} ms"));
+        }
+        if (uw - up).abs() > 0.10 * up {
+            why.push(format!("U {uw:.3} vs {up:.3}"));
+        }
+        why
+    });
+}
+
+/// Issue #15's WHIP case: headless Chromium publishes its fake camera to cg-recv
+/// (`--webrtc whip --cc gcc`) through a 1.5 Mbit/s DropTail bottleneck, RTT 50 ms, 40 s.
+/// Chromium runs its own GCC on the transport-wide feedback cg-recv sends: its
+/// `availableOutgoingBitrate` must come to within 20 % of the bottleneck, and cg-recv must
+/// decode what it sent.
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn chromium_publishes_to_cg_recv_over_whip_and_its_estimate_finds_the_bottleneck() {
+    let fwd = r#"capacity = "1.5Mbit"
+delay = "25ms"
+qdisc = { kind = "droptail", limit = "300ms" }"#;
+    twice("whip", |attempt| {
+        let (_, out) = match webrtc_run(
+            &format!("whip-{attempt}"),
+            fwd,
+            "25ms",
+            "gcc",
+            "not_ect",
+            "",
+            "chromium_publisher",
+            40,
+            "",
+        ) {
+            Ok(r) => r,
+            Err(e) => return vec![e],
+        };
+        let reports: Vec<(f64, f64, f64)> = lines(&out.join("raw/publisher-cg.jsonl"))
+            .iter()
+            .filter_map(|l| {
+                let stats = l["report"]["stats"].as_array()?;
+                let pair = stats.iter().find(|s| {
+                    s["type"] == "candidate-pair"
+                        && s["nominated"] == true
+                        && s["state"] == "succeeded"
+                })?;
+                let sent = stats
+                    .iter()
+                    .find(|s| s["type"] == "outbound-rtp" && s["kind"] == "video")?;
+                Some((
+                    num(l, "t"),
+                    pair["availableOutgoingBitrate"]
+                        .as_f64()
+                        .unwrap_or(f64::NAN),
+                    num(sent, "framesSent"),
+                ))
+            })
+            .collect();
+        let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
+        let decoded = recv.last().map_or(0.0, |l| num(l, "frames_decoded"));
+        let _ = std::fs::remove_dir_all(out.parent().unwrap());
+        let mut estimates: Vec<f64> = reports
+            .iter()
+            .filter(|r| r.0 >= 10.0 && r.1.is_finite())
+            .map(|r| r.1)
+            .collect();
+        estimates.sort_by(f64::total_cmp);
+        let median = estimates
+            .get(estimates.len() / 2)
+            .copied()
+            .unwrap_or(f64::NAN);
+        let frames_sent = reports.last().map_or(0.0, |r| r.2);
+        eprintln!(
+            "Chromium over WHIP: availableOutgoingBitrate median {:.0} kbit/s after 10 s ({} reports), {decoded} of {frames_sent} frames decoded",
+            median / 1e3,
+            estimates.len()
+        );
+        let mut why = Vec::new();
+        if !((1.2e6..=1.8e6).contains(&median)) {
+            why.push(format!(
+                "availableOutgoingBitrate {:.0} kbit/s not within 20 % of 1500",
+                median / 1e3
+            ));
+        }
+        if !(decoded >= 0.9 * frames_sent && frames_sent > 300.0) {
+            why.push(format!("decoded {decoded} of {frames_sent} frames sent"));
+        }
+        why
+    });
+}
