@@ -23,7 +23,7 @@ fn webrtc_soak_an_hour_with_a_chromium_viewer_keeps_memory_flat_and_never_freeze
         "1ms",
         "gcc",
         "not_ect",
-        &format!(r#"{CAMERA_720P}, "--profile", "gaming", "--stamp""#),
+        &format!(r#"{CAMERA_720P}, "--codec", "vp8", "--profile", "gaming", "--stamp""#),
         "chromium",
         secs,
         "",
@@ -264,7 +264,7 @@ fn chromium_views_gcc_remb_on_the_rembs_it_sends() {
     ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn a_browser_page_scores_picture_quality_as_cg_recv_does() {
-    let send = r#""--width", "640", "--height", "360", "--fps", "30", "--pattern", "camera", "--start-bitrate", "10M", "--min-bitrate", "10M", "--max-bitrate", "10M", "--degradation", "disabled", "--profile", "gaming", "--stamp""#;
+    let send = r#""--width", "640", "--height", "360", "--fps", "30", "--pattern", "camera", "--start-bitrate", "10M", "--min-bitrate", "10M", "--max-bitrate", "10M", "--degradation", "disabled", "--codec", "vp8", "--profile", "gaming", "--stamp""#;
     let flow = |name: &str, from: &str, to: &str, webrtc: &str, recv: &str| {
         format!(
             "\n[[flows]]\nname = \"{name}\"\nkind = \"cg\"\ncontroller = \"gcc\"\nfrom = \"{from}\"\nto = \"{to}\"\nsend_args = [{send}]\n{recv}\nwebrtc = \"{webrtc}\"\n"
