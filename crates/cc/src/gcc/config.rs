@@ -362,9 +362,10 @@ pub struct GccConfig {
     /// Pacing factor `f` (MMSys16 §3.5). Default 1.5.
     pub pacing_factor: f64,
     /// With the capacity cap on ([`pacing_link_capacity_factor`](Self::pacing_link_capacity_factor)),
-    /// until the link first pushes back (the first over-use or standing queue; in REMB mode
-    /// the first REMB under the target), the pacer paces every frame at this × `A` (under
-    /// the cap where a probe gave a bottleneck rate). After that, in send-side mode while
+    /// while the link has not pushed back (no over-use or standing queue, in REMB mode no
+    /// REMB under the target, within [`push_back_memory`](Self::push_back_memory)), the
+    /// pacer paces every frame at this × `A` (under the cap where a probe gave a bottleneck
+    /// rate). While it has, in send-side mode while
     /// no bottleneck rate is known (no over-use or saturated probe since the link-capacity
     /// estimate last reset), it may go up to this × `A` to send what is queued within a
     /// frame interval (33 ms). A cg rule: the link has
@@ -378,14 +379,23 @@ pub struct GccConfig {
     /// REMB mode then keeps `f`: its sender cannot tell whether the link carried a probe.
     /// Default 2.5; [`pacing_factor`](Self::pacing_factor) or less turns it off.
     pub pacing_factor_unbounded: f64,
-    /// While the link has never pushed back (the first case of
+    /// While the link has not pushed back (the first case of
     /// [`pacing_factor_unbounded`](Self::pacing_factor_unbounded)), the pacer may run this far
     /// ahead of its rate ([`crate::Controller::pacing_burst`]): libwebrtc's send-burst
     /// interval, which its pacer allows always. A frame several times the average (a game's
-    /// scene cut, a key frame) then leaves that much sooner; once the link has pushed back
+    /// scene cut, a key frame) then leaves that much sooner; while the link has pushed back
     /// every packet is paced, so bursts do not queue at a bottleneck found full.
     /// Default 40 ms (libwebrtc's); zero turns it off.
     pub pacing_burst: Duration,
+    /// How long the link's last push-back (an over-use, a standing queue, in REMB mode a REMB
+    /// under the target) holds the pacer as pushed back: until then no send burst, `f·A`
+    /// instead of [`pacing_factor_unbounded`](Self::pacing_factor_unbounded) × `A`, and the
+    /// bottleneck rate found with it as the cap. A cg rule: a sign that does not recur
+    /// within this (a receiving host's scheduling stall read as an over-use; a capacity
+    /// that has since risen) says nothing about the link any more, while a link still full
+    /// at that rate pushes back again well within it (GCC's own climb finds it). `None`:
+    /// for good. Default 10 s.
+    pub push_back_memory: Option<Duration>,
     /// While the bottleneck queuing delay the sender measures (send-side: one-way delay
     /// from transport-wide feedback over its minimum; REMB mode: receiver-report RTT over
     /// its minimum) is above this, the pacer gets `A` instead of `f·A`. `None` keeps `f·A`
@@ -542,6 +552,7 @@ impl Default for GccConfig {
             pacing_factor: 1.5,
             pacing_factor_unbounded: 2.5,
             pacing_burst: Duration::from_millis(40),
+            push_back_memory: Some(Duration::from_secs(10)),
             standing_queue_pacing: Some(Duration::from_millis(60)),
             standing_queue_decrease: Some(Duration::from_millis(50)),
             standing_queue_window: Duration::from_secs(1),

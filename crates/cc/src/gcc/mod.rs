@@ -36,8 +36,8 @@
 //! let probe = sender.target_bitrate().mul_f64(3.0);
 //! assert!(matches!(sender.poll_event(), Some(ControllerEvent::Probe { rate, .. }) if rate == probe));
 //! assert_eq!(sender.pacing_rate(), probe);
-//! // REMB mode paces at libwebrtc's 2.5 × the target until the link first pushes back,
-//! // then at the papers' 1.5 ×.
+//! // REMB mode paces at libwebrtc's 2.5 × the target while the link has not pushed back
+//! // lately, otherwise at the papers' 1.5 ×.
 //! let remb = GccConfig::default().build(now).unwrap();
 //! assert_eq!(remb.pacing_rate(), remb.target_bitrate().mul_f64(2.5));
 //! ```
@@ -60,6 +60,7 @@ pub mod loss;
 pub mod probe_controller;
 pub mod probe_detector;
 pub mod probe_estimator;
+mod push_back;
 pub mod rate_control;
 pub mod receive_rate;
 mod receiver;

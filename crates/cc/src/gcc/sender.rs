@@ -46,6 +46,7 @@ use crate::gcc::loss::{LossBand, LossController, LossParams};
 use crate::gcc::probe_controller::{AlrState, ProbeController, RESULT_WAIT};
 use crate::gcc::probe_detector::MAX_PADDING_GAP;
 use crate::gcc::probe_estimator::ClusterStats;
+use crate::gcc::push_back::PushBack;
 use crate::gcc::rate_control::LinkCapacity;
 use crate::gcc::rate_control::RateState;
 use crate::gcc::standing::StandingQueue;
@@ -149,10 +150,11 @@ pub struct GccController {
     remb_capacity: LinkCapacity,
     /// REMB mode: the last REMB value, and whether it was below the one before.
     last_remb: Option<(Bitrate, bool)>,
-    /// The link has pushed back: a REMB came under the target (REMB mode: the receiver's
-    /// over-use) or a standing queue was measured. Send-side over-uses are counted by the
-    /// delay-based controller.
-    pushed_back: bool,
+    /// Whether the link has pushed back lately: an over-use, a REMB under the target (REMB
+    /// mode: the receiver's over-use), a standing queue.
+    push_back: PushBack,
+    /// Send-side over-uses counted so far (each a push-back).
+    overuses_seen: u64,
     /// REMB mode: media waits in the pacer, so a cluster would not start now.
     media_waiting: bool,
     /// Media bytes in the pacer, as [`Controller::on_media_queue`] last said.
@@ -285,7 +287,8 @@ impl GccController {
             alpha: c.alpha,
             remb_capacity: LinkCapacity::default(),
             last_remb: None,
-            pushed_back: false,
+            push_back: PushBack::new(c.push_back_memory),
+            overuses_seen: 0,
             media_waiting: false,
             media_queued: DataSize::ZERO,
             last_feedback: None,
@@ -394,7 +397,9 @@ impl GccController {
         // rate of a sender held at its maximum.
         let fell = under_target && previous.is_some_and(|(prev, _)| remb < prev);
         // A REMB under the target is the link pushing back.
-        self.pushed_back |= under_target;
+        if under_target {
+            self.push_back.on_sign(now);
+        }
         self.last_remb = Some((remb, fell));
         if fell {
             let r = remb.mul_f64(1.0 / self.alpha.max(0.01));
@@ -461,9 +466,11 @@ impl GccController {
 
     /// The bottleneck queuing delay measured now; one above the standing-queue limit is the
     /// link pushing back.
-    fn set_queue_delay(&mut self, q: Duration) {
+    fn set_queue_delay(&mut self, q: Duration, now: Instant) {
         self.queue_delay = Some(q);
-        self.pushed_back |= self.standing_queue.is_some_and(|limit| q > limit);
+        if self.standing_queue.is_some_and(|limit| q > limit) {
+            self.push_back.on_sign(now);
+        }
     }
 
     /// The standing-queue decrease ([`GccConfig::standing_queue_decrease`]).
@@ -747,7 +754,7 @@ impl GccController {
             self.apply_ar(ar, now);
         }
         if let Some((_, q)) = newest_queue {
-            self.set_queue_delay(q);
+            self.set_queue_delay(q, now);
             self.on_queue_sample(q, now);
         }
         self.on_report_losses(received, lost, now);
@@ -771,10 +778,29 @@ impl GccController {
         self.pace_at_capacity.is_some() && !self.standing()
     }
 
-    /// Whether the link has never pushed back: no over-use, no standing queue, no REMB
-    /// under the target.
-    fn never_pushed_back(&self) -> bool {
-        !(self.pushed_back || self.delay.as_ref().is_some_and(|d| d.stats().overuses > 0))
+    /// Whether no push-back is remembered ([`GccConfig::push_back_memory`]): no over-use,
+    /// standing queue or REMB under the target lately.
+    fn not_pushed_back(&self) -> bool {
+        !self.push_back.remembered()
+    }
+
+    /// The bottleneck rate found: the delay-based controller's (send-side) or the REMBs'
+    /// (REMB mode).
+    fn found_bottleneck(&self) -> Option<Bitrate> {
+        match &self.delay {
+            Some(d) => d.stats().bottleneck_rate,
+            None => self.remb_capacity.bottleneck(),
+        }
+    }
+
+    /// Counts new over-uses as push-backs, and forgets a push-back past its memory.
+    fn on_push_back_signs(&mut self, now: Instant) {
+        let overuses = self.delay.as_ref().map_or(0, |d| d.stats().overuses);
+        if overuses > self.overuses_seen {
+            self.overuses_seen = overuses;
+            self.push_back.on_sign(now);
+        }
+        self.push_back.on_time(now, self.found_bottleneck());
     }
 
     /// Feedback the controller runs on arrived at `now`; returns whether it ends a silence
@@ -851,7 +877,7 @@ impl Controller for GccController {
                     self.base_delay.rotate(now);
                     let rtt_us = i64::try_from(rtt.as_micros()).unwrap_or(i64::MAX);
                     let q = self.base_delay.sample(rtt_us);
-                    self.set_queue_delay(q);
+                    self.set_queue_delay(q, now);
                 }
                 if let Some(remb) = feedback.remb {
                     self.on_fed(REMB_SILENCE, now);
@@ -884,10 +910,12 @@ impl Controller for GccController {
                 }
             }
         }
+        self.on_push_back_signs(now);
         self.step_probes(now);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        self.on_push_back_signs(now);
         self.step_probes(now);
     }
 
@@ -925,10 +953,8 @@ impl Controller for GccController {
     }
 
     fn pacing_rate(&self) -> Bitrate {
-        let bottleneck = match &self.delay {
-            Some(d) => d.stats().bottleneck_rate,
-            None => self.remb_capacity.bottleneck(),
-        };
+        // Not a forgotten push-back's.
+        let bottleneck = self.push_back.cap(self.found_bottleneck());
         let target = self.target_bitrate();
         let f = if self.standing() {
             1.0
@@ -938,9 +964,9 @@ impl Controller for GccController {
         let mut rate = target.mul_f64(f);
         if self.pacing_free() {
             let most = target.mul_f64(self.pacing_factor_unbounded);
-            if self.never_pushed_back() {
-                // The link has never pushed back: every frame as fast as libwebrtc lets it
-                // (under the cap below when a probe gave a bottleneck rate).
+            if self.not_pushed_back() {
+                // The link has not pushed back lately: every frame as fast as libwebrtc lets
+                // it (under the cap below when a probe gave a bottleneck rate).
                 rate = rate.max(most);
             } else if bottleneck.is_none() && self.mode == GccMode::SendSideTwcc {
                 // No bottleneck found since: what is queued may leave within a frame
@@ -962,7 +988,7 @@ impl Controller for GccController {
     }
 
     fn pacing_burst(&self) -> Duration {
-        if self.pacing_free() && self.never_pushed_back() {
+        if self.pacing_free() && self.not_pushed_back() {
             self.pacing_burst
         } else {
             Duration::ZERO
@@ -1377,7 +1403,8 @@ mod tests {
     /// REMB mode: a REMB that falls but stays above the target (the receiver's estimate
     /// clamped to what a sender at its maximum sends) leaves the pacer at 2.5·A and finds no
     /// bottleneck; the first REMB under the target is the link pushing back: the pacer is
-    /// capped near the bottleneck it gives, then `f·A` for good.
+    /// capped near the bottleneck it gives, then `f·A` while it is remembered: REMBs at or
+    /// above the target for [`GccConfig::push_back_memory`] after it bring 2.5·A back.
     #[test]
     fn remb_mode_paces_at_libwebrtcs_factor_until_a_remb_comes_under_the_target() {
         let t0 = Instant::now();
@@ -1406,7 +1433,10 @@ mod tests {
             (capped - 1.1 / 0.85).abs() < 1e-3,
             "under the target: {capped}"
         );
-        assert_eq!(remb(&mut c, 9_000, 4000), 1.5, "f·A for good");
+        assert_eq!(remb(&mut c, 9_000, 4000), 1.5, "f·A while remembered");
+        assert_eq!(remb(&mut c, 9_000, 12_900), 1.5, "9.9 s after the push-back");
+        assert_eq!(remb(&mut c, 9_000, 13_000), 2.5, "forgotten 10 s after it");
+        assert_eq!(c.pacing_burst(), cfg.pacing_burst);
     }
 
     #[test]
@@ -1496,12 +1526,15 @@ mod tests {
     /// pacer is capped near its rate; after the capacity estimate is forgotten (the link got
     /// faster), an average frame leaves at `f·A` and what is queued within a frame interval
     /// ([`UNBOUNDED_DRAIN`]), up to the same factor. The pacer's burst
-    /// ([`GccConfig::pacing_burst`]) holds only until the first over-use.
+    /// ([`GccConfig::pacing_burst`]) holds only until the first over-use. The push-back is
+    /// remembered throughout here (how it is forgotten:
+    /// `a_push_back_that_does_not_recur_is_forgotten_after_its_memory`).
     #[test]
     fn a_large_frame_leaves_within_a_frame_interval_until_the_bottleneck_is_found() {
         let t0 = Instant::now();
         let cfg = GccConfig {
             probing: false,
+            push_back_memory: None,
             ..GccConfig::send_side()
         };
         let mut c = GccController::new(&cfg, t0);
@@ -1557,6 +1590,120 @@ mod tests {
         assert!(two > a.mul_f64(f) && two < a.mul_f64(k), "{two}");
         assert_eq!(queued(&mut c, 5 * frame, 27_400), a.mul_f64(k));
         assert_eq!(c.pacing_burst(), Duration::ZERO, "the link has pushed back");
+    }
+
+    /// A sender through a bottleneck of `capacity` (no queue beyond what it makes): a packet
+    /// every 10 ms of 1000 bytes, or, while a probe cluster runs, of the cluster's rate;
+    /// `stall(i)` ms of extra delay on packet `i` (a receiving host's scheduling, say).
+    /// Feedback every 5 packets. Returns the probe rates asked.
+    fn through(
+        c: &mut GccController,
+        from: u64,
+        n: u64,
+        t0: Instant,
+        capacity: Bitrate,
+        last_arrival: &mut i64,
+        stall: impl Fn(u64) -> u64,
+    ) -> Vec<Bitrate> {
+        let mut asked = Vec::new();
+        let mut results = Vec::new();
+        for i in from..from + n {
+            let at = t0 + Duration::from_millis(10 * i);
+            c.handle_timeout(at);
+            asked.extend(probes(c));
+            let bytes = c
+                .probing_rate
+                .map_or(1000, |r| (r.as_bps_f64() / 8.0 / 100.0) as u64);
+            c.on_packet_sent(&media_sized(i, at, bytes));
+            let serialise = (bytes as f64 * 8e6 / capacity.as_bps_f64()) as i64;
+            let arrival = (10_000 * i as i64 + 20_000).max(*last_arrival + serialise);
+            *last_arrival = arrival;
+            results.push(PacketResult {
+                seq: i,
+                arrival: Some(RemoteTime::from_micros(
+                    5_000_000 + arrival + 1000 * stall(i) as i64,
+                )),
+                ecn: Ecn::NotEct,
+            });
+            if results.len() == 5 {
+                let feedback = Feedback {
+                    packets: &results,
+                    ..Default::default()
+                };
+                let heard = arrival - 10_000 * i as i64 + 1000 * stall(i) as i64;
+                c.on_feedback(&feedback, at + Duration::from_micros(heard as u64));
+                results.clear();
+            }
+        }
+        asked
+    }
+
+    /// A receiving host's stall (400 ms of delay growing 1 ms per packet, then gone) on a
+    /// 50 Mbit/s link reads as an over-use: the link pushed back, so the pacer holds frames
+    /// near the bottleneck rate found then and sends no burst. It does not recur: 10 s
+    /// after it ([`GccConfig::push_back_memory`]) frames leave as fast as before, the stale
+    /// bottleneck rate capping nothing; a standing queue is a new push-back. Remembered for
+    /// good (`None`), the stall holds the pacer for the rest of the session.
+    #[test]
+    fn a_push_back_that_does_not_recur_is_forgotten_after_its_memory() {
+        let t0 = Instant::now();
+        let cfg = GccConfig {
+            max_bitrate: Bitrate::kbps(800),
+            ..GccConfig::send_side()
+        };
+        let fast = Bitrate::mbps(50);
+        let run = |cfg: &GccConfig| {
+            let mut c = GccController::new(cfg, t0);
+            let mut last = 0;
+            through(&mut c, 0, 500, t0, fast, &mut last, |_| 0);
+            let free = (c.pacing_rate(), c.pacing_burst());
+            through(&mut c, 500, 40, t0, fast, &mut last, |i| i - 499);
+            through(&mut c, 540, 60, t0, fast, &mut last, |_| 0);
+            let overuses = c.gcc_stats().delay.unwrap().overuses;
+            let held = (c.pacing_rate(), c.pacing_burst());
+            // 14 s: under 10 s after the stall (5.0–5.4 s).
+            through(&mut c, 600, 800, t0, fast, &mut last, |_| 0);
+            let at_14 = (c.pacing_rate(), c.pacing_burst());
+            through(&mut c, 1400, 300, t0, fast, &mut last, |_| 0);
+            let at_17 = (c.pacing_rate(), c.pacing_burst(), c.target_bitrate());
+            (c, free, overuses, held, at_14, at_17)
+        };
+        let (mut c, free, overuses, held, at_14, (rate, burst, a)) = run(&cfg);
+        assert_eq!(
+            free,
+            (Bitrate::kbps(2000), cfg.pacing_burst),
+            "2.5·A, and the burst"
+        );
+        assert_eq!(overuses, 1, "the stall read as one over-use");
+        assert!(
+            held.0 < Bitrate::kbps(1000),
+            "held near the bottleneck: {}",
+            held.0
+        );
+        assert_eq!(held.1, Duration::ZERO);
+        assert_eq!(at_14, held, "remembered 9 s after");
+        assert_eq!(a, Bitrate::kbps(800));
+        assert_eq!(
+            (rate, burst),
+            (a.mul_f64(2.5), cfg.pacing_burst),
+            "forgotten"
+        );
+        assert_eq!(c.gcc_stats().delay.unwrap().overuses, 1, "no new sign");
+        // A standing queue (100 ms, above the 60 ms limit) is the link pushing back again.
+        let mut last = 0;
+        through(&mut c, 1700, 50, t0, fast, &mut last, |_| 100);
+        assert_eq!(
+            c.pacing_burst(),
+            Duration::ZERO,
+            "a standing queue pushes back"
+        );
+
+        let forever = GccConfig {
+            push_back_memory: None,
+            ..cfg
+        };
+        let (_, _, _, held, _, (rate, burst, _)) = run(&forever);
+        assert_eq!((rate, burst), held, "held for good");
     }
 
     /// REMB mode: a gap of [`REMB_SILENCE`] between REMBs restarts the stall clock too, so
