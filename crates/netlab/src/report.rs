@@ -307,7 +307,7 @@ pub fn table(s: &Summary) -> String {
         if let Some(st) = v.stages_ms {
             let _ = writeln!(
                 t,
-                "{name}: latency by stage (medians, ms): encode {:.1}, queue {:.1}, pacing {:.1}, network {}, arrival {}, jitter buffer {:.1}, decode {:.1}",
+                "{name}: latency by stage (medians, ms): encode {:.1}, queue {:.1}, pacing {:.1}, network {}, arrival {}, jitter buffer {:.1}, decode {:.1}, display {}",
                 st.encode,
                 st.queue,
                 st.pacing,
@@ -315,6 +315,7 @@ pub fn table(s: &Summary) -> String {
                 opt(st.arrival),
                 st.jitter_buffer,
                 st.decode,
+                opt(st.display),
             );
         }
     }

@@ -92,8 +92,11 @@ pub struct Stages {
     pub queue: f64,
     /// Queued to its last packet leaving the pacer.
     pub pacing: f64,
-    /// The last packet leaving to the last arriving; `None` from a browser, whose capture
-    /// time is not on the sender's clock.
+    /// The last packet leaving to the last arriving. A browser's own frame timing puts the
+    /// sender's stages on no clock of its own, so for a browser it is what its page measured
+    /// from a picture's making (the stamp's wall clock) to its last packet's arrival
+    /// (`receiveTime`) less the sender's stages, median against medians; `None` without
+    /// stamped pictures.
     pub network: Option<f64>,
     /// The first packet arriving to the last (a browser's `receive_start` to `receive_finish`:
     /// pacing as it arrived); `None` from cg-recv.
@@ -102,6 +105,12 @@ pub struct Stages {
     pub jitter_buffer: f64,
     /// The decoder.
     pub decode: f64,
+    /// The decoder's output to the picture's display (a browser's compositor): what its page
+    /// measured from the last packet's arrival to the expected display, less the jitter
+    /// buffer and the decoder, median against medians; `None` from cg-recv, which shows a
+    /// picture as it is decoded.
+    #[serde(default)]
+    pub display: Option<f64>,
 }
 
 impl Stages {
@@ -120,6 +129,7 @@ impl Stages {
             arrival: med(&|s| s.arrival),
             jitter_buffer: med(&|s| Some(s.jitter_buffer)).unwrap_or(f64::NAN),
             decode: med(&|s| Some(s.decode)).unwrap_or(f64::NAN),
+            display: med(&|s| s.display),
         })
     }
 
@@ -134,6 +144,7 @@ impl Stages {
             arrival: None,
             jitter_buffer: num(s, "jitter_buffer_ms")?,
             decode: num(s, "decode_ms")?,
+            display: None,
         })
     }
 
@@ -175,6 +186,7 @@ impl Stages {
                 arrival: Some(rx1 - rx0),
                 jitter_buffer: dec0 - rx1,
                 decode: dec1 - dec0,
+                display: None,
             },
         ))
     }
@@ -427,6 +439,16 @@ fn from_chromium(
         .filter_map(|r| Stages::of_timing_frame(r.v.get("googTimingFrameInfo")?.as_str()?))
         .collect();
     s.stages_ms = Stages::median(&frames.into_values().collect::<Vec<_>>());
+    if let Some(st) = s.stages_ms.as_mut() {
+        // The page's two parts of glass to glass, split at the last packet's arrival.
+        let part = |key: &str| {
+            let mut v: Vec<f64> = stamped.iter().filter_map(|r| num(r.v, key)).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
+        };
+        st.network = part("arrivedMs").map(|a| a - st.encode - st.queue - st.pacing);
+        st.display = part("afterArrivalMs").map(|a| a - st.jitter_buffer - st.decode);
+    }
     Some(s)
 }
 
@@ -523,7 +545,9 @@ mod tests {
                 // The page's stamp reader: nothing read in the first second.
                 {"type": "cg-stamp", "frames": if t < 1.5 { 0 } else { 30 },
                  "g2gMs": if t < 1.5 { None } else { Some(110.0 - 20.0 * t) },
-                 "g2gMaxMs": if t < 1.5 { None } else { Some(150.0 - 30.0 * t) }},
+                 "g2gMaxMs": if t < 1.5 { None } else { Some(150.0 - 30.0 * t) },
+                 "arrivedMs": if t < 1.5 { None } else { Some(60.0 - 5.0 * t) },
+                 "afterArrivalMs": if t < 1.5 { None } else { Some(20.0) }},
                 // The sender's scores of the pictures the page posted back.
                 {"type": "cg-quality", "scores": [30.0 + t, 34.0 + t], "unread": 0, "skipped": 0,
                  "via": "yuv"},
@@ -557,10 +581,14 @@ mod tests {
         // is the larger.
         let st = s.stages_ms.expect("stages");
         assert_eq!(
-            (st.encode, st.queue, st.pacing, st.network, st.arrival),
-            (12.0, 1.0, 33.0, None, Some(34.0))
+            (st.encode, st.queue, st.pacing, st.arrival),
+            (12.0, 1.0, 33.0, Some(34.0))
         );
         assert_eq!((st.jitter_buffer, st.decode), (0.0, 4.0));
+        // The page's split at the last packet's arrival: 50 (of 50 and 45) ms from the making,
+        // 20 ms to the display; the network is what the sender's stages leave of the first,
+        // the display what the jitter buffer and decoder leave of the second.
+        assert_eq!((st.network, st.display), (Some(4.0), Some(16.0)));
         // Scores 32, 36, 33, 37 dB: their mean, the lowest as the 5th percentile of four.
         assert_eq!(
             (s.psnr_db, s.psnr_low_db, s.psnr_scored),

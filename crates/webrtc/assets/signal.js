@@ -137,13 +137,17 @@ function cgDecodeStamp(p) {
 }
 
 // Glass to glass on the page: for each picture shown, the time from its making (the stamp's
-// wall clock) to its expected display (requestVideoFrameCallback), on this host's clock.
+// wall clock) to its expected display (requestVideoFrameCallback), on this host's clock, and
+// where the browser says its last packet arrived (`receiveTime`), the part before it (the
+// sender's stages and the network) and after it (jitter buffer, decode, display).
 // Returns a function giving, once a second, a "cg-stamp" record of the pictures since the
-// last call: how many were stamped, the latency's median and maximum (ms), how many pictures
-// showed no readable stamp, and how the last stamp was read ("yuv" or "rgb", see `cgLuma`).
+// last call: how many were stamped, the latency's median and maximum (ms), the medians of its
+// two parts (null where the browser gives no receive time), how many pictures showed no
+// readable stamp, and how the last stamp was read ("yuv" or "rgb", see `cgLuma`).
 function cgStampClock(video) {
   const canvas = document.createElement("canvas");
-  let ages = [], unread = 0, last = -1, via = null;
+  let ages = [], arrived = [], after = [], unread = 0, last = -1, via = null;
+  const median = (v) => (v.sort((a, b) => a - b), v.length ? v[Math.floor(v.length / 2)] : null);
   const onFrame = (_now, meta) => {
     video.requestVideoFrameCallback(onFrame);
     cgLuma(video, canvas, cgStampBand).then((p) => {
@@ -153,9 +157,17 @@ function cgStampClock(video) {
         unread++;
       } else if (s.frame !== last) {
         last = s.frame;
-        const shown = Math.floor(performance.timeOrigin + meta.expectedDisplayTime) >>> 0;
+        const wall = (t) => Math.floor(performance.timeOrigin + t) >>> 0;
+        const shown = wall(meta.expectedDisplayTime);
         const age = (shown - s.wallMs) >>> 0;
-        if (age < 60000) ages.push(age);
+        if (age < 60000) {
+          ages.push(age);
+          if (meta.receiveTime > 0) {
+            const received = wall(meta.receiveTime);
+            arrived.push(((received - s.wallMs) | 0));
+            after.push(((shown - received) | 0));
+          }
+        }
       }
     });
   };
@@ -168,8 +180,11 @@ function cgStampClock(video) {
       type: "cg-stamp", id: "cg-stamp", frames: ages.length, unread, via,
       g2gMs: ages.length ? ages[Math.floor(ages.length / 2)] : null,
       g2gMaxMs: ages.length ? ages[ages.length - 1] : null,
+      arrivedMs: median(arrived), afterArrivalMs: median(after),
     };
     ages = [];
+    arrived = [];
+    after = [];
     unread = 0;
     return [rec];
   };
