@@ -332,10 +332,11 @@ fn a_stream_in_another_codec_is_named_once_with_the_option_that_receives_it() {
     assert!(stderr(&send).contains("frames sent"));
 }
 
-/// By default cg-recv decodes whatever codec the stream's payload type names: the gaming
-/// profile's H.264 needs no option on the receiving side.
+/// The gaming profile sends H.264 and runs send-side GCC on libwebrtc's trendline detector
+/// (its threshold lies in 6–600 ms, the Kalman detector's in 0.1–10); by default cg-recv
+/// decodes whatever codec the stream's payload type names, so it needs no option for it.
 #[test]
-fn the_gaming_profiles_h264_is_decoded_without_a_codec_option() {
+fn the_gaming_profile_sends_h264_on_the_trendline_detector_and_cg_recv_decodes_it_unasked() {
     let (send, rstats) = loopback(
         &[
             "--cc",
@@ -357,6 +358,14 @@ fn the_gaming_profiles_h264_is_decoded_without_a_codec_option() {
         last.frames_decoded >= 60,
         "{} frames decoded in 3 s",
         last.frames_decoded
+    );
+    let out = String::from_utf8(send.stdout.clone()).unwrap();
+    let sent: serde_json::Value =
+        serde_json::from_str(out.lines().last().expect("sender lines")).unwrap();
+    let gamma = sent["extra"]["gamma"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (6.0..=600.0).contains(&gamma),
+        "threshold {gamma} ms: {sent}"
     );
     assert!(stderr(&send).contains("frames sent"));
 }

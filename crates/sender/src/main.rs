@@ -145,7 +145,9 @@ struct Args {
     /// Defaults for a use, under the options given: `gaming` (cloud gaming: the viewer
     /// renders at once, --playout-delay 0ms; key frames only when the receiver asks,
     /// --key-interval 0; H.264, --codec x264, which a browser decodes in a fraction of VP8's
-    /// time and whose rate buffer bounds a scene cut's frame) or `default`.
+    /// time and whose rate buffer bounds a scene cut's frame; send-side GCC's delay detector
+    /// libwebrtc's trendline, --gcc-filter trendline, which a busy viewer's arrival-time
+    /// noise does not trip into false over-uses) or `default`.
     #[arg(long, value_name = "NAME", default_value = "default")]
     profile: String,
     /// Media older than this in the pacer is dropped (whole frames not yet started) and a key
@@ -337,10 +339,15 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         Some(v) => Some(playout_delay(v)?),
         None => gaming.then_some(cg_rtp::PlayoutDelay::ZERO),
     };
+    let controller = ControllerKind::from_name(&a.cc)?;
+    let mut gcc = a.gcc.tuning();
+    if gaming && controller == ControllerKind::Gcc && gcc.filter.is_none() {
+        gcc.filter = Some(cg_cc::gcc::ArrivalFilterModel::Trendline);
+    }
     let config = SenderConfig {
         peer,
         bind,
-        controller: ControllerKind::from_name(&a.cc)?,
+        controller,
         ecn: a.ecn.parse::<Ecn>().map_err(|_| {
             Error::Config(format!(
                 "unknown ECN mode {:?}; expected one of off, ect0, l4s",
@@ -359,7 +366,7 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         start_bitrate: a.start_bitrate,
         min_bitrate: a.min_bitrate,
         max_bitrate: a.max_bitrate,
-        gcc: a.gcc.tuning(),
+        gcc,
         rtcp_timeout: a.rtcp_timeout,
         feedback_timeout: match a.feedback_timeout.as_str() {
             "auto" => None,

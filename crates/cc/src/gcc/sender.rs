@@ -1434,7 +1434,11 @@ mod tests {
             "under the target: {capped}"
         );
         assert_eq!(remb(&mut c, 9_000, 4000), 1.5, "f·A while remembered");
-        assert_eq!(remb(&mut c, 9_000, 12_900), 1.5, "9.9 s after the push-back");
+        assert_eq!(
+            remb(&mut c, 9_000, 12_900),
+            1.5,
+            "9.9 s after the push-back"
+        );
         assert_eq!(remb(&mut c, 9_000, 13_000), 2.5, "forgotten 10 s after it");
         assert_eq!(c.pacing_burst(), cfg.pacing_burst);
     }
