@@ -95,8 +95,9 @@ pub struct Stages {
     /// The last packet leaving to the last arriving. A browser's own frame timing puts the
     /// sender's stages on no clock of its own, so for a browser it is what its page measured
     /// from a picture's making (the stamp's wall clock) to its last packet's arrival
-    /// (`receiveTime`) less the sender's stages, median against medians; `None` without
-    /// stamped pictures.
+    /// (`receiveTime`) less the sender's stages, median against medians: it also holds the
+    /// picture's wait for the encoder, which a browser's encode stage (encoder start to
+    /// finish) leaves out. `None` without stamped pictures.
     pub network: Option<f64>,
     /// The first packet arriving to the last (a browser's `receive_start` to `receive_finish`:
     /// pacing as it arrived); `None` from cg-recv.
