@@ -15,8 +15,6 @@
 //!   CPU time), parsed from its text, and a process's resident memory ([`rss_kib`]).
 //! - [`Rng`] — a small seeded PRNG (xoshiro256\*\*), so that every random decision in a sans-IO
 //!   core is reproducible from its seed, whatever version of an external crate is built.
-//! - [`video_model`] — RFC 8593 §5's statistical video source (frame sizes and times that
-//!   follow a target), used by cg-cc's simulator and cg-media's model encoder.
 //!
 //! All types are plain values; nothing here reads a clock or does I/O.
 
@@ -30,7 +28,6 @@ mod parse;
 mod proc_stat;
 mod remote_time;
 mod rng;
-pub mod video_model;
 
 pub use bitrate::Bitrate;
 pub use cargo_env::is_per_package_cargo_var;
