@@ -209,7 +209,7 @@ fn cargo() -> Command {
     let mut c = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root());
     for (key, _) in env::vars_os() {
-        if key.to_str().is_some_and(cg_types::is_per_package_cargo_var) {
+        if key.to_str().is_some_and(cg_host::is_per_package_cargo_var) {
             c.env_remove(key);
         }
     }
