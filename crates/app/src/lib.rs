@@ -2,13 +2,11 @@
 //! cg-receiver) share, so that neither depends on the other: the [`Error`] a session fails
 //! with, the process plumbing of [`cli`] (logging, the runtime, the shutdown signal, address
 //! arguments), the statistics [`output`] and the formatters of its status line, and the NTP
-//! clock both ends stamp their reports with; and, for the end-to-end tests, the programs built
-//! from the code under test ([`testing`]).
+//! clock both ends stamp their reports with.
 
 pub mod cli;
 mod error;
 pub mod output;
-pub mod testing;
 
 pub use error::Error;
 

@@ -21,7 +21,7 @@
 //! ```
 //!
 //! With `encoder = "model"` no pipeline runs: a thread emits frames whose sizes follow RFC
-//! 8593's video model (`cg_types::video_model`), framed as VP8, at the target rate — for
+//! 8593's video model (`cg_video_model`), framed as VP8, at the target rate — for
 //! experiments at rates this machine cannot encode (see [`model`]). The receiver checks and
 //! counts them ([`DecoderConfig::model`]).
 //!

@@ -1,5 +1,5 @@
 //! The model encoder (`--codec model`): frames whose sizes follow RFC 8593 §5's statistical
-//! video model ([`cg_types::video_model`], the same model as cg-cc's simulator), so that
+//! video model ([`cg_video_model`], the same model as cg-cc's simulator), so that
 //! experiments at rates this machine cannot encode in real time (the TMA24 setup's 30–50
 //! Mbit/s, 1080p60 on a GPU) run on a 2-core host without a GPU.
 //!
@@ -8,7 +8,7 @@
 //! back over the next 8 frames, a key frame on request, and the encoder's rate-change delay
 //! `tau_v` (0.2 s): a new target is adopted at most every `tau_v`. With `--pattern camera` or
 //! `--pattern game` it uses the camera-like profile of issue #14 (10× key frames, a 3–5× frame
-//! about once a second; [`EncoderConfig::camera`](cg_types::video_model::EncoderConfig::camera)).
+//! about once a second; [`EncoderConfig::camera`](cg_video_model::EncoderConfig::camera)).
 //! What it does not give: pictures. A receiver decodes nothing and judges the stream by its
 //! frames (`cg-recv --codec model`, [`crate::Decoder`] in model mode): frame rate, freezes,
 //! losses, latency.
@@ -29,8 +29,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use cg_types::video_model::{EncoderConfig as ModelConfig, SyntheticEncoder};
 use cg_types::{Bitrate, DataSize};
+use cg_video_model::{EncoderConfig as ModelConfig, SyntheticEncoder};
 
 use crate::encoder::lock;
 use crate::rate_window::RateWindow;

@@ -30,7 +30,7 @@ pub const DEFAULT_PRIORITY: u8 = 10;
 /// The parent pid of `pid`, from `/proc/PID/stat` (`None` if it is gone).
 fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(cg_types::ProcStat::parse(&stat)?.ppid)
+    Some(cg_host::ProcStat::parse(&stat)?.ppid)
 }
 
 /// Every live descendant of `root` (children, grandchildren, …).

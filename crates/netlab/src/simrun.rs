@@ -1,6 +1,6 @@
 //! A scenario in simulated time (`netlab reproduce --sim`): the same controllers (cg-cc), the
 //! same bottleneck (cg-link, built from the scenario exactly as the emulator builds it), the
-//! model encoder's frame sizes (RFC 8593, `cg_types::video_model`) and cg-cc's simulated
+//! model encoder's frame sizes (RFC 8593, `cg_video_model`) and cg-cc's simulated
 //! TCP — no namespaces, sockets or processes, so a 400 s scenario runs in seconds.
 //!
 //! The run writes what a namespace run writes (`raw/bottleneck.log` in the forwarder's record

@@ -234,7 +234,7 @@ impl State {
             height: dec.last_size.map_or(0, |(_, h)| h),
             decoded_fps: self.decoded_at.len() as u32,
             foreign_datagrams: foreign,
-            rss_kib: cg_types::rss_kib(None),
+            rss_kib: cg_host::rss_kib(None),
             ..Stats::default()
         };
         if let Some((r, est)) = session {

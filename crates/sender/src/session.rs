@@ -416,7 +416,7 @@ impl Sampler {
             breaker_open: tripped,
             breaker_trips: s.breaker_trips,
             feedback_timeouts: s.feedback_timeouts,
-            rss_kib: cg_types::rss_kib(None),
+            rss_kib: cg_host::rss_kib(None),
             extra: c.extra.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
         })
     }

@@ -11,34 +11,25 @@
 //!   [`std::time::Instant`] of ours because the two clocks have an unknown offset.
 //! - [`MediaTime`] — a time on the 90 kHz RTP video clock (RTP timestamps), converted to and
 //!   from [`std::time::Duration`] in one place.
-//! - [`ProcStat`] — the fields cg reads from a Linux `/proc/PID/stat` line (process tree,
-//!   CPU time), parsed from its text, and a process's resident memory ([`rss_kib`]).
 //! - [`Rng`] — a small seeded PRNG (xoshiro256\*\*), so that every random decision in a sans-IO
 //!   core is reproducible from its seed, whatever version of an external crate is built.
-//! - [`video_model`] — RFC 8593 §5's statistical video source (frame sizes and times that
-//!   follow a target), used by cg-cc's simulator and cg-media's model encoder.
 //!
 //! All types are plain values; nothing here reads a clock or does I/O.
 
 mod bitrate;
-mod cargo_env;
 mod codec;
 mod data_size;
 mod ecn;
 mod media_time;
 mod parse;
-mod proc_stat;
 mod remote_time;
 mod rng;
-pub mod video_model;
 
 pub use bitrate::Bitrate;
-pub use cargo_env::is_per_package_cargo_var;
 pub use codec::Codec;
 pub use data_size::DataSize;
 pub use ecn::Ecn;
 pub use media_time::MediaTime;
 pub use parse::ParseError;
-pub use proc_stat::{ProcStat, USER_HZ, rss_kib, vm_rss_kib};
 pub use remote_time::RemoteTime;
 pub use rng::Rng;

@@ -24,10 +24,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-/// `cg_app::testing::BUILD_ARGS_ENV`: the `cargo build` arguments the end-to-end tests build
-/// cg-send and cg-recv with. Spelled out here because xtask does not link cg-app (it has to
-/// build, and install the system packages cg-app's dependencies need, before anything else).
-const BUILD_ARGS_ENV: &str = "CG_TEST_PROGRAMS_BUILD_ARGS";
+use cg_host::testing::BUILD_ARGS_ENV;
 
 /// Debian packages the workspace needs, with what needs them.
 const PACKAGES: &[(&str, &str)] = &[
@@ -204,12 +201,12 @@ unsafe extern "C" {
 /// A cargo command at the workspace root, without the variables `cargo run` set for xtask
 /// itself (`CARGO_PKG_NAME=xtask`, …): a build script that watches one (ring's does) would
 /// otherwise see other values than in a cargo started from a shell or from a test
-/// (`cg_app::testing::build_next_to`), and rebuild ring and everything above it.
+/// (`cg_host::testing::build_next_to`), and rebuild ring and everything above it.
 fn cargo() -> Command {
     let mut c = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root());
     for (key, _) in env::vars_os() {
-        if key.to_str().is_some_and(cg_types::is_per_package_cargo_var) {
+        if key.to_str().is_some_and(cg_host::is_per_package_cargo_var) {
             c.env_remove(key);
         }
     }
@@ -247,7 +244,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     // Every test in one build of the `ci` profile (optimised, the workspace's overflow checks
     // on).
     // The tests that run cg-send, cg-recv and netlab build them with this run's selection, so
-    // that build is this one (`cg_app::testing::build_next_to`).
+    // that build is this one (`cg_host::testing::build_next_to`).
     let selection = ["--profile", "ci", "--workspace", "--all-features"];
     let tests = |only: &[&str]| {
         let mut c = cargo();

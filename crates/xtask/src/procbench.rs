@@ -86,8 +86,8 @@ fn options(args: &[String]) -> Result<Options, String> {
 fn sample(pid: u32) -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     Some((
-        cg_types::ProcStat::parse(&stat)?.cpu_ticks(),
-        cg_types::rss_kib(Some(pid))?,
+        cg_host::ProcStat::parse(&stat)?.cpu_ticks(),
+        cg_host::rss_kib(Some(pid))?,
     ))
 }
 
@@ -120,7 +120,7 @@ impl Track {
             return format!("{:8} no samples after the warm-up", self.name);
         };
         let cpu =
-            (last.1 - first.1) as f64 / f64::from(cg_types::USER_HZ) / (last.0 - first.0).max(1e-9)
+            (last.1 - first.1) as f64 / f64::from(cg_host::USER_HZ) / (last.0 - first.0).max(1e-9)
                 * 100.0;
         let max = after.iter().map(|s| s.2).max().unwrap_or(0);
         let trend = slope(

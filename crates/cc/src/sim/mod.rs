@@ -53,7 +53,7 @@
 mod any;
 mod cbr;
 /// RFC 8593's video model, shared with cg-media's model encoder.
-pub use cg_types::video_model as encoder;
+pub use cg_video_model as encoder;
 pub mod metrics;
 mod packet;
 mod receiver;

@@ -14,7 +14,7 @@ pub fn thread_cpu() -> HashMap<String, Duration> {
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
-        let Some(stat) = cg_types::ProcStat::parse(&stat) else {
+        let Some(stat) = cg_host::ProcStat::parse(&stat) else {
             continue;
         };
         let cpu = stat.cpu_time();

@@ -22,8 +22,11 @@ pub fn netlab_bin() -> PathBuf {
 
 /// cg-send and cg-recv, built from the code under test next to netlab.
 pub fn cg_binaries() -> (PathBuf, PathBuf) {
-    let dir =
-        cg_app::testing::build_next_to(env!("CARGO"), &netlab_bin(), &["cg-sender", "cg-receiver"]);
+    let dir = cg_host::testing::build_next_to(
+        env!("CARGO"),
+        &netlab_bin(),
+        &["cg-sender", "cg-receiver"],
+    );
     (dir.join("cg-send"), dir.join("cg-recv"))
 }
 

@@ -100,7 +100,7 @@ fn udp_port(pid: i32) -> Option<u16> {
 
 /// Resident memory of process `pid`, KiB.
 fn rss_kib(pid: i32) -> Option<f64> {
-    cg_types::rss_kib(u32::try_from(pid).ok()).map(|k| k as f64)
+    cg_host::rss_kib(u32::try_from(pid).ok()).map(|k| k as f64)
 }
 
 /// What the flood did: datagrams sent to cg-send and to cg-recv, and each process's RSS

@@ -22,10 +22,17 @@
 //!   narrow Laplacian does not resemble.
 //!
 //! Randomness comes from a seeded [`Rng`].
+//!
+//! Driven like every sans-IO core in cg: the caller passes `now` in and never waits on the
+//! model. [`SyntheticEncoder::next_frame_time`] says when the next frame is due,
+//! [`SyntheticEncoder::poll_frame`] returns it once `now` has reached that time, and
+//! [`SyntheticEncoder::set_target`] / [`SyntheticEncoder::request_key_frame`] are the
+//! controller's inputs. Nothing here reads a clock or does I/O, so the simulator runs it in
+//! simulated time and the model encoder in real time.
 
 use std::time::{Duration, Instant};
 
-use crate::{Bitrate, DataSize, Rng};
+use cg_types::{Bitrate, DataSize, Rng};
 
 /// Parameters of the model (RFC 8593 Figure 2).
 #[derive(Debug, Clone, PartialEq)]

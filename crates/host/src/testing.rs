@@ -40,7 +40,7 @@ pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf 
     // differ from the `cargo test` that built it and rerun, rebuilding ring and all above it.
     // `cargo xtask` starts its cargo commands without them too, so neither side has them.
     for (key, _) in std::env::vars_os() {
-        if key.to_str().is_some_and(cg_types::is_per_package_cargo_var) {
+        if key.to_str().is_some_and(crate::is_per_package_cargo_var) {
             cmd.env_remove(key);
         }
     }

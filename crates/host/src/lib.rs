@@ -1,0 +1,24 @@
+//! What a cg program reads of the host it runs on, apart from the unit types of cg-types,
+//! which do no I/O:
+//!
+//! - [`ProcStat`] — the fields cg reads from a Linux `/proc/PID/stat` line (process tree,
+//!   CPU time in [`USER_HZ`] ticks), parsed from its text, and a process's resident memory
+//!   ([`rss_kib`], from `/proc/PID/status`; [`vm_rss_kib`] parses that text).
+//! - [`is_per_package_cargo_var`] — which of the variables in a process's environment cargo
+//!   set for one package's build, run or test, so that a cargo started from such a process
+//!   (xtask, an end-to-end test) starts without them.
+//! - [`testing`] — for the workspace's end-to-end tests: the cg programs a test runs, built by
+//!   cargo from the code under test next to the test's own binary.
+//!
+//! Driven by plain calls: the parsers take text and keep no state, and [`rss_kib`] reads
+//! `/proc` when it is called (`None` where `/proc` does not tell). Nothing here reads a
+//! clock; the CPU times are the kernel's tick counts, turned into a
+//! [`std::time::Duration`] in one place ([`ProcStat::cpu_time`]). Only [`testing`] starts a
+//! process (cargo), and panics if it fails, as a test that cannot build its programs must.
+
+mod cargo_env;
+mod proc_stat;
+pub mod testing;
+
+pub use cargo_env::is_per_package_cargo_var;
+pub use proc_stat::{ProcStat, USER_HZ, rss_kib, vm_rss_kib};
