@@ -43,6 +43,90 @@ fn check(c: &dyn Controller, cfg: &GccConfig, what: &str) {
     assert_eq!(s.target, t);
 }
 
+/// After bad input the controller is not left in a corrupted state: `secs` of clean traffic
+/// follow (a packet every 10 ms carrying the target's worth, arriving 30 ms after it was sent
+/// over a path far faster, reported every 50 ms; in REMB mode the REMBs of a fresh receiver
+/// of the same packets and its reports of no loss), sent from `from` with sequence numbers
+/// from `seq`, arriving on the remote clock from `remote_us`. Returns the
+/// target before and after; every statistic must be finite.
+fn clean_run(
+    c: &mut dyn Controller,
+    cfg: &GccConfig,
+    from: Instant,
+    seq: u64,
+    remote_us: i64,
+    secs: u64,
+) -> (Bitrate, Bitrate) {
+    let before = c.target_bitrate();
+    let mut rx = cfg.build_receiver(from).expect("a valid config");
+    let mut results = Vec::new();
+    for i in 0..secs * 100 {
+        let at = from + Duration::from_millis(10 * i);
+        let s = seq + i;
+        let size = (c.target_bitrate().as_bps_f64() / 8.0 / 100.0).clamp(100.0, 1200.0) as u64;
+        c.on_packet_sent(&sent(s, size, at));
+        c.on_frame_sent(s);
+        let arrival_us = remote_us + 10_000 * i as i64 + 30_000;
+        results.push(result(s, Some(arrival_us)));
+        rx.on_packet_received(&ReceivedPacket {
+            arrival: at + Duration::from_millis(30),
+            send_time: RemoteTime::from_micros(10_000 * i as i64),
+            size: DataSize::bytes(size),
+            group: i,
+            ssrc: 1,
+            kind: PacketKind::Media,
+        });
+        if results.len() == 5 {
+            let now = at + Duration::from_millis(30);
+            rx.handle_timeout(now);
+            // REMB mode: the receiver's REMBs and its reports of no loss.
+            let (remb, loss) = match cfg.mode {
+                GccMode::ReceiverSideRemb => (
+                    rx.poll_remb(now),
+                    Some(LossReport {
+                        fraction_lost: 0.0,
+                        cumulative_lost: 0,
+                        extended_highest_seq: s as u32,
+                    }),
+                ),
+                GccMode::SendSideTwcc => (None, None),
+            };
+            let fb = Feedback {
+                packets: &results,
+                remb,
+                loss,
+                rtt: Some(Duration::from_millis(30)),
+                report_time: None,
+            };
+            c.on_feedback(&fb, now);
+            c.handle_timeout(now);
+            results.clear();
+        }
+    }
+    for (name, v) in c.stats().extra {
+        assert!(v.is_finite(), "after bad input: {name} = {v}");
+    }
+    (before, c.target_bitrate())
+}
+
+/// The controller climbs again after the bad input: from its target then (whatever the input
+/// made of it) to at least `most` within the clean run.
+fn recovers(
+    c: &mut dyn Controller,
+    cfg: &GccConfig,
+    from: Instant,
+    (seq, remote_us): (u64, i64),
+    what: &str,
+) {
+    let (before, after) = clean_run(c, cfg, from, seq, remote_us, 30);
+    let most = Bitrate::kbps(1000).min(cfg.max_bitrate);
+    assert!(
+        after >= most,
+        "{what} ({:?}): target {before} → {after} after 30 s of clean traffic (< {most})",
+        cfg.mode
+    );
+}
+
 fn sent(seq: u64, size: u64, at: Instant) -> SentPacket {
     SentPacket {
         seq,
@@ -175,6 +259,13 @@ fn scripted_bad_sequences_keep_the_sender_within_bounds() {
         c.handle_timeout(at(late + 5000));
         c.handle_timeout(at(0));
         check(&c, &cfg, "spurious timeouts");
+        recovers(
+            &mut c,
+            &cfg,
+            at(late + 6000),
+            (1_000, (late + 6000) * 1000),
+            "scripted bad input",
+        );
     }
 }
 
@@ -275,6 +366,8 @@ fn random_garbage_never_panics_and_stays_within_bounds() {
         for (name, v) in c.stats().extra.into_iter().chain(rx.stats()) {
             assert!(v.is_finite(), "{name} = {v}");
         }
+        let later = t0 + Duration::from_secs(2_000_000);
+        recovers(&mut c, &cfg, later, (1 << 50, 1 << 50), "random garbage");
     }
 }
 

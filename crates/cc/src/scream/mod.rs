@@ -772,16 +772,17 @@ impl Controller for Scream {
                 self.alpha.on_delivered(ce);
             }
             let owd = arrival.as_micros().saturating_sub(rec.sent_us);
-            self.base.observe(owd);
-            last_owd = Some(owd);
+            if self.base.observe(owd) {
+                last_owd = Some(owd);
+            }
             if a.is_new_edge {
                 newest = Some((rec.sent_us, arrival));
             }
         }
         if let Some(owd) = last_owd {
-            // The latest sample is the one the controller reacts to (the base already holds
-            // every sample's minimum).
-            self.delay.qdelay = self.base.sample(owd);
+            // The latest sample taken is the one the controller reacts to (the base already
+            // holds every sample's minimum).
+            self.delay.qdelay = self.base.queue(owd);
         }
         if let Some((sent_us, arrival)) = newest {
             let hold_us = match feedback.report_time {
