@@ -232,6 +232,7 @@ impl GccArgs {
             kalman_q: self.gcc_kalman_q,
             filter: self.gcc_filter,
             arrival_burst: self.gcc_arrival_burst,
+            ..cg_cc::gcc::GccTuning::default()
         }
     }
 }

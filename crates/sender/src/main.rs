@@ -147,7 +147,8 @@ struct Args {
     /// --key-interval 0; H.264, --codec x264, which a browser decodes in a fraction of VP8's
     /// time and whose rate buffer bounds a scene cut's frame; send-side GCC's delay detector
     /// libwebrtc's trendline, --gcc-filter trendline, which a busy viewer's arrival-time
-    /// noise does not trip into false over-uses) or `default`.
+    /// noise does not trip into false over-uses, and a push-back that does not recur within
+    /// 10 s of feedback forgotten, so the pacer sends frames freely again) or `default`.
     #[arg(long, value_name = "NAME", default_value = "default")]
     profile: String,
     /// Media older than this in the pacer is dropped (whole frames not yet started) and a key
@@ -165,6 +166,9 @@ struct Args {
     #[command(flatten)]
     output: cg_sender::cli::OutputArgs,
 }
+
+/// `--profile gaming`'s `GccConfig::push_back_memory` with send-side GCC.
+const GAMING_PUSH_BACK_MEMORY: Duration = Duration::from_secs(10);
 
 const EXAMPLES: &str = "Examples:
   cg-recv --listen 0.0.0.0:5004 --cc scream
@@ -341,8 +345,11 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
     };
     let controller = ControllerKind::from_name(&a.cc)?;
     let mut gcc = a.gcc.tuning();
-    if gaming && controller == ControllerKind::Gcc && gcc.filter.is_none() {
-        gcc.filter = Some(cg_cc::gcc::ArrivalFilterModel::Trendline);
+    if gaming && controller == ControllerKind::Gcc {
+        gcc.filter = gcc
+            .filter
+            .or(Some(cg_cc::gcc::ArrivalFilterModel::Trendline));
+        gcc.push_back_memory = Some(Some(GAMING_PUSH_BACK_MEMORY));
     }
     let config = SenderConfig {
         peer,

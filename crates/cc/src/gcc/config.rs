@@ -362,8 +362,8 @@ pub struct GccConfig {
     /// Pacing factor `f` (MMSys16 §3.5). Default 1.5.
     pub pacing_factor: f64,
     /// With the capacity cap on ([`pacing_link_capacity_factor`](Self::pacing_link_capacity_factor)),
-    /// while the link has not pushed back (no over-use or standing queue, in REMB mode no
-    /// REMB under the target, within [`push_back_memory`](Self::push_back_memory)), the
+    /// while the link has not pushed back (no over-use or standing queue within
+    /// [`push_back_memory`](Self::push_back_memory); in REMB mode no REMB under the target), the
     /// pacer paces every frame at this × `A` (under the cap where a probe gave a bottleneck
     /// rate). While it has, in send-side mode while
     /// no bottleneck rate is known (no over-use or saturated probe since the link-capacity
@@ -387,14 +387,20 @@ pub struct GccConfig {
     /// every packet is paced, so bursts do not queue at a bottleneck found full.
     /// Default 40 ms (libwebrtc's); zero turns it off.
     pub pacing_burst: Duration,
-    /// How long the link's last push-back (an over-use, a standing queue, in REMB mode a REMB
-    /// under the target) holds the pacer as pushed back: until then no send burst, `f·A`
-    /// instead of [`pacing_factor_unbounded`](Self::pacing_factor_unbounded) × `A`, and the
-    /// bottleneck rate found with it as the cap. A cg rule: a sign that does not recur
-    /// within this (a receiving host's scheduling stall read as an over-use; a capacity
-    /// that has since risen) says nothing about the link any more, while a link still full
-    /// at that rate pushes back again well within it (GCC's own climb finds it). `None`:
-    /// for good. Default 10 s.
+    /// Send-side mode: how much feedback without a sign it takes to forget the link's last
+    /// push-back (an over-use or a standing queue); until then no send burst, `f·A` instead
+    /// of [`pacing_factor_unbounded`](Self::pacing_factor_unbounded) × `A`, and the
+    /// bottleneck rate found with it as the cap. Time without feedback counts for nothing.
+    /// A cg rule: a sign that does not recur within this (a receiving host's scheduling
+    /// stall read as an over-use; a capacity that has since risen) says nothing about the
+    /// link any more, while a link still full at that rate pushes back again well within it
+    /// (GCC's own climb finds it). REMB mode keeps a push-back (a REMB under the target) for
+    /// good: its sender hears the link only through the receiver's decreases, and pacing
+    /// freed between them cost GCC-REMB utilisation through a 2 Mbit/s bottleneck and its
+    /// recovery after a feedback blackout (`docs/notes/2026-12-01.md`). Default `None`: for
+    /// good in both modes, since on a jittery link the freed burst read as an over-use again
+    /// (netlab's jitter fault); cg-send's `--profile gaming` sets 10 s with send-side GCC,
+    /// whose trendline detector does not.
     pub push_back_memory: Option<Duration>,
     /// While the bottleneck queuing delay the sender measures (send-side: one-way delay
     /// from transport-wide feedback over its minimum; REMB mode: receiver-report RTT over
@@ -552,7 +558,7 @@ impl Default for GccConfig {
             pacing_factor: 1.5,
             pacing_factor_unbounded: 2.5,
             pacing_burst: Duration::from_millis(40),
-            push_back_memory: Some(Duration::from_secs(10)),
+            push_back_memory: None,
             standing_queue_pacing: Some(Duration::from_millis(60)),
             standing_queue_decrease: Some(Duration::from_millis(50)),
             standing_queue_window: Duration::from_secs(1),

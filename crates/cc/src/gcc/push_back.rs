@@ -1,12 +1,13 @@
 //! Whether the link has pushed back lately (an over-use, a standing queue, a REMB under the
 //! target), which decides how freely the pacer may send ([`super::GccConfig::push_back_memory`]).
 //!
-//! A push-back is remembered for the configured memory after its last sign, then forgotten:
-//! the link has carried the flow that long without a sign, so a sign that did not recur (a
+//! A push-back is remembered until the feedback has said for the configured memory that the
+//! link carried the flow without a sign, then forgotten: a sign that did not recur (a
 //! receiving host's scheduling stall read as an over-use, a capacity that has since risen) no
 //! longer holds every frame to the bottleneck rate found then. A link still full at that rate
-//! pushes back again within the memory and keeps it. With the push-back, the bottleneck rate
-//! found with it stops capping the pacer; one found afterwards caps it again.
+//! pushes back again within the memory and keeps it. Time without feedback counts for
+//! nothing (the link was not heard). With the push-back, the bottleneck rate found with it
+//! stops capping the pacer; one found afterwards caps it again.
 
 use std::time::{Duration, Instant};
 
@@ -17,8 +18,12 @@ use cg_types::Bitrate;
 pub(super) struct PushBack {
     /// How long a sign is remembered; `None`: for good.
     memory: Option<Duration>,
-    /// The last sign while one is remembered.
-    last: Option<Instant>,
+    /// Whether a push-back is remembered.
+    pushed: bool,
+    /// Feedback time heard since the last sign.
+    calm: Duration,
+    /// When feedback was last heard.
+    heard: Option<Instant>,
     /// The bottleneck rate known when the last push-back was forgotten: a stale one, which
     /// caps nothing.
     stale: Option<Bitrate>,
@@ -28,37 +33,51 @@ impl PushBack {
     pub(super) fn new(memory: Option<Duration>) -> Self {
         PushBack {
             memory,
-            last: None,
+            pushed: false,
+            calm: Duration::ZERO,
+            heard: None,
             stale: None,
         }
     }
 
-    /// A sign of the link pushing back at `now`.
-    pub(super) fn on_sign(&mut self, now: Instant) {
-        self.last = Some(now);
+    /// A sign of the link pushing back.
+    pub(super) fn on_sign(&mut self) {
+        self.pushed = true;
+        self.calm = Duration::ZERO;
         self.stale = None;
     }
 
-    /// Forgets a push-back whose last sign is older than the memory; `bottleneck` is the
-    /// bottleneck rate known now (which is stale from then on).
-    pub(super) fn on_time(&mut self, now: Instant, bottleneck: Option<Bitrate>) {
-        if let (Some(last), Some(memory)) = (self.last, self.memory)
-            && now.saturating_duration_since(last) >= memory
-        {
-            self.last = None;
+    /// Feedback heard at `now` (after its signs): the time since the last feedback counts as
+    /// calm when it is shorter than `silence`. Forgets a push-back once the calm reaches the
+    /// memory; `bottleneck` is the bottleneck rate known now (which is stale from then on).
+    pub(super) fn on_heard(
+        &mut self,
+        now: Instant,
+        silence: Duration,
+        bottleneck: Option<Bitrate>,
+    ) {
+        if let Some(heard) = self.heard {
+            let gap = now.saturating_duration_since(heard);
+            if gap < silence {
+                self.calm += gap;
+            }
+        }
+        self.heard = Some(now);
+        if self.pushed && self.memory.is_some_and(|m| self.calm >= m) {
+            self.pushed = false;
             self.stale = bottleneck;
         }
     }
 
     /// Whether a push-back is remembered.
     pub(super) fn remembered(&self) -> bool {
-        self.last.is_some()
+        self.pushed
     }
 
     /// The bottleneck rate that caps the pacer: `bottleneck`, unless it is the stale one
     /// of a forgotten push-back.
     pub(super) fn cap(&self, bottleneck: Option<Bitrate>) -> Option<Bitrate> {
-        bottleneck.filter(|&b| self.last.is_some() || self.stale != Some(b))
+        bottleneck.filter(|&b| self.pushed || self.stale != Some(b))
     }
 }
 
@@ -67,9 +86,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_push_back_is_forgotten_a_memory_after_its_last_sign_and_its_bottleneck_with_it() {
+    fn a_push_back_is_forgotten_after_a_memory_of_feedback_and_its_bottleneck_with_it() {
         let t0 = Instant::now();
-        let s = |n: u64| t0 + Duration::from_secs(n);
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let silence = Duration::from_millis(500);
         let found = Some(Bitrate::mbps(5));
         let mut p = PushBack::new(Some(Duration::from_secs(10)));
         assert!(!p.remembered());
@@ -78,22 +98,28 @@ mod tests {
             found,
             "a probe's bottleneck caps before any push-back"
         );
-        p.on_sign(s(1));
-        p.on_sign(s(6));
-        p.on_time(s(15), found);
-        assert!(p.remembered(), "9 s after the last sign");
+        p.on_heard(ms(0), silence, found);
+        p.on_sign();
+        // Feedback every 100 ms for 9.9 s, then a 5 s silence, which counts for nothing.
+        for i in 1..=99 {
+            p.on_heard(ms(100 * i), silence, found);
+        }
+        p.on_heard(ms(14_900), silence, found);
+        assert!(p.remembered(), "9.9 s of feedback heard since the sign");
         assert_eq!(p.cap(found), found);
-        p.on_time(s(16), found);
-        assert!(!p.remembered(), "10 s after it");
+        p.on_heard(ms(15_000), silence, found);
+        assert!(!p.remembered(), "10 s of it");
         assert_eq!(p.cap(found), None, "the bottleneck found then is stale");
         let later = Some(Bitrate::mbps(4));
         assert_eq!(p.cap(later), later, "one found since caps");
-        p.on_sign(s(20));
+        p.on_sign();
         assert_eq!(p.cap(found), found, "a new sign makes it current");
 
         let mut forever = PushBack::new(None);
-        forever.on_sign(s(1));
-        forever.on_time(s(1000), found);
+        forever.on_sign();
+        for i in 1..=1000 {
+            forever.on_heard(ms(100 * i), silence, found);
+        }
         assert!(forever.remembered());
     }
 }

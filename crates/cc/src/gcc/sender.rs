@@ -287,7 +287,11 @@ impl GccController {
             alpha: c.alpha,
             remb_capacity: LinkCapacity::default(),
             last_remb: None,
-            push_back: PushBack::new(c.push_back_memory),
+            // REMB mode keeps a push-back for good (GccConfig::push_back_memory).
+            push_back: PushBack::new(match c.mode {
+                GccMode::SendSideTwcc => c.push_back_memory,
+                GccMode::ReceiverSideRemb => None,
+            }),
             overuses_seen: 0,
             media_waiting: false,
             media_queued: DataSize::ZERO,
@@ -398,7 +402,7 @@ impl GccController {
         let fell = under_target && previous.is_some_and(|(prev, _)| remb < prev);
         // A REMB under the target is the link pushing back.
         if under_target {
-            self.push_back.on_sign(now);
+            self.push_back.on_sign();
         }
         self.last_remb = Some((remb, fell));
         if fell {
@@ -466,10 +470,10 @@ impl GccController {
 
     /// The bottleneck queuing delay measured now; one above the standing-queue limit is the
     /// link pushing back.
-    fn set_queue_delay(&mut self, q: Duration, now: Instant) {
+    fn set_queue_delay(&mut self, q: Duration) {
         self.queue_delay = Some(q);
         if self.standing_queue.is_some_and(|limit| q > limit) {
-            self.push_back.on_sign(now);
+            self.push_back.on_sign();
         }
     }
 
@@ -754,7 +758,7 @@ impl GccController {
             self.apply_ar(ar, now);
         }
         if let Some((_, q)) = newest_queue {
-            self.set_queue_delay(q, now);
+            self.set_queue_delay(q);
             self.on_queue_sample(q, now);
         }
         self.on_report_losses(received, lost, now);
@@ -793,14 +797,16 @@ impl GccController {
         }
     }
 
-    /// Counts new over-uses as push-backs, and forgets a push-back past its memory.
-    fn on_push_back_signs(&mut self, now: Instant) {
+    /// Feedback heard at `now`: counts new over-uses as push-backs, and forgets a push-back
+    /// past its memory of feedback (a gap of `silence` counts for nothing).
+    fn on_push_back_signs(&mut self, now: Instant, silence: Duration) {
         let overuses = self.delay.as_ref().map_or(0, |d| d.stats().overuses);
         if overuses > self.overuses_seen {
             self.overuses_seen = overuses;
-            self.push_back.on_sign(now);
+            self.push_back.on_sign();
         }
-        self.push_back.on_time(now, self.found_bottleneck());
+        self.push_back
+            .on_heard(now, silence, self.found_bottleneck());
     }
 
     /// Feedback the controller runs on arrived at `now`; returns whether it ends a silence
@@ -877,7 +883,7 @@ impl Controller for GccController {
                     self.base_delay.rotate(now);
                     let rtt_us = i64::try_from(rtt.as_micros()).unwrap_or(i64::MAX);
                     let q = self.base_delay.sample(rtt_us);
-                    self.set_queue_delay(q, now);
+                    self.set_queue_delay(q);
                 }
                 if let Some(remb) = feedback.remb {
                     self.on_fed(REMB_SILENCE, now);
@@ -910,12 +916,15 @@ impl Controller for GccController {
                 }
             }
         }
-        self.on_push_back_signs(now);
+        let silence = match self.mode {
+            GccMode::SendSideTwcc => FEEDBACK_SILENCE,
+            GccMode::ReceiverSideRemb => REMB_SILENCE,
+        };
+        self.on_push_back_signs(now, silence);
         self.step_probes(now);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        self.on_push_back_signs(now);
         self.step_probes(now);
     }
 
@@ -1403,8 +1412,8 @@ mod tests {
     /// REMB mode: a REMB that falls but stays above the target (the receiver's estimate
     /// clamped to what a sender at its maximum sends) leaves the pacer at 2.5·A and finds no
     /// bottleneck; the first REMB under the target is the link pushing back: the pacer is
-    /// capped near the bottleneck it gives, then `f·A` while it is remembered: REMBs at or
-    /// above the target for [`GccConfig::push_back_memory`] after it bring 2.5·A back.
+    /// capped near the bottleneck it gives, then `f·A` for good: REMB mode keeps the push-back
+    /// whatever [`GccConfig::push_back_memory`] says.
     #[test]
     fn remb_mode_paces_at_libwebrtcs_factor_until_a_remb_comes_under_the_target() {
         let t0 = Instant::now();
@@ -1433,14 +1442,15 @@ mod tests {
             (capped - 1.1 / 0.85).abs() < 1e-3,
             "under the target: {capped}"
         );
-        assert_eq!(remb(&mut c, 9_000, 4000), 1.5, "f·A while remembered");
-        assert_eq!(
-            remb(&mut c, 9_000, 12_900),
-            1.5,
-            "9.9 s after the push-back"
-        );
-        assert_eq!(remb(&mut c, 9_000, 13_000), 2.5, "forgotten 10 s after it");
-        assert_eq!(c.pacing_burst(), cfg.pacing_burst);
+        assert_eq!(remb(&mut c, 9_000, 4000), 1.5, "f·A for good");
+        for t in (5_000..=30_000).step_by(1000) {
+            assert_eq!(
+                remb(&mut c, 9_000, t),
+                1.5,
+                "REMB mode: remembered at {t} ms"
+            );
+        }
+        assert_eq!(c.pacing_burst(), Duration::ZERO);
     }
 
     #[test]
@@ -1538,7 +1548,6 @@ mod tests {
         let t0 = Instant::now();
         let cfg = GccConfig {
             probing: false,
-            push_back_memory: None,
             ..GccConfig::send_side()
         };
         let mut c = GccController::new(&cfg, t0);
@@ -1644,15 +1653,17 @@ mod tests {
 
     /// A receiving host's stall (400 ms of delay growing 1 ms per packet, then gone) on a
     /// 50 Mbit/s link reads as an over-use: the link pushed back, so the pacer holds frames
-    /// near the bottleneck rate found then and sends no burst. It does not recur: 10 s
-    /// after it ([`GccConfig::push_back_memory`]) frames leave as fast as before, the stale
-    /// bottleneck rate capping nothing; a standing queue is a new push-back. Remembered for
-    /// good (`None`), the stall holds the pacer for the rest of the session.
+    /// near the bottleneck rate found then and sends no burst. It does not recur: after 10 s
+    /// of feedback ([`GccConfig::push_back_memory`] at 10 s) frames leave as fast as before,
+    /// the stale bottleneck rate capping nothing; a standing queue is a new push-back.
+    /// Remembered for good (`None`, the default), the stall holds the pacer for the rest of
+    /// the session.
     #[test]
     fn a_push_back_that_does_not_recur_is_forgotten_after_its_memory() {
         let t0 = Instant::now();
         let cfg = GccConfig {
             max_bitrate: Bitrate::kbps(800),
+            push_back_memory: Some(Duration::from_secs(10)),
             ..GccConfig::send_side()
         };
         let fast = Bitrate::mbps(50);

@@ -60,6 +60,9 @@ pub struct GccTuning {
     /// Whether arrival bursts join the group being built ([`super::config::ArrivalBurst`],
     /// libwebrtc's constants); default off, grouping as MMSys16 §3.3 does.
     pub arrival_burst: Option<bool>,
+    /// [`GccConfig::push_back_memory`] (`Some(None)`: for good); default unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_back_memory: Option<Option<std::time::Duration>>,
 }
 
 impl GccTuning {
@@ -116,6 +119,9 @@ impl GccTuning {
         }
         if let Some(f) = self.filter {
             c.filter = f;
+        }
+        if let Some(m) = self.push_back_memory {
+            c.push_back_memory = m;
         }
         match self.arrival_burst {
             Some(false) => c.arrival_burst = None,
