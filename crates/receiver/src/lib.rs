@@ -36,6 +36,8 @@
 //! A driver: it reads the clock for statistics; the protocol logic below stays sans-IO.
 
 mod config;
+mod has_receiver;
+mod peer;
 mod session;
 mod state;
 mod stats;

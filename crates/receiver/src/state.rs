@@ -9,7 +9,7 @@ use cg_media::{DecodedFrame, Decoder, HostTime};
 use cg_net::DriverHandle;
 use tokio::sync::mpsc;
 
-use crate::session::HasReceiver;
+use crate::has_receiver::HasReceiver;
 use crate::stats::{FreezeRecord, G2gStages};
 use crate::{ReceiverConfig, Stats};
 

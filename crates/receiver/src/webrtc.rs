@@ -12,7 +12,7 @@ use cg_rtp::ReceiverSession;
 use cg_webrtc::{PeerConfig, WebRtcPeer, WebRtcSession};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::session::{Ended, bind, estimator, run_peer};
+use crate::peer::{Ended, bind, estimator, run_peer};
 use crate::state::State;
 use crate::{ReceiverConfig, Stats};
 
