@@ -23,10 +23,11 @@ use gstreamer_app as gst_app;
 use gstreamer_video as gst_video;
 use gstreamer_video::prelude::*;
 
-use crate::encoder::{lock, start_pipeline};
+use crate::encoder::start_pipeline;
 use crate::freeze::FreezeDetector;
 use crate::quality::{Picture, QualitySummary, QualityWindow, Scorer};
 use crate::stamp::Stamp;
+use crate::sync::lock;
 use crate::{
     Codec, DecoderConfig, EncodedFrame, Error, Freeze, HostTime, MediaCodec, SinkKind, props,
 };

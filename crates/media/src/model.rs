@@ -32,8 +32,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use cg_types::{Bitrate, DataSize};
 use cg_video_model::{EncoderConfig as ModelConfig, SyntheticEncoder};
 
-use crate::encoder::lock;
 use crate::rate_window::RateWindow;
+use crate::sync::lock;
 use crate::{
     Codec, EncodedFrame, EncoderConfig, EncoderKind, EncoderStats, Error, HostTime, SourceConfig,
     TestPattern,
