@@ -16,12 +16,23 @@ use crate::error::Error;
 use crate::packet::Protocol;
 use crate::qdisc::{
     CodelConfig, DropTailConfig, DualPi2Config, FqCodelConfig, HtbClassConfig, HtbConfig, HtbMatch,
-    HtbRule, PieConfig, QdiscConfig, QueueLimit, SfqConfig,
+    HtbRule, LinkInfo, PieConfig, QdiscConfig, QueueLimit, SfqConfig,
 };
 
 /// Every preset name [`by_name`] knows.
 pub const NAMES: &str = "ccr16-dt300, ccr16-codel, ccr16-pie, ccr16-sfq, ccr16-fq_codel, \
                          tma24-droptail, tma24-htb, tma24-dualpi2";
+
+impl QdiscConfig {
+    /// This config with a [`QdiscConfig::Preset`] replaced by what it names for `link` (the
+    /// kernel-`tc` backend needs concrete parameters). Other configs are returned as they are.
+    pub fn resolve(&self, link: LinkInfo) -> Result<QdiscConfig, Error> {
+        match self {
+            QdiscConfig::Preset { name } => by_name(name, link.rate),
+            other => Ok(other.clone()),
+        }
+    }
+}
 
 /// The preset called `name` for a link of `rate`.
 pub fn by_name(name: &str, rate: Bitrate) -> Result<QdiscConfig, Error> {
@@ -148,7 +159,6 @@ pub fn tma24_dualpi2() -> QdiscConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qdisc::LinkInfo;
 
     #[test]
     fn every_named_preset_builds() {

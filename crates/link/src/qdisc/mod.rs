@@ -206,15 +206,6 @@ impl QdiscConfig {
         }
     }
 
-    /// This config with a [`QdiscConfig::Preset`] replaced by what it names for `link` (the
-    /// kernel-`tc` backend needs concrete parameters). Other configs are returned as they are.
-    pub fn resolve(&self, link: LinkInfo) -> Result<QdiscConfig, Error> {
-        match self {
-            QdiscConfig::Preset { name } => crate::presets::by_name(name, link.rate),
-            other => Ok(other.clone()),
-        }
-    }
-
     /// Checks the parameters without keeping the qdisc.
     pub fn validate(&self, link: LinkInfo) -> Result<(), Error> {
         self.build::<()>(link, &mut Rng::new(0)).map(drop)
