@@ -14,14 +14,12 @@ use crate::controller::{
     ConfigError, Controller, ControllerConfig, FeedbackKind, ReceiveSideEstimator,
 };
 use crate::gcc::rate_control::IncreaseMode;
-use crate::gcc::receiver::GccReceiver;
-use crate::gcc::sender::GccController;
 
 /// Where the delay-based controller runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GccMode {
     /// The papers' architecture (MMSys16 Figure 1): the delay-based controller runs at the
-    /// receiver ([`GccReceiver`], a [`crate::ReceiveSideEstimator`]) and sends `Ar` in REMB
+    /// receiver (`GccReceiver`, a [`crate::ReceiveSideEstimator`]) and sends `Ar` in REMB
     /// messages; the sender runs the loss-based controller on RR loss reports.
     #[default]
     ReceiverSideRemb,
@@ -650,19 +648,6 @@ impl GccConfig {
             GccMode::ReceiverSideRemb => FURTHER_PROBE_DURATION,
             GccMode::SendSideTwcc => PROBE_DURATION,
         })
-    }
-
-    /// The sender-side controller, or the first value [`validate`](Self::validate) refuses.
-    pub fn build_controller(&self, now: Instant) -> Result<GccController, ConfigError> {
-        self.validate()?;
-        Ok(GccController::new(self, now))
-    }
-
-    /// The receiver-side estimator for [`GccMode::ReceiverSideRemb`], or the first value
-    /// [`validate`](Self::validate) refuses.
-    pub fn build_receiver(&self, now: Instant) -> Result<GccReceiver, ConfigError> {
-        self.validate()?;
-        Ok(GccReceiver::new(self, now))
     }
 }
 

@@ -13,13 +13,22 @@ use std::time::Instant;
 
 use cg_types::Bitrate;
 
-use crate::controller::{PacketKind, ReceiveSideEstimator, ReceivedPacket};
+use crate::controller::{ConfigError, PacketKind, ReceiveSideEstimator, ReceivedPacket};
 use crate::gcc::arrival::GroupKey;
 use crate::gcc::config::{GccConfig, Grouping};
 use crate::gcc::delay_based::{DelayBasedController, DelayBasedStats};
 use crate::gcc::probe_detector::ProbeDetector;
 use crate::gcc::remb::RembScheduler;
 use crate::gcc::time::micros_since;
+
+impl GccConfig {
+    /// The receiver-side estimator for `GccMode::ReceiverSideRemb`, or the
+    /// first value [`validate`](Self::validate) refuses.
+    pub fn build_receiver(&self, now: Instant) -> Result<GccReceiver, ConfigError> {
+        self.validate()?;
+        Ok(GccReceiver::new(self, now))
+    }
+}
 
 /// The receiver-side estimator: feed it every RTP packet, send what
 /// [`poll_remb`](ReceiveSideEstimator::poll_remb) answers as REMB.

@@ -33,8 +33,8 @@ use cg_types::{Bitrate, DataSize};
 
 use crate::base_delay::BaseDelay;
 use crate::controller::{
-    Controller, ControllerEvent, ControllerStats, Feedback, FeedbackKind, LossReport, MediaQueue,
-    PacketKind, SentPacket,
+    ConfigError, Controller, ControllerEvent, ControllerStats, Feedback, FeedbackKind, LossReport,
+    MediaQueue, PacketKind, SentPacket,
 };
 use crate::gcc::alr::AlrDetector;
 use crate::gcc::arrival::GroupKey;
@@ -91,6 +91,14 @@ pub struct GccStats {
     /// sent during a feedback silence (send-side mode) or while receiver reports showed
     /// nothing arriving (REMB mode), then found lost.
     pub unheard_losses: u64,
+}
+
+impl GccConfig {
+    /// The sender-side controller, or the first value [`validate`](Self::validate) refuses.
+    pub fn build_controller(&self, now: Instant) -> Result<GccController, ConfigError> {
+        self.validate()?;
+        Ok(GccController::new(self, now))
+    }
 }
 
 /// The GCC sender-side controller.
