@@ -24,7 +24,7 @@
 //! floor for every seed ([`Share`]); each bound sits several standard errors of the mean
 //! (or, for the floor, well below the lowest of 48 seeds) from what the tests measure, so
 //! a seed outside the suite's does not decide it. The cases after CUBIC leaves judge every
-//! seed of [`common::SEEDS`].
+//! seed of [`common::seeds`].
 
 mod common;
 

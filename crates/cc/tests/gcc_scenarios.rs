@@ -14,16 +14,7 @@ use cg_link::CapacityConfig;
 use cg_link::RateStep;
 use cg_link::sim::Sim;
 use cg_types::Bitrate;
-use common::{MMSYS16_6_1, gcc_mode_pair, gcc_pair, links, mmsys16_6_1, t90};
-
-/// The encoder seeds every scenario runs and is judged on (each assertion on every seed):
-/// [`common::SEEDS`], or the one `GCC_SEED` names (to look at one run by hand).
-fn seeds() -> Vec<u64> {
-    match std::env::var("GCC_SEED") {
-        Ok(v) => vec![v.parse().expect("GCC_SEED=n")],
-        Err(_) => common::SEEDS.to_vec(),
-    }
-}
+use common::{MMSYS16_6_1, gcc_mode_pair, gcc_pair, links, mmsys16_6_1, seeds, t90};
 
 struct Summary {
     utilisation: f64,
@@ -256,7 +247,7 @@ fn three_flows_fairness_send_side() {
 /// 20 → 10 → 20 Mbit/s (40 s, 40 s, 60 s), with the smooth source (the RFC 8593 model, like
 /// game content: no large frames that would push the receive rate past the link-capacity
 /// estimate by chance) and the camera-like one. Judged over [`RETURN_SEEDS`] seeds
-/// (`GCC_SEED=n` runs one) on the time the delivered rate takes to reach 90 % of 20 Mbit/s
+/// (`SEED=n` runs one) on the time the delivered rate takes to reach 90 % of 20 Mbit/s
 /// after the return: three quarters of the seeds within 10 s, the median within 6 s, every
 /// seed within 40 s. The time is long-tailed (a seed whose over-uses happen to land just
 /// after the return waits for the stall probe, [`GccConfig::stall_probe_after`]), so a
@@ -272,8 +263,8 @@ fn capacity_return(encoder: EncoderConfig) {
 fn capacity_return_in(mode: GccMode, encoder: EncoderConfig) {
     let mut report = Vec::new();
     let mut times = Vec::new();
-    let seeds: Vec<u64> = match std::env::var("GCC_SEED") {
-        Ok(v) => vec![v.parse().expect("GCC_SEED=n")],
+    let seeds: Vec<u64> = match std::env::var("SEED") {
+        Ok(v) => vec![v.parse().expect("SEED=n")],
         Err(_) => (1..=RETURN_SEEDS).collect(),
     };
     for seed in seeds {

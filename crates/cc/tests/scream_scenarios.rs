@@ -6,7 +6,7 @@
 //! short enough for debug builds; the long-session test runs 15 simulated minutes at a low
 //! rate to prove nothing collapses after the reference implementation's ~2-minute failure.
 //!
-//! Every scenario runs the encoder seeds of [`common::SEEDS`] (`SEED=n` runs one; two-flow
+//! Every scenario runs the encoder seeds of [`common::seeds`] (`SEED=n` runs one; two-flow
 //! scenarios give the second flow `seed + 100`; `TRACE=from-to` prints the L4S run's samples),
 //! prints one line per seed, and asserts its
 //! bounds on the worst seed. Bounds come from the goals (SCReAM's own 60 ms queue-delay

@@ -16,19 +16,12 @@ use cg_link::sim::Sim;
 use cg_link::{CapacityConfig, Link, LinkConfig, QdiscConfig, RateStep};
 use cg_types::Bitrate;
 
+mod spread;
+#[allow(unused_imports)] // each test binary uses its own part
+pub use spread::{SEEDS, Spread, seeds};
+
 /// One-way delay each way (RTT 50 ms).
 pub const ONE_WAY: Duration = Duration::from_millis(25);
-/// Seeds of the encoder; every assertion holds for the worst of them (issue #19: at least
-/// eight).
-pub const SEEDS: [u64; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
-
-/// [`SEEDS`], or the one seed `SEED=n` names (to look at one run by hand).
-pub fn seeds() -> Vec<u64> {
-    match std::env::var("SEED") {
-        Ok(v) => vec![v.parse().expect("SEED=n")],
-        Err(_) => SEEDS.to_vec(),
-    }
-}
 
 /// The forward bottleneck (`capacity`, DropTail 300 ms at `nominal`, as the link converts
 /// time limits) and a 100 Mbit/s return path, [`ONE_WAY`] each.
@@ -80,8 +73,6 @@ pub fn mmsys16_6_1() -> (CapacityConfig, Bitrate) {
     (schedule, Bitrate::kbps(1250))
 }
 
-/// Seconds from `at` until the delivered rate over the bottleneck `link` (1 s bins, sliding
-/// by 100 ms) first reaches 90 % of `cap`; `None` within `limit`.
 /// [`metrics::loss_ratio`], NaN when nothing was offered: NaN fails every bound.
 pub fn loss_ratio<'a>(
     events: impl IntoIterator<Item = &'a cg_link::LinkEvent>,
@@ -116,6 +107,8 @@ pub fn worst_min(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Seconds from `at` until the delivered rate over the bottleneck `link` (1 s bins, sliding
+/// by 100 ms) first reaches 90 % of `cap`; `None` within `limit`.
 pub fn t90(link: &Link<sim::SimPacket>, at: Instant, cap: Bitrate, limit: Duration) -> Option<f64> {
     let ev = link.events();
     let series = metrics::rate_series(ev.iter(), None, at, at + limit, Duration::from_millis(100));
