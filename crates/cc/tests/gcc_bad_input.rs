@@ -1,6 +1,7 @@
 //! Hostile and broken input to GCC: arrival before send, time going backwards, duplicated
 //! and reordered feedback, unknown sequence numbers, zero-size packets, huge gaps, absurd
-//! REMB and loss values. Nothing may panic, and the target must stay within [min, max].
+//! REMB and loss values, a remote clock that steps. Nothing may panic, the target must stay
+//! within [min, max], and clean traffic afterwards must bring the rate back.
 
 use std::time::{Duration, Instant};
 
@@ -393,5 +394,31 @@ fn a_config_the_equations_cannot_run_with_is_refused_by_name() {
     }
     for cfg in configs() {
         assert!(cfg.validate().is_ok());
+    }
+}
+
+/// A receiver restarted mid-session (a new process, a new clock): its arrival times step back
+/// or ahead and then run on from there. The controller must follow the new clock as it
+/// followed the old one.
+#[test]
+fn a_remote_clock_that_steps_is_followed() {
+    let old = 5_000_000_000;
+    for (step, new) in [("back", 1_000_000), ("ahead", 3 * old)] {
+        for cfg in configs() {
+            let t0 = Instant::now() + Duration::from_secs(3600);
+            let mut c = cfg.build_controller(t0).expect("a valid config");
+            let (_, first) = clean_run(&mut c, &cfg, t0, 0, old, 10);
+            let steps = |c: &dyn Controller| c.stats().extra_value("remote_clock_steps");
+            recovers(
+                &mut c,
+                &cfg,
+                t0 + Duration::from_secs(10),
+                (1_000, new),
+                &format!("a remote clock that stepped {step} (target {first} before)"),
+            );
+            if cfg.mode == GccMode::SendSideTwcc {
+                assert_eq!(steps(&c), Some(1.0), "stepped {step}: one step counted");
+            }
+        }
     }
 }

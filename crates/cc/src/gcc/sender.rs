@@ -18,7 +18,9 @@
 //! in REMB mode the RTT of each receiver report over its minimum (once a second or so).
 //! While it is above [`GccConfig::standing_queue_pacing`] the pacer gets `A`, so that a full
 //! bottleneck queue drains instead of dropping a key frame paced faster than the capacity.
-//! Every rate stays within `[min_bitrate, max_bitrate]`.
+//! Every rate stays within `[min_bitrate, max_bitrate]`. Feedback's arrival times pass
+//! through one continuous remote clock first (`gcc/time.rs`, counted as `remote_clock_steps`),
+//! so a receiver whose clock steps (restarted, set anew) is followed from where it was.
 //!
 //! With [`GccConfig::probing`] both modes send libwebrtc's probe clusters
 //! ([`crate::gcc::probe_controller`]). Send-side mode measures them from its feedback; in
@@ -50,7 +52,7 @@ use crate::gcc::push_back::PushBack;
 use crate::gcc::rate_control::LinkCapacity;
 use crate::gcc::rate_control::RateState;
 use crate::gcc::standing::StandingQueue;
-use crate::gcc::time::micros_since;
+use crate::gcc::time::{RemoteClock, micros_since};
 
 /// Probe clusters whose feedback is still awaited, at most.
 const MAX_CLUSTERS: usize = 16;
@@ -132,6 +134,7 @@ pub struct GccController {
     ignored: u64,
     standing_queue: Option<Duration>,
     base_delay: BaseDelay,
+    remote_clock: RemoteClock,
     queue_delay: Option<Duration>,
     standing_decrease: Option<StandingQueue>,
     pace_at_capacity: Option<f64>,
@@ -261,6 +264,7 @@ impl GccController {
             ignored: 0,
             standing_queue: c.standing_queue_pacing,
             base_delay: BaseDelay::new(BASE_DELAY_SLOTS, BASE_DELAY_SLOT),
+            remote_clock: RemoteClock::default(),
             queue_delay: None,
             standing_decrease: c.standing_queue_decrease.map(|limit| {
                 StandingQueue::new(limit, c.standing_queue_window)
@@ -688,6 +692,7 @@ impl GccController {
             match (r.arrival, rec.fate) {
                 (Some(_), Fate::Received) => self.ignored += 1,
                 (Some(arrival), fate) => {
+                    let arrival_us = self.remote_clock.map(rec.send_us, arrival.as_micros());
                     if fate == Fate::Lost {
                         lost -= 1;
                     }
@@ -696,12 +701,12 @@ impl GccController {
                     if let Some(id) = rec.probe
                         && let Some((c, _)) = self.clusters.iter_mut().find(|(c, _)| c.id == id)
                     {
-                        c.on_packet(rec.send_us, arrival.as_micros(), rec.size);
+                        c.on_packet(rec.send_us, arrival_us, rec.size);
                     }
                     newest_send = Some(newest_send.map_or(rec.send_us, |n| n.max(rec.send_us)));
                     let q = self
                         .base_delay
-                        .sample(arrival.as_micros().saturating_sub(rec.send_us));
+                        .sample(arrival_us.saturating_sub(rec.send_us));
                     if newest_queue.is_none_or(|(s, _)| rec.send_us >= s) {
                         newest_queue = Some((rec.send_us, q));
                     }
@@ -727,14 +732,10 @@ impl GccController {
                     updated |= match (blind, rec.padding || initial_probe) {
                         (true, true) => false,
                         (true, false) => {
-                            delay.on_group_packet(rec.send_us, arrival.as_micros(), rec.size, key)
+                            delay.on_group_packet(rec.send_us, arrival_us, rec.size, key)
                         }
-                        (false, true) => {
-                            delay.on_padding(rec.send_us, arrival.as_micros(), rec.size)
-                        }
-                        (false, false) => {
-                            delay.on_packet(rec.send_us, arrival.as_micros(), rec.size, key)
-                        }
+                        (false, true) => delay.on_padding(rec.send_us, arrival_us, rec.size),
+                        (false, false) => delay.on_packet(rec.send_us, arrival_us, rec.size, key),
                     };
                 }
                 (None, Fate::Unreported) => {
@@ -1030,6 +1031,7 @@ impl Controller for GccController {
             ),
             ("standing_decreases", self.standing_decreases as f64),
             ("unheard_losses", s.unheard_losses as f64),
+            ("remote_clock_steps", self.remote_clock.steps() as f64),
         ];
         extra.extend(s.a_r.map(|r| ("a_r", r.as_bps_f64())));
         if let Some(d) = s.delay {
