@@ -70,6 +70,11 @@ enum Cmd {
         /// SCHED_FIFO priority of the emulated bottleneck's forwarder (as for `run`).
         #[arg(long, default_value_t = cg_netlab::rt::DEFAULT_PRIORITY)]
         forwarder_priority: u8,
+        /// Runs per preset, each with the next seed: `paper` (as many as the paper averaged,
+        /// MMSys16 10, CCR16 6, one where it does not say) or a count. The report gives the
+        /// mean and spread and judges the mean.
+        #[arg(long, default_value = "paper", value_parser = reproduce::Runs::parse)]
+        runs: reproduce::Runs,
     },
     /// Run a parameter grid (GRID.toml: scenarios × axes), in simulated time by default; with
     /// --shard I/N only the points numbered I modulo N (one task of a Slurm job array).
@@ -298,6 +303,7 @@ fn real_main(args: Args) -> Result<(), Error> {
             sweep,
             out,
             forwarder_priority,
+            runs,
         } => {
             let out = out.unwrap_or_else(|| {
                 PathBuf::from(if sim {
@@ -320,6 +326,7 @@ fn real_main(args: Args) -> Result<(), Error> {
                 sim,
                 sweep,
                 run,
+                runs,
             })?;
             Ok(())
         }

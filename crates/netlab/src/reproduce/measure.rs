@@ -301,29 +301,74 @@ pub struct Row<'a> {
     pub paper: &'a Paper,
     /// Its number.
     pub figure: &'a PaperFigure,
-    /// Ours.
+    /// Ours: the mean over the preset's runs that gave a number.
     pub ours: Measured,
-    /// Ours against the paper's, when we have a number.
+    /// The spread of ours over the runs, when more than one gave a number.
+    pub spread: Option<RunSpread>,
+    /// Ours against the paper's, when we have a number: on the mean, as the papers average.
     pub verdict: Option<Verdict>,
 }
 
+/// Our number's spread over a preset's runs (seeds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunSpread {
+    /// The smallest run's number.
+    pub min: f64,
+    /// The largest run's number.
+    pub max: f64,
+    /// How many runs gave a number.
+    pub n: usize,
+}
+
+/// The mean of `fig` over `runs` and its spread (more than one run); the first run's reason
+/// when none gives a number.
+pub fn measure_runs(fig: &PaperFigure, runs: &[RunResult]) -> (Measured, Option<RunSpread>) {
+    let mut values = Vec::new();
+    let mut why = None;
+    for run in runs {
+        match measure(fig, run) {
+            Measured::Value(v) => values.push(v),
+            Measured::Missing(w) => {
+                why.get_or_insert(w);
+            }
+        }
+    }
+    if values.is_empty() {
+        return (
+            Measured::Missing(why.unwrap_or_else(|| "not run".into())),
+            None,
+        );
+    }
+    let n = values.len();
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let spread = (n > 1).then(|| RunSpread {
+        min: values.iter().copied().fold(f64::INFINITY, f64::min),
+        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        n,
+    });
+    (Measured::Value(mean), spread)
+}
+
 /// The report's rows: every figure of `papers` (filtered like the runs), with our number from
-/// `runs` (per preset: the run, or why it is missing).
+/// `runs` (per preset: its runs, one per seed, or why they are missing).
 pub fn rows<'a>(
     papers: &'a [Paper],
-    runs: &BTreeMap<String, std::result::Result<RunResult, String>>,
+    runs: &BTreeMap<String, std::result::Result<Vec<RunResult>, String>>,
     only: Option<&str>,
 ) -> Vec<Row<'a>> {
     let mut out = Vec::new();
     for paper in papers {
         for figure in &paper.figures {
-            let ours = match &figure.preset {
-                None => Measured::Missing("netlab has no preset for this experiment".into()),
+            let (ours, spread) = match &figure.preset {
+                None => (
+                    Measured::Missing("netlab has no preset for this experiment".into()),
+                    None,
+                ),
                 Some(p) if only.is_some_and(|pat| !matches(pat, p)) => continue,
                 Some(p) => match runs.get(p) {
-                    Some(Ok(run)) => measure(figure, run),
-                    Some(Err(e)) => Measured::Missing(format!("run failed: {e}")),
-                    None => Measured::Missing("not run".into()),
+                    Some(Ok(runs)) => measure_runs(figure, runs),
+                    Some(Err(e)) => (Measured::Missing(format!("run failed: {e}")), None),
+                    None => (Measured::Missing("not run".into()), None),
                 },
             };
             let verdict = match ours {
@@ -334,6 +379,7 @@ pub fn rows<'a>(
                 paper,
                 figure,
                 ours,
+                spread,
                 verdict,
             });
         }

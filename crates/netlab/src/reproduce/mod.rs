@@ -11,6 +11,11 @@
 //! figure, better, worse), or why we have no number — and the run's facts (backend, encoder,
 //! seed, machine).
 //!
+//! Each preset runs as often as [`Runs`] says (by default as often as its paper averaged), run
+//! `k` with the preset's seed plus `k − 1` into `OUT/<preset>/run-<k>/` (the first in
+//! `OUT/<preset>/`). A row gives the mean over the runs with its spread and judges the mean:
+//! the papers report means, and one seed is an anecdote.
+//!
 //! # How a paper's number is read from a run
 //!
 //! From `summary.json` (the preset's metrics window, its `warmup` to its end) and, for
@@ -42,16 +47,16 @@ mod select;
 mod testing;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use measure::{Measured, Row, RunResult, measure, rows};
+pub use measure::{Measured, Row, RunResult, RunSpread, measure, measure_runs, rows};
 pub use render::{Facts, html, machine, markdown};
 pub use select::{experiments, matches};
 
 use crate::papers::{self, Metric};
 use crate::report::{self, RunRequest};
-use crate::scenario::presets;
+use crate::scenario::{Scenario, presets};
 use crate::{Error, Result};
 use render::run_facts;
 
@@ -70,6 +75,46 @@ pub struct Options {
     pub sweep: Option<PathBuf>,
     /// How each preset runs (its `out` and `base` are set per preset).
     pub run: RunRequest,
+    /// How many runs (seeds) each preset gets.
+    pub runs: Runs,
+}
+
+/// How many runs (seeds) a preset gets: run `k` (from 1) runs the preset with its seed plus
+/// `k − 1`; the report gives the mean over the runs with their spread, and judges the mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// As many as the paper averaged for the preset's figures (the most any of them names;
+    /// one where the paper does not say).
+    Paper,
+    /// This many for every preset.
+    Each(u32),
+}
+
+impl Runs {
+    /// `paper` or a count of at least 1 (the command line's `--runs`).
+    pub fn parse(s: &str) -> std::result::Result<Runs, String> {
+        if s == "paper" {
+            return Ok(Runs::Paper);
+        }
+        match s.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(Runs::Each(n)),
+            _ => Err(format!("`{s}`: give `paper` or a count of at least 1")),
+        }
+    }
+
+    /// The runs of preset `name`.
+    pub fn count(self, papers: &[papers::Paper], name: &str) -> u32 {
+        match self {
+            Runs::Each(n) => n,
+            Runs::Paper => papers
+                .iter()
+                .flat_map(|p| &p.figures)
+                .filter(|f| f.preset.as_deref() == Some(name))
+                .filter_map(|f| f.runs)
+                .max()
+                .unwrap_or(1),
+        }
+    }
 }
 
 /// Runs (or reuses) every selected preset, then writes `report.md` and `report.html` in
@@ -100,59 +145,34 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
     let mut plots = BTreeMap::new();
     for (i, name) in names.iter().enumerate() {
         let dir = opts.out.join(name);
-        let head = format!("[{}/{}] {name}", i + 1, names.len());
-        let previous = RunResult::load(&dir).ok();
-        let same_backend = previous
-            .as_ref()
-            .is_some_and(|r| (r.summary["run"]["backend"] == "simulated") == opts.sim);
-        if previous.is_some() && !same_backend {
-            // A run of the other kind (simulated / namespaces) is not this reproduction's.
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        let result = if let Some(run) = previous.filter(|_| same_backend) {
-            eprintln!("{head}: already run, reused ({})", dir.display());
-            Ok(run)
-        } else {
-            match presets::load(name) {
-                None => Err(format!("no preset `{name}`")),
-                Some(Err(e)) => Err(e.to_string()),
-                Some(Ok(sc)) => {
-                    eprintln!(
-                        "{head}: running {:.0} s (elapsed {:.0} s)",
-                        sc.duration.as_secs_f64(),
-                        started.elapsed().as_secs_f64()
-                    );
-                    let req = RunRequest {
-                        out: dir.clone(),
-                        base: presets::trace_dir().to_path_buf(),
-                        ..opts.run.clone()
-                    };
-                    let done = if opts.sim {
-                        report::run_simulated(&sc, &dir)
-                    } else {
-                        report::run_and_report(&sc, &req)
-                    };
-                    match done {
-                        Ok(_) => RunResult::load(&dir).map_err(|e| e.to_string()),
-                        Err(e) => {
-                            eprintln!("{head}: failed: {e}");
-                            // A partial directory would be taken as finished next time.
-                            let _ = std::fs::remove_file(dir.join("summary.json"));
-                            Err(e.to_string())
-                        }
-                    }
+        let n = opts.runs.count(&papers, name);
+        let mut done = Vec::new();
+        let mut failed = None;
+        for k in 1..=n {
+            let head = if n > 1 {
+                format!("[{}/{}] {name}, run {k}/{n}", i + 1, names.len())
+            } else {
+                format!("[{}/{}] {name}", i + 1, names.len())
+            };
+            match run_preset(opts, name, k, &run_dir(&dir, k), &head, started) {
+                Ok(run) => done.push(run),
+                Err(e) => {
+                    failed = Some(if n > 1 { format!("run {k}: {e}") } else { e });
+                    break;
                 }
             }
-        };
-        if let Ok(run) = &result {
-            facts.runs.insert(name.clone(), run_facts(&dir, run));
+        }
+        if let (None, Some(first)) = (&failed, done.first()) {
+            facts
+                .runs
+                .insert(name.clone(), run_facts(&dir, first, done.len()));
             let pngs: Vec<(String, Vec<u8>)> = ["rate.png", "delay.png", "loss.png"]
                 .iter()
                 .filter_map(|f| Some(((*f).to_owned(), std::fs::read(dir.join(f)).ok()?)))
                 .collect();
             plots.insert(name.clone(), pngs);
         }
-        runs.insert(name.clone(), result);
+        runs.insert(name.clone(), failed.map_or(Ok(done), Err));
     }
     facts.written = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut rows = rows(&papers, &runs, only);
@@ -210,6 +230,95 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
     Ok(md)
 }
 
+/// Where run `k` (from 1) of a preset whose first run is in `dir` goes: `dir` itself, then
+/// `dir/run-<k>/`.
+fn run_dir(dir: &Path, k: u32) -> PathBuf {
+    if k == 1 {
+        dir.to_path_buf()
+    } else {
+        dir.join(format!("run-{k}"))
+    }
+}
+
+/// Runs (or reuses) run `k` of preset `name` into `dir`: the preset with its seed plus `k − 1`.
+fn run_preset(
+    opts: &Options,
+    name: &str,
+    k: u32,
+    dir: &Path,
+    head: &str,
+    started: Instant,
+) -> std::result::Result<RunResult, String> {
+    let previous = RunResult::load(dir).ok();
+    let same_backend = previous
+        .as_ref()
+        .is_some_and(|r| (r.summary["run"]["backend"] == "simulated") == opts.sim);
+    if previous.is_some() && !same_backend {
+        // A run of the other kind (simulated / namespaces) is not this reproduction's (a
+        // preset's first run holds its other runs' folders: they go with it).
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    if let Some(run) = previous.filter(|_| same_backend) {
+        eprintln!("{head}: already run, reused ({})", dir.display());
+        return Ok(run);
+    }
+    let sc = match presets::load(name) {
+        None => return Err(format!("no preset `{name}`")),
+        Some(Err(e)) => return Err(e.to_string()),
+        Some(Ok(sc)) => with_seed(&sc, sc.seed.wrapping_add(u64::from(k - 1)))?,
+    };
+    eprintln!(
+        "{head}: running {:.0} s, seed {} (elapsed {:.0} s)",
+        sc.duration.as_secs_f64(),
+        sc.seed,
+        started.elapsed().as_secs_f64()
+    );
+    let req = RunRequest {
+        out: dir.to_path_buf(),
+        base: presets::trace_dir().to_path_buf(),
+        ..opts.run.clone()
+    };
+    let done = if opts.sim {
+        report::run_simulated(&sc, dir)
+    } else {
+        report::run_and_report(&sc, &req)
+    };
+    match done {
+        Ok(_) => RunResult::load(dir).map_err(|e| e.to_string()),
+        Err(e) => {
+            eprintln!("{head}: failed: {e}");
+            // A partial directory would be taken as finished next time.
+            let _ = std::fs::remove_file(dir.join("summary.json"));
+            Err(e.to_string())
+        }
+    }
+}
+
+/// Preset `sc` run with `seed`; its source says so, so that the run's `scenario.toml` records
+/// what ran.
+fn with_seed(sc: &Scenario, seed: u64) -> std::result::Result<Scenario, String> {
+    if seed == sc.seed {
+        return Ok(sc.clone());
+    }
+    let mut table: toml::Table = sc
+        .source
+        .parse()
+        .map_err(|e| format!("preset `{}` does not parse: {e}", sc.name))?;
+    let value = i64::try_from(seed).map_err(|_| format!("seed {seed} is too large"))?;
+    table.insert("seed".into(), toml::Value::Integer(value));
+    let text = format!(
+        "# preset:{}, run with seed {seed} (netlab reproduce --runs)\n{table}",
+        sc.name
+    );
+    Scenario::parse(
+        &text,
+        &format!("preset:{} (seed {seed})", sc.name),
+        &sc.name,
+        presets::trace_dir(),
+    )
+    .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,10 +342,48 @@ mod tests {
                 quiet: true,
                 forwarder_rt: None,
             },
+            runs: Runs::Each(1),
         };
         let e = super::run(&opts).unwrap_err().to_string();
         assert!(e.contains("grid.toml"), "{e}");
         assert!(!out.exists(), "nothing ran");
         std::fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn a_preset_runs_as_often_as_its_paper_averaged_unless_told() {
+        let papers = papers::all().unwrap();
+        assert_eq!(
+            Runs::Paper.count(&papers, "mmsys16-6.1-variable-capacity"),
+            10
+        );
+        assert_eq!(
+            Runs::Each(3).count(&papers, "mmsys16-6.1-variable-capacity"),
+            3
+        );
+        assert_eq!(Runs::Paper.count(&papers, "no-such-preset"), 1);
+        assert_eq!(Runs::parse("paper"), Ok(Runs::Paper));
+        assert_eq!(Runs::parse("4"), Ok(Runs::Each(4)));
+        assert!(Runs::parse("0").is_err() && Runs::parse("many").is_err());
+        assert_eq!(run_dir(Path::new("o/p"), 1), Path::new("o/p"));
+        assert_eq!(run_dir(Path::new("o/p"), 3), Path::new("o/p/run-3"));
+    }
+
+    #[test]
+    fn a_later_run_is_the_preset_with_the_next_seed_and_says_so() {
+        let sc = presets::load("mmsys16-6.1-variable-capacity")
+            .unwrap()
+            .unwrap();
+        let next = with_seed(&sc, sc.seed + 1).unwrap();
+        assert_eq!(next.seed, sc.seed + 1);
+        assert!(
+            next.source
+                .starts_with("# preset:mmsys16-6.1-variable-capacity, run with seed")
+        );
+        assert_eq!(
+            (next.duration, next.flows.len()),
+            (sc.duration, sc.flows.len())
+        );
+        assert_eq!(with_seed(&sc, sc.seed).unwrap(), sc);
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::measure::{Measured, Row, RunResult, stat_key};
+use super::measure::{Measured, Row, RunResult, RunSpread, stat_key};
 use crate::papers::{Paper, PaperFigure, Relation, Verdict};
 
 /// Facts of the reproduction that every report states.
@@ -13,7 +13,7 @@ use crate::papers::{Paper, PaperFigure, Relation, Verdict};
 pub struct Facts {
     /// The machine: host name, CPU model and count, kernel.
     pub machine: String,
-    /// Per preset: backend, encoder, seed.
+    /// Per preset: backend, encoder, seeds.
     pub runs: BTreeMap<String, String>,
     /// When the report was written (UTC, RFC 3339).
     pub written: String,
@@ -38,8 +38,9 @@ pub fn machine() -> String {
     format!("{host} ({cpus} × {model}, Linux {kernel})")
 }
 
-/// Backend, encoder and seed of a finished run, from its `summary.json` and `scenario.toml`.
-pub(super) fn run_facts(dir: &Path, run: &RunResult) -> String {
+/// Backend, encoder and seeds of a preset's `runs` finished runs, from the first run's
+/// `summary.json` and `scenario.toml` (the others differ in their seed only, one apart).
+pub(super) fn run_facts(dir: &Path, run: &RunResult, runs: usize) -> String {
     let backend = run.summary["run"]["backend"]
         .as_str()
         .unwrap_or("?")
@@ -83,7 +84,14 @@ pub(super) fn run_facts(dir: &Path, run: &RunResult) -> String {
     } else {
         encoders.join(", ")
     };
-    format!("{backend} · {enc} · seed {seed}")
+    if runs > 1 {
+        format!(
+            "{backend} · {enc} · seeds {seed}–{} ({runs} runs)",
+            seed + runs as i64 - 1
+        )
+    } else {
+        format!("{backend} · {enc} · seed {seed}")
+    }
 }
 
 fn verdict_word(v: Option<Verdict>) -> &'static str {
@@ -126,11 +134,26 @@ fn source(f: &PaperFigure) -> String {
     out.trim().to_owned()
 }
 
-fn ours_text(m: &Measured) -> String {
-    match m {
-        Measured::Value(v) if *v != 0.0 && v.abs() < 0.01 => format!("{v:.3e}"),
-        Measured::Value(v) => format!("{v:.3}"),
-        Measured::Missing(why) => format!("— ({why})"),
+fn number(v: f64) -> String {
+    if v != 0.0 && v.abs() < 0.01 {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Ours: the number, or the mean with its spread over the runs (`mean (min–max, n runs)`).
+fn ours_text(m: &Measured, spread: Option<RunSpread>) -> String {
+    match (m, spread) {
+        (Measured::Value(v), Some(s)) => format!(
+            "{} ({}–{}, {} runs)",
+            number(*v),
+            number(s.min),
+            number(s.max),
+            s.n
+        ),
+        (Measured::Value(v), None) => number(*v),
+        (Measured::Missing(why), _) => format!("— ({why})"),
     }
 }
 
@@ -160,7 +183,7 @@ pub fn markdown(rows: &[Row<'_>], facts: &Facts) -> String {
     );
     let _ = writeln!(
         md,
-        "## Runs\n\n| preset | backend · encoder · seed |\n|---|---|"
+        "## Runs\n\n| preset | backend · encoder · seeds |\n|---|---|"
     );
     for (p, f) in &facts.runs {
         let _ = writeln!(md, "| {p} | {f} |");
@@ -193,7 +216,7 @@ pub fn markdown(rows: &[Row<'_>], facts: &Facts) -> String {
                 label(f),
                 relation_prefix(f.relation),
                 f.value,
-                ours_text(&r.ours),
+                ours_text(&r.ours, r.spread),
                 f.unit.as_str(),
                 verdict_word(r.verdict),
             );
@@ -229,7 +252,7 @@ pub fn html(
         escape(&facts.written),
         escape(&facts.machine)
     );
-    h.push_str("<h2>Runs</h2><table><tr><th>preset</th><th>backend · encoder · seed</th></tr>");
+    h.push_str("<h2>Runs</h2><table><tr><th>preset</th><th>backend · encoder · seeds</th></tr>");
     for (p, f) in &facts.runs {
         let _ = write!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(p), escape(f));
     }
@@ -266,7 +289,7 @@ pub fn html(
                 escape(&label(f)),
                 relation_prefix(f.relation),
                 f.value,
-                escape(&ours_text(&r.ours)),
+                escape(&ours_text(&r.ours, r.spread)),
                 escape(f.unit.as_str()),
                 verdict_word(r.verdict),
             );
@@ -302,13 +325,18 @@ mod tests {
     fn the_report_has_a_row_for_every_figure_with_its_verdict() {
         let papers = papers::all().unwrap();
         let mut runs = BTreeMap::new();
-        runs.insert("mmsys16-6.1-variable-capacity".to_owned(), Ok(run()));
+        runs.insert(
+            "mmsys16-6.1-variable-capacity".to_owned(),
+            Ok(vec![run(), run()]),
+        );
         runs.insert("tma24-4-htb-cubic".to_owned(), Err("boom".to_owned()));
         let rows = rows(&papers, &runs, None);
         let figures: usize = papers.iter().map(|p| p.figures.len()).sum();
         assert_eq!(rows.len(), figures);
         let md = markdown(&rows, &Facts::default());
         assert!(md.contains("run failed: boom") && md.contains("not run"));
+        // Two runs: the mean, with the spread and the count beside it.
+        assert!(md.contains(", 2 runs) |"), "{md}");
         assert!(rows.iter().any(|r| r.verdict.is_some()));
         let page = html(&rows, &Facts::default(), &BTreeMap::new());
         assert!(page.starts_with("<!doctype html>") && page.contains("mmsys16"));
@@ -324,7 +352,7 @@ mod tests {
 
     fn rows_only<'a>(
         papers: &'a [Paper],
-        runs: &BTreeMap<String, std::result::Result<RunResult, String>>,
+        runs: &BTreeMap<String, std::result::Result<Vec<RunResult>, String>>,
     ) -> Vec<Row<'a>> {
         rows(papers, runs, Some("tma24"))
     }
