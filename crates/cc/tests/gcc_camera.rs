@@ -1,7 +1,21 @@
 //! GCC with a camera-like source (issue #14) in simulated time.
+//!
+//! Each scenario is judged by a [`Spread`] over [`seeds`]: every figure has a two-sided
+//! range, and `SEEDS=a-b` runs other seeds against the same ranges.
+//!
+//! Rule for the ranges (issue #41): each is the issue's goal where the spread over seeds 1–64
+//! clears it by at least a quarter of that spread's width. A figure without a goal, or whose
+//! goal the spread does not clear so, gets the worst of the 64 seeds plus that margin,
+//! rounded outward to a whole step (5 ms, 0.01 of utilisation, 0.05 % of loss, 0.5 s, one
+//! decrease; one step where all 64 seeds gave the same value), and says so beside it. A
+//! figure over all the seeds at once (a mean) is judged the same way on its spread over every
+//! run of that many consecutive seeds within 1–64. Physical ends stay as they are: a utilisation at
+//! most 1, a queue or a loss at least 0, t90 at least 1 s (it measures over a 1 s window).
+//! The spread and the ranges chosen are in `docs/notes/2026-12-02-spread-gcc.md`.
 
 mod common;
 
+use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 use cg_cc::gcc::{GccConfig, GccMode};
@@ -9,7 +23,7 @@ use cg_cc::sim::{EncoderConfig, SimReceiver, SimSender, metrics};
 use cg_link::CapacityConfig;
 use cg_link::sim::Sim;
 use cg_types::Bitrate;
-use common::{MMSYS16_6_1, gcc_pair, links, mmsys16_6_1, seeds, t90};
+use common::{MMSYS16_6_1, Spread, gcc_pair, links, mmsys16_6_1, seeds, t90};
 
 fn pair(cfg: &GccConfig, seed: u64, now: Instant) -> (SimSender, SimReceiver) {
     let encoder = EncoderConfig {
@@ -75,12 +89,12 @@ fn decreases(
 /// queue of at least 5 ms, or a target at or above the capacity (an over-use, whose queue
 /// the pacer capped at the link-capacity estimate holds at the sender): large frames alone
 /// (an encoder giving their bytes back makes the 500 ms receive rate `R` fall far below
-/// `Ar`) must not cut the rate.
-fn no_backoff_without_queue(mode: GccMode) {
+/// `Ar`) must not cut the rate. The other side: the controller still decreases at all (one
+/// that never backed off would pass the first check).
+fn no_backoff_without_queue(mode: GccMode, decreases_within: RangeInclusive<f64>) {
     let cfg = camera_config(mode);
-    let mut report = Vec::new();
-    let mut bad = Vec::new();
     let cap = Bitrate::mbps(2);
+    let mut spread = Spread::new(format!("{mode:?} camera 2 Mbit/s decreases"));
     for seed in seeds() {
         let (s, start) = constant_run(&cfg, seed, cap, 60);
         let d = decreases(&s, start);
@@ -88,32 +102,31 @@ fn no_backoff_without_queue(mode: GccMode) {
             .iter()
             .filter(|(_, from, _, q)| *q < Duration::from_millis(5) && *from < cap)
             .collect();
-        report.push(format!(
-            "seed {seed}: {} decreases, {} below the capacity with a queue under 5 ms",
-            d.len(),
-            small.len()
-        ));
-        for (t, a, b, q) in small {
-            bad.push(format!(
-                "seed {seed} at {t:.1} s: {a} -> {b}, bottleneck queue ≤ {q:?}"
-            ));
+        for (t, a, b, q) in &small {
+            eprintln!("seed {seed} at {t:.1} s: {a} -> {b}, bottleneck queue ≤ {q:?}");
         }
+        spread.check(seed, "decreases", d.len() as f64, decreases_within.clone());
+        spread.check(
+            seed,
+            "decreases below the capacity with a queue under 5 ms",
+            small.len() as f64,
+            0.0..=0.0,
+        );
     }
-    eprintln!("{mode:?} camera 2 Mbit/s: {report:#?}");
-    assert!(
-        bad.is_empty(),
-        "{mode:?}: decreases without a queue: {bad:#?}"
-    );
+    spread.judge();
 }
 
 #[test]
 fn no_backoff_on_large_frames_remb() {
-    no_backoff_without_queue(GccMode::ReceiverSideRemb);
+    // Range: at least one decrease, inside the rule's margin below the 64-seed spread (which
+    // would reach 0 and check nothing); above, the spread with the rule's margin.
+    no_backoff_without_queue(GccMode::ReceiverSideRemb, 1.0..=12.0);
 }
 
 #[test]
 fn no_backoff_on_large_frames_send_side() {
-    no_backoff_without_queue(GccMode::SendSideTwcc);
+    // Range: the 64-seed spread with the rule's margin.
+    no_backoff_without_queue(GccMode::SendSideTwcc, 1.0..=13.0);
 }
 
 struct StepsResult {
@@ -199,92 +212,121 @@ fn camera_steps(cfg: &GccConfig, seed: u64) -> StepsResult {
     }
 }
 
-/// The issue's bounds: t90 ≤ 8 s after each increase, U ≥ 0.88, loss ≤ 0.5 %, and with
-/// `queue` the bottleneck queue's p95 ≤ 60 ms.
-fn camera_steps_bounds(mode: GccMode, queue: bool) {
+/// The ranges of [`camera_steps_judged`] for one mode: each increase's t90 apart (at 0 s,
+/// 50 s and 150 s).
+struct StepsRanges {
+    u: RangeInclusive<f64>,
+    q95_ms: RangeInclusive<f64>,
+    loss: RangeInclusive<f64>,
+    t90: [RangeInclusive<f64>; 3],
+}
+
+/// The issue's goals: t90 ≤ 8 s after each increase, U ≥ 0.88, loss ≤ 0.5 %, the bottleneck
+/// queue's p95 ≤ 60 ms.
+const STEPS_GOALS: StepsRanges = StepsRanges {
+    u: 0.88..=1.0,
+    q95_ms: 0.0..=60.0,
+    loss: 0.0..=0.005,
+    t90: [1.0..=8.0, 1.0..=8.0, 1.0..=8.0],
+};
+
+/// MMSys16 §6.1 with the camera-like source, every seed judged on `ranges`.
+fn camera_steps_judged(mode: GccMode, what: &str, ranges: StepsRanges) {
     let cfg = camera_config(mode);
-    let mut report = Vec::new();
-    let mut worst = (f64::MAX, Duration::ZERO, 0.0f64, 0.0f64);
+    let mut spread = Spread::new(format!("{mode:?} camera §6.1{what}"));
     for seed in seeds() {
         let r = camera_steps(&cfg, seed);
-        report.push(format!(
+        eprintln!(
             "seed {seed}: U {:.3} q95 {:?} loss {:.4} t90 {:?}",
             r.u, r.q95, r.loss, r.t90
-        ));
-        let t = r
-            .t90
-            .iter()
-            .map(|t| t.unwrap_or(f64::INFINITY))
-            .fold(0.0, f64::max);
-        worst = (
-            common::worst_min(worst.0, r.u),
-            worst.1.max(r.q95),
-            common::worst_max(worst.2, r.loss),
-            worst.3.max(t),
         );
+        spread.check(seed, "U", r.u, ranges.u.clone());
+        spread.check(
+            seed,
+            "q95, ms",
+            r.q95.as_secs_f64() * 1e3,
+            ranges.q95_ms.clone(),
+        );
+        spread.check(seed, "loss", r.loss, ranges.loss.clone());
+        for ((t, at), within) in r.t90.iter().zip(["0 s", "50 s", "150 s"]).zip(&ranges.t90) {
+            spread.check(
+                seed,
+                format!("t90 after the increase at {at}, s"),
+                t.unwrap_or(f64::NAN),
+                within.clone(),
+            );
+        }
     }
-    eprintln!("{mode:?} camera §6.1: {report:#?}");
-    assert!(worst.3 <= 8.0, "{mode:?}: t90 {} s\n{report:#?}", worst.3);
-    assert!(worst.0 >= 0.88, "{mode:?}: U {:.3}\n{report:#?}", worst.0);
-    assert!(
-        !queue || worst.1 <= Duration::from_millis(60),
-        "{mode:?}: q95 {:?}\n{report:#?}",
-        worst.1
-    );
-    assert!(
-        worst.2 <= 0.005,
-        "{mode:?}: loss {:.4}\n{report:#?}",
-        worst.2
-    );
+    spread.judge();
 }
 
+/// The issue's goals but the queue's, where the 64 seeds clear them.
 #[test]
 fn camera_capacity_steps_send_side() {
-    camera_steps_bounds(GccMode::SendSideTwcc, false);
+    camera_steps_judged(
+        GccMode::SendSideTwcc,
+        "",
+        StepsRanges {
+            // Range: the 64-seed spread with the rule's margin; it does not clear U ≥ 0.88.
+            u: 0.86..=1.0,
+            // Range: the 64-seed spread with the rule's margin (no goal in this test).
+            q95_ms: 0.0..=80.0,
+            // Ranges after 50 s and 150 s: the 64-seed spread with the rule's margin; it does
+            // not clear 8 s (after 50 s a seed whose probe lands short climbs additively).
+            t90: [1.0..=8.0, 1.0..=13.5, 1.0..=8.5],
+            ..STEPS_GOALS
+        },
+    );
 }
 
-/// Measured, seeds 1–4: q95 64.6, 68.6, 66.2, 65.4 ms with the pacer capped at 1.1× the
-/// link-capacity estimate (45–52 ms at 1.0×, which starved cg-rtp's pacer: see
-/// `GccConfig::pacing_link_capacity_factor`).
+/// The pacer's cap at 1.1× the link-capacity estimate holds a queue at the bottleneck; at
+/// 1.0× it starved cg-rtp's pacer (see `GccConfig::pacing_link_capacity_factor`).
 #[test]
-#[ignore = "issue #14 queue bound not met: send-side §6.1, q95 ≤ 60 ms (the test prints each seed's figures)"]
+#[ignore = "issue #14: send-side camera §6.1 does not meet the queue goal (q95 ≤ 60 ms) on every seed; the test prints the spread"]
 fn camera_capacity_steps_send_side_queue() {
-    camera_steps_bounds(GccMode::SendSideTwcc, true);
+    camera_steps_judged(GccMode::SendSideTwcc, " (queue goal)", STEPS_GOALS);
 }
 
 /// REMB mode probes as libwebrtc's receive-side estimator (`GccConfig::probing`: the
 /// receiver finds the clusters by their padding), and its receiver forgets the link
 /// capacity when the receive rate alone passes it
-/// (`GccConfig::remb_capacity_reset_by_receive_rate`). Measured, seeds 1–4: U 0.887, 0.903,
-/// 0.901, 0.895; q95 71.9, 62.1, 65.8, 70.2 ms; loss 0.36, 0.43, 0.40, 0.41 %; t90 after
-/// 1 → 2.5 Mbit/s 3.8, 2.9, 5.8, 5.0 s. With the capacity forgotten only when `Ar` passes
-/// it too: U 0.865–0.881, q95 64–75 ms, t90 up to 8.7 s (the sender's capacity probe waited
-/// for `Ar` to climb back additively past the old capacity). Without probing (and without
-/// the pacer's cap at 1.1× the capacity estimate) it was U 0.715–0.799, q95 79–109 ms, loss
-/// 0.36–0.73 %, t90 20.5 s to not within 50 s.
-///
-/// Judged over seeds 1–8 (issue #19) with the stall probe (`GccConfig::stall_probe_after`):
-/// U 0.877–0.920, t90 up to 8.6 s (seed 5), q95 76–90 ms, loss ≤ 0.37 %; without it U
-/// 0.880–0.908 and t90 up to 7.8 s, but the single flow at 1 Mbit/s fell to U 0.849 (seed
-/// 5) and three REMB flows to Jain 0.909, so the probe stays on and this test is ignored.
+/// (`GccConfig::remb_capacity_reset_by_receive_rate`). The stall probe
+/// (`GccConfig::stall_probe_after`) stays on for the single flow and the three-flow fairness
+/// of `gcc_scenarios`, at a cost in this scenario's t90.
 #[test]
-#[ignore = "issue #19: REMB camera §6.1 over seeds 1–8, t90 ≤ 8 s and U ≥ 0.88 on every seed (the test prints each seed's figures)"]
+#[ignore = "issue #19: REMB camera §6.1 does not meet t90 ≤ 8 s and U ≥ 0.88 on every seed; the test prints the spread"]
 fn camera_capacity_steps_remb() {
-    camera_steps_bounds(GccMode::ReceiverSideRemb, false);
+    camera_steps_judged(
+        GccMode::ReceiverSideRemb,
+        "",
+        StepsRanges {
+            // Range: the 64-seed spread with the rule's margin.
+            q95_ms: 0.0..=105.0,
+            ..STEPS_GOALS
+        },
+    );
 }
 
 #[test]
-#[ignore = "issue #14 queue bound not met: REMB §6.1, q95 ≤ 60 ms (the test prints each seed's figures)"]
+#[ignore = "issue #14: REMB camera §6.1 does not meet the queue goal (q95 ≤ 60 ms) on every seed; the test prints the spread"]
 fn camera_capacity_steps_remb_queue() {
-    camera_steps_bounds(GccMode::ReceiverSideRemb, true);
+    camera_steps_judged(GccMode::ReceiverSideRemb, " (queue goal)", STEPS_GOALS);
 }
 
-/// Issue #14's goal, U ≥ 0.90 with camera content, is judged on the mean over the seeds; each
-/// seed must reach 0.87. Per seed, U spreads 0.888–0.935 at 2 Mbit/s over seeds 1–32 (send-side,
-/// 2026-11-28), so a per-seed 0.90 was a coin toss on which seeds were chosen.
-fn camera_constant_utilisation(mode: GccMode, cap: Bitrate) {
+/// The ranges of [`camera_constant_utilisation`] with no goal behind them, each the 64-seed
+/// spread with the rule's margin.
+struct ConstantRanges {
+    q95_ms: RangeInclusive<f64>,
+    loss: RangeInclusive<f64>,
+}
+
+/// Issue #14's goal, U ≥ 0.90 with camera content, is judged on the mean over the seeds,
+/// each seed on a lower end under it: per seed the utilisation spreads across the goal, so a
+/// per-seed 0.90 would be a coin toss on which seeds were chosen. Queue and loss over the run
+/// too.
+fn camera_constant_utilisation(mode: GccMode, cap: Bitrate, ranges: ConstantRanges) {
     let cfg = camera_config(mode);
-    let mut report = Vec::new();
+    let mut spread = Spread::new(format!("{mode:?} camera {cap}"));
     let mut us = Vec::new();
     for seed in seeds() {
         let (s, start) = constant_run(&cfg, seed, cap, 120);
@@ -293,32 +335,48 @@ fn camera_constant_utilisation(mode: GccMode, cap: Bitrate) {
         let u = metrics::utilisation(ev.iter(), cap, start, end);
         let q = metrics::queuing_delays(ev.iter(), None, start, end);
         let q95 = common::percentile(&q, 95.0);
-        report.push(format!("seed {seed}: U {u:.3} q95 {q95:?}"));
+        let loss = common::loss_ratio(ev.iter(), None, start, end);
+        eprintln!("seed {seed}: U {u:.3} q95 {q95:?} loss {loss:.4}");
+        spread.check(seed, "U", u, 0.87..=1.0);
+        spread.check(
+            seed,
+            "q95, ms",
+            q95.as_secs_f64() * 1e3,
+            ranges.q95_ms.clone(),
+        );
+        spread.check(seed, "loss", loss, ranges.loss.clone());
         us.push(u);
     }
-    eprintln!("{mode:?} camera {cap}: {report:#?}");
-    let worst = us.iter().copied().fold(f64::MAX, f64::min);
+    // Over all the seeds at once: seed 0 (no seed) stands for the set.
     let mean = us.iter().sum::<f64>() / us.len() as f64;
-    assert!(
-        mean >= 0.90 && worst >= 0.87,
-        "{mode:?} {cap}: mean U {mean:.3}, worst {worst:.3}\n{report:#?}"
-    );
+    spread.check(0, "mean U over the seeds", mean, 0.90..=1.0);
+    spread.judge();
 }
 
 #[test]
 fn camera_constant_2mbps_send_side() {
-    camera_constant_utilisation(GccMode::SendSideTwcc, Bitrate::mbps(2));
+    let ranges = ConstantRanges {
+        q95_ms: 0.0..=75.0,
+        loss: 0.0..=0.0005,
+    };
+    camera_constant_utilisation(GccMode::SendSideTwcc, Bitrate::mbps(2), ranges);
 }
 
 #[test]
 fn camera_constant_1mbps_send_side() {
-    camera_constant_utilisation(GccMode::SendSideTwcc, Bitrate::mbps(1));
+    let ranges = ConstantRanges {
+        q95_ms: 0.0..=85.0,
+        loss: 0.0..=0.0005,
+    };
+    camera_constant_utilisation(GccMode::SendSideTwcc, Bitrate::mbps(1), ranges);
 }
 
-/// Measured, seeds 1–4 (whole 120 s, including the ramp from 300 kbit/s): U 0.898, 0.906,
-/// 0.904, 0.909 with REMB-mode probing (0.719, 0.748, 0.737, 0.736 without).
 #[test]
-#[ignore = "issue #14 goal not met in REMB mode: U ≥ 0.90 at 2 Mbit/s over 120 s (the test prints each seed's figures)"]
+#[ignore = "issue #14: REMB mode does not meet U ≥ 0.90 with camera content at 2 Mbit/s; the test prints the spread"]
 fn camera_constant_2mbps_remb() {
-    camera_constant_utilisation(GccMode::ReceiverSideRemb, Bitrate::mbps(2));
+    let ranges = ConstantRanges {
+        q95_ms: 0.0..=90.0,
+        loss: 0.0..=0.0005,
+    };
+    camera_constant_utilisation(GccMode::ReceiverSideRemb, Bitrate::mbps(2), ranges);
 }
