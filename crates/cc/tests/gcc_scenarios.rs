@@ -421,9 +421,8 @@ fn capacity_return_in(mode: GccMode, encoder: EncoderConfig, source: &str, range
     }
     times.sort_by(f64::total_cmp);
     let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
-    // Figures over all the seeds at once: seed 0 (no seed) stands for the set.
-    spread.check(0, "median t90 over the seeds, s", at(0.5), 1.0..=6.0);
-    spread.check(0, "p75 t90 over the seeds, s", at(0.75), 1.0..=10.0);
+    spread.check_set("median t90, s", at(0.5), 1.0..=6.0);
+    spread.check_set("p75 t90, s", at(0.75), 1.0..=10.0);
     spread.judge();
 }
 

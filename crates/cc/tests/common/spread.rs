@@ -84,6 +84,25 @@ impl Spread {
         }
     }
 
+    /// Records `value` of figure `name` taken over the whole set of seeds (a mean, a median
+    /// over them): a miss if it lies outside `within` or is NaN.
+    pub fn check_set(&mut self, name: impl Into<String>, value: f64, within: RangeInclusive<f64>) {
+        let name = name.into();
+        if !within.contains(&value) {
+            self.failures.push(format!(
+                "over the seeds: {name} {value:.4} outside [{}, {}]",
+                within.start(),
+                within.end()
+            ));
+        }
+        eprintln!(
+            "{}: {name} over the seeds: {value:.4}; range [{}, {}]",
+            self.scenario,
+            within.start(),
+            within.end()
+        );
+    }
+
     /// A condition that is no figure (a discard happened, a rate was reached): the miss
     /// `what` for `seed` unless `ok`.
     pub fn require(&mut self, seed: u64, ok: bool, what: impl Display) {
