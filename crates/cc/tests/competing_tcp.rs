@@ -529,9 +529,12 @@ fn gcc_send_side_gets_its_fair_share_against_cubic_pie() {
 /// its p95 ≤ 100 ms). Guards GCC's standing-queue check, which stands down while a competing
 /// flow holds the queue
 /// ([`GccConfig::standing_queue_competing`](cg_cc::gcc::GccConfig::standing_queue_competing)).
-fn gcc_after_cubic_leaves(mode: GccMode, ranges: Ranges) {
+fn gcc_after_cubic_leaves(mode: GccMode, case: &str, ranges: Ranges) {
     judge(
-        &format!("GCC {} after CUBIC left DT/300 2 Mbit/s", label(mode)),
+        &format!(
+            "GCC {} after CUBIC left DT/300 2 Mbit/s, {case}",
+            label(mode)
+        ),
         |seed| {
             ccr16_window(
                 mode,
@@ -550,10 +553,10 @@ fn gcc_after_cubic_leaves(mode: GccMode, ranges: Ranges) {
 fn after_cubic_ranges(media: RangeInclusive<f64>, q_mean: f64) -> Ranges {
     Ranges {
         mean: 0.82..=FULL,
+        // CUBIC has stopped: the link used is the media share.
+        used: media.clone(),
         media,
-        // CUBIC has stopped.
         tcp: 0.0..=0.0,
-        used: 0.0..=FULL,
         q_mean: 0.0..=q_mean,
         q_p99: 0.0..=100.0,
         loss: 0.0..=0.001,
@@ -563,13 +566,13 @@ fn after_cubic_ranges(media: RangeInclusive<f64>, q_mean: f64) -> Ranges {
 #[test]
 fn gcc_remb_drains_the_queue_after_cubic_leaves() {
     let ranges = after_cubic_ranges(0.76..=FULL, 8.0);
-    gcc_after_cubic_leaves(GccMode::ReceiverSideRemb, ranges);
+    gcc_after_cubic_leaves(GccMode::ReceiverSideRemb, "drain", ranges);
 }
 
 #[test]
 fn gcc_send_side_drains_the_queue_after_cubic_leaves() {
     let ranges = after_cubic_ranges(0.78..=FULL, 7.0);
-    gcc_after_cubic_leaves(GccMode::SendSideTwcc, ranges);
+    gcc_after_cubic_leaves(GccMode::SendSideTwcc, "drain", ranges);
 }
 
 /// `gcc_scenarios`' single-flow utilisation bound (≥ 0.85 on every seed) after CUBIC left,
@@ -578,7 +581,7 @@ fn gcc_send_side_drains_the_queue_after_cubic_leaves() {
 #[ignore = "issue #19: checks that REMB GCC fills the link again after CUBIC left, which it misses on some seeds (each over-use cuts it to α·R below an encoder whose ceiling is the link rate); prints each figure's spread"]
 fn gcc_remb_fills_the_link_again_after_cubic_leaves() {
     let ranges = after_cubic_ranges(0.85..=FULL, 8.0);
-    gcc_after_cubic_leaves(GccMode::ReceiverSideRemb, ranges);
+    gcc_after_cubic_leaves(GccMode::ReceiverSideRemb, "fill goal", ranges);
 }
 
 /// [`gcc_remb_fills_the_link_again_after_cubic_leaves`] for send-side GCC.
@@ -586,5 +589,5 @@ fn gcc_remb_fills_the_link_again_after_cubic_leaves() {
 #[ignore = "issue #19: checks that send-side GCC fills the link again after CUBIC left, which it misses on some seeds (each over-use cuts it to α·R below an encoder whose ceiling is the link rate); prints each figure's spread"]
 fn gcc_send_side_fills_the_link_again_after_cubic_leaves() {
     let ranges = after_cubic_ranges(0.85..=FULL, 7.0);
-    gcc_after_cubic_leaves(GccMode::SendSideTwcc, ranges);
+    gcc_after_cubic_leaves(GccMode::SendSideTwcc, "fill goal", ranges);
 }
