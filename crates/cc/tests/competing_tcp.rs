@@ -5,11 +5,11 @@
 //!
 //! - **TMA24 §IV** (SCReAM): 50 Mbit/s, RTT 30 ms, the cloud-gaming flow (ECT(1), 60 fps)
 //!   alone for 10 s, then one CUBIC bulk flow; judged over 40–100 s (CUBIC's slow start
-//!   overshoots a deep queue and throws SCReAM down first; TMA24 leaves a minute too). The paper's TCP flow is
-//!   an iperf whose rate cap steps up every minute; here it is uncapped, the harder case.
-//!   Queues: drop-tail 300 ms (issue #19's case: SCReAM keeps at least a quarter of the link),
-//!   CoDel (Linux defaults) and DualPI2 (TMA24 §IV-C: the paper's CG flow kept 24.25 Mbit/s of
-//!   50 at 0.53 ms mean queuing delay; TCP 32.9 % of the link).
+//!   overshoots a deep queue and throws SCReAM down first; TMA24 leaves a minute too). The
+//!   paper's TCP flow is an iperf whose rate cap steps up every minute; here it is uncapped,
+//!   the harder case. Queues: drop-tail 300 ms (issue #19's case: SCReAM keeps at least a
+//!   quarter of the link), CoDel (Linux defaults) and DualPI2 (TMA24 §IV-C: the paper's CG
+//!   flow kept 24.25 Mbit/s of 50 at 0.53 ms mean queuing delay; TCP 32.9 % of the link).
 //! - **CCR16 §4.2** (GCC, `nTCP = 1`): 2 Mbit/s so the fair share is 1 Mbit/s, RTT 50 ms,
 //!   the VP8-like 2 Mbit/s source, one CUBIC flow from 30 s; judged over 60–130 s. The
 //!   paper: "the goodput obtained by the video flow is always kept around the fair share,
@@ -19,15 +19,23 @@
 //! `scenarios/matched/scream-cubic-*-10mbit.toml` (real cg-send, kernel CUBIC); the CCR16
 //! DT/300 cases by `scenarios/matched/gcc{,-remb}-cubic-droptail-2mbit.toml`.
 //!
-//! The share cases run [`SHARE_SEEDS`] encoder seeds (`SEED=n` runs one), print a line per
-//! seed and the spread, and are judged on the mean share, bounded on both sides, with a
-//! floor for every seed ([`Share`]); each bound sits several standard errors of the mean
-//! (or, for the floor, well below the lowest of 48 seeds) from what the tests measure, so
-//! a seed outside the suite's does not decide it. The cases after CUBIC leaves judge every
-//! seed of [`common::seeds`].
+//! Every case runs the seeds of [`common::seeds`] (`SEED=n` one, `SEEDS=a-b` a range), prints
+//! a line per seed, and judges each seed's figures and the mean media share over the seeds
+//! on two-sided ranges ([`Spread`]). With one competing flow the fair share is half the link,
+//! so no media share, per seed or on average, may pass 1.5 times it (0.75 of the link) unless
+//! a comment says why; the link used is at most all of it.
+//!
+//! Margin rule: a range's end lies beyond the worst of seeds 1–64 by at least 0.03 of the
+//! link for a share or the link used, 0.02 for the mean share (over seeds 1–64 in blocks of
+//! sixteen, as the suite runs them), and a quarter of the worst value, at least 0.5 ms or one
+//! loss in a thousand, for a delay or a loss ratio. A goal (issue #19's quarter of the link
+//! for SCReAM and for CUBIC beside it, CCR16's fair-share bounds on the mean, the single-flow
+//! delay bound) is the range wherever the spread clears it by that margin; where it does not,
+//! a comment says so. The spread behind each range: `docs/notes/2026-12-02-spread-scream-tcp.md`.
 
 mod common;
 
+use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 use cg_cc::ControllerConfig;
@@ -40,6 +48,7 @@ use cg_link::qdisc::{CodelConfig, DropTailConfig, DualPi2Config, PieConfig};
 use cg_link::sim::Sim;
 use cg_link::{FlowId, Link, LinkConfig, QdiscConfig};
 use cg_types::{Bitrate, Ecn};
+use common::Spread;
 
 /// What one run measured, over the judged window.
 struct Outcome {
@@ -61,6 +70,27 @@ impl Outcome {
              p99 {:.2} ms, media loss {:.4}",
             self.media_share, self.tcp_share, self.media_q_mean, self.media_q_p99, self.media_loss
         );
+    }
+
+    /// Records this run's figures in `spread`, each against its range in `r`.
+    fn check(&self, spread: &mut Spread, seed: u64, r: &Ranges) {
+        let used = self.media_share + self.tcp_share;
+        spread.check(seed, "media share", self.media_share, r.media.clone());
+        spread.check(seed, "TCP share", self.tcp_share, r.tcp.clone());
+        spread.check(seed, "link used", used, r.used.clone());
+        spread.check(
+            seed,
+            "media queue mean ms",
+            self.media_q_mean,
+            r.q_mean.clone(),
+        );
+        spread.check(
+            seed,
+            "media queue p99 ms",
+            self.media_q_p99,
+            r.q_p99.clone(),
+        );
+        spread.check(seed, "media loss", self.media_loss, r.loss.clone());
     }
 }
 
@@ -119,7 +149,8 @@ impl Setup {
                 / self.cap.as_bps_f64()
         };
         let q = metrics::queuing_delays(ev.iter(), Some(FlowId::from_index(0)), from, to);
-        let mean = q.iter().map(Duration::as_secs_f64).sum::<f64>() / q.len().max(1) as f64;
+        // NaN without samples: nothing measured misses every range.
+        let mean = q.iter().map(Duration::as_secs_f64).sum::<f64>() / q.len() as f64;
         Outcome {
             media_share: share(0),
             tcp_share: share(1),
@@ -181,177 +212,156 @@ fn tma24_at(cap: Bitrate, fps: f64, qdisc: QdiscConfig, seed: u64) -> Outcome {
     .run(scream_flow(seed, fps, start), start)
 }
 
-/// Seeds of the share cases.
-const SHARE_SEEDS: u64 = 32;
-
-/// Bounds of a share case: the mean media share over the seeds within `mean`, every seed's
-/// at least `floor` with the link used (≥ 0.9), and `each` for anything else a seed must
-/// meet. NaN fails every bound.
-struct Share {
-    mean: (f64, f64),
-    floor: f64,
+/// The ranges a case judges: each seed's figures, shares of the link capacity and delays in
+/// ms, and the mean media share over the seeds run.
+struct Ranges {
+    mean: RangeInclusive<f64>,
+    media: RangeInclusive<f64>,
+    tcp: RangeInclusive<f64>,
+    /// Media and TCP together.
+    used: RangeInclusive<f64>,
+    q_mean: RangeInclusive<f64>,
+    q_p99: RangeInclusive<f64>,
+    loss: RangeInclusive<f64>,
 }
 
-/// `x < bound`, or NaN.
-fn below(x: f64, bound: f64) -> bool {
-    x.is_nan() || x < bound
-}
-
-/// Runs `run` for every seed of [`SHARE_SEEDS`] (or `SEED`), prints each run and the spread,
-/// and fails once with everything that missed `bounds` or `each`.
-fn judge_share(
-    name: &str,
-    run: impl Fn(u64) -> Outcome,
-    bounds: Share,
-    each: impl Fn(&Outcome) -> Option<String>,
-) {
-    let seeds: Vec<u64> = match std::env::var("SEED") {
-        Ok(v) => vec![v.parse().expect("SEED=n")],
-        Err(_) => (1..=SHARE_SEEDS).collect(),
-    };
+/// Runs `run` for every seed of [`common::seeds`], prints each run, and judges every figure
+/// and the mean media share on their spread.
+fn judge(name: &str, run: impl Fn(u64) -> Outcome, r: Ranges) {
+    let mut spread = Spread::new(name);
     let mut shares = Vec::new();
-    let mut failures = Vec::new();
-    for seed in seeds {
+    for seed in common::seeds() {
         let o = run(seed);
         o.line(name, seed);
-        let used = o.media_share + o.tcp_share;
-        if below(o.media_share, bounds.floor) {
-            failures.push(format!("seed {seed}: media share {:.3}", o.media_share));
-        } else if below(used, 0.9) {
-            failures.push(format!("seed {seed}: link used {used:.3}"));
-        }
-        failures.extend(each(&o).map(|why| format!("seed {seed}: {why}")));
+        o.check(&mut spread, seed, &r);
         shares.push(o.media_share);
     }
-    let n = shares.len() as f64;
-    let mean = shares.iter().sum::<f64>() / n;
-    let sd = (shares.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
-    let (lo, hi) = shares
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-            (a.min(x), b.max(x))
-        });
-    eprintln!(
-        "{name}: media share over {n} seeds mean {mean:.3} sd {sd:.3} [{lo:.3}, {hi:.3}]; \
-         bounds: mean within [{:.2}, {:.2}], each ≥ {:.2}",
-        bounds.mean.0, bounds.mean.1, bounds.floor
-    );
-    if below(mean, bounds.mean.0) || mean > bounds.mean.1 {
-        failures.push(format!("mean media share {mean:.3}"));
-    }
-    assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
+    // A NaN share makes the mean NaN, which misses its range too. Seed 0 names no seed: the
+    // mean is over all of them.
+    let mean = shares.iter().sum::<f64>() / shares.len() as f64;
+    spread.check(0, "mean media share", mean, r.mean);
+    spread.judge();
 }
 
-/// `check(outcome)` for every seed; fails once with every seed that missed.
-fn judge(name: &str, run: impl Fn(u64) -> Outcome, check: impl Fn(&Outcome) -> Option<String>) {
-    let failures: Vec<String> = common::seeds()
-        .into_iter()
-        .filter_map(|seed| {
-            let o = run(seed);
-            o.line(name, seed);
-            check(&o).map(|why| format!("seed {seed}: {why}"))
-        })
-        .collect();
-    assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
-}
-
-/// No per-seed condition beyond [`Share`]'s.
-fn nothing_else(_: &Outcome) -> Option<String> {
-    None
-}
+/// The most of the link a case's figures may show as used: delivered bytes counted in the
+/// window include the packet in service at its start (1.0001 measured on a full DT/300 link).
+const FULL: f64 = 1.02;
 
 /// Issue #19's case: SCReAM keeps more than a quarter of the link on average, never starved,
 /// and leaves CUBIC at least a quarter.
 #[test]
 fn scream_keeps_a_quarter_of_a_droptail_link_against_cubic() {
-    judge_share(
+    judge(
         "SCReAM vs CUBIC DT/300 50 Mbit/s",
         |seed| tma24(droptail(), seed),
-        Share {
-            mean: (0.28, 0.75),
-            floor: 0.18,
+        Ranges {
+            mean: 0.25..=0.75,
+            media: 0.22..=0.75,
+            tcp: 0.25..=0.78,
+            used: 0.97..=FULL,
+            q_mean: 0.0..=317.0,
+            q_p99: 0.0..=375.0,
+            loss: 0.0..=0.0035,
         },
-        nothing_else,
     );
 }
 
-/// The same cases at 10 Mbit/s and 30 fps, as netlab runs them with the real cg-send and
+/// The TMA24 cases at 10 Mbit/s and 30 fps, as netlab runs them with the real cg-send and
 /// kernel CUBIC (the encoders here cannot fill 50 Mbit/s in real time; the note of issue #19
-/// holds the two side by side: drop-tail 0.407–0.543 here, 0.418 there; CoDel 0.260–0.312,
-/// 0.372; DualPI2 0.145–0.158, 0.181).
+/// holds the two side by side).
 fn tma24_10mbps(qdisc: QdiscConfig, seed: u64) -> Outcome {
     tma24_at(Bitrate::mbps(10), 30.0, qdisc, seed)
 }
 
 #[test]
 fn scream_keeps_a_quarter_of_a_10mbps_droptail_link_against_cubic() {
-    judge_share(
+    judge(
         "SCReAM vs CUBIC DT/300 10 Mbit/s",
         |seed| tma24_10mbps(droptail(), seed),
-        Share {
-            mean: (0.35, 0.75),
-            floor: 0.2,
+        Ranges {
+            mean: 0.25..=0.75,
+            media: 0.24..=0.75,
+            tcp: 0.25..=0.76,
+            used: 0.97..=FULL,
+            q_mean: 0.0..=310.0,
+            q_p99: 0.0..=374.0,
+            loss: 0.0..=0.008,
         },
-        nothing_else,
     );
 }
 
 #[test]
 fn scream_keeps_a_quarter_of_a_10mbps_codel_link_against_cubic() {
-    judge_share(
+    judge(
         "SCReAM vs CUBIC CoDel 10 Mbit/s",
         |seed| tma24_10mbps(codel(), seed),
-        Share {
-            mean: (0.27, 0.75),
-            floor: 0.2,
+        Ranges {
+            mean: 0.25..=0.75,
+            media: 0.23..=0.75,
+            tcp: 0.25..=0.76,
+            used: 0.94..=FULL,
+            q_mean: 0.0..=9.3,
+            q_p99: 0.0..=34.0,
+            loss: 0.0..=0.006,
         },
-        nothing_else,
     );
 }
 
 /// TMA24 §IV-C's CG flow kept 48 % of the link against CUBIC through DualPI2 (at 50 Mbit/s);
-/// here, at 10 Mbit/s, SCReAM's L4S reaction leaves CUBIC most of it (netlab with the real
-/// cg-send and kernel CUBIC agrees: 0.181).
+/// here, at 10 Mbit/s, SCReAM's L4S reaction leaves CUBIC most of it, as netlab with the real
+/// cg-send and kernel CUBIC does (the note of issue #19).
 #[test]
-#[ignore = "issue #19 finding: SCReAM keeps less than its goal of 0.25 of a 10 Mbit/s DualPI2 link against CUBIC; the test prints the spread"]
+#[ignore = "issue #19 finding: checks SCReAM's goal of a quarter of a 10 Mbit/s DualPI2 link against CUBIC, which its L4S reaction misses here and in netlab; prints each figure's spread"]
 fn scream_in_the_l_queue_keeps_a_quarter_of_a_10mbps_link_against_cubic() {
-    judge_share(
+    judge(
         "SCReAM vs CUBIC DualPI2 10 Mbit/s",
         |seed| tma24_10mbps(dualpi2(), seed),
-        Share {
-            mean: (0.25, 0.75),
-            floor: 0.2,
+        Ranges {
+            mean: 0.25..=0.75,
+            // Each seed at least 0.2 of the link, the floor this case has had.
+            media: 0.2..=0.75,
+            tcp: 0.25..=0.89,
+            used: 0.96..=FULL,
+            q_mean: 0.0..=1.2,
+            q_p99: 0.0..=1.7,
+            loss: 0.0..=0.001,
         },
-        nothing_else,
     );
 }
 
 #[test]
 fn scream_keeps_a_quarter_of_a_codel_link_against_cubic() {
-    judge_share(
+    judge(
         "SCReAM vs CUBIC CoDel 50 Mbit/s",
         |seed| tma24(codel(), seed),
-        Share {
-            mean: (0.30, 0.75),
-            floor: 0.25,
+        Ranges {
+            mean: 0.25..=0.75,
+            media: 0.29..=0.75,
+            tcp: 0.25..=0.68,
+            used: 0.92..=FULL,
+            q_mean: 0.0..=6.4,
+            q_p99: 0.0..=31.0,
+            loss: 0.0..=0.0015,
         },
-        nothing_else,
     );
 }
 
+/// TMA24 §IV-C: the CG flow kept about half the link at a sub-millisecond mean queuing delay
+/// in the L queue.
 #[test]
 fn scream_in_the_l_queue_keeps_its_share_and_a_short_queue_against_cubic() {
-    // TMA24 §IV-C: 24.25 of 50 Mbit/s at 0.53 ms mean queuing delay.
-    judge_share(
+    judge(
         "SCReAM vs CUBIC DualPI2 50 Mbit/s",
         |seed| tma24(dualpi2(), seed),
-        Share {
-            mean: (0.28, 0.75),
-            floor: 0.22,
-        },
-        |o| {
-            (o.media_q_mean.is_nan() || o.media_q_mean > 1.0)
-                .then(|| format!("media queue mean {:.2} ms", o.media_q_mean))
+        Ranges {
+            mean: 0.25..=0.75,
+            media: 0.25..=0.75,
+            tcp: 0.25..=0.73,
+            used: 0.91..=FULL,
+            // A short queue: TMA24's L queue kept the mean under a millisecond.
+            q_mean: 0.0..=1.0,
+            q_p99: 0.0..=0.75,
+            loss: 0.0..=0.001,
         },
     );
 }
@@ -405,66 +415,112 @@ fn pie() -> QdiscConfig {
     QdiscConfig::Pie(PieConfig::default())
 }
 
-/// The upper bound of GCC's mean share: 1.5 times the fair share.
-const MOST: f64 = 0.75;
+/// CCR16's "around the fair share" ("always kept around the fair share, even in the case of
+/// DT/300"): the fair share is half the 2 Mbit/s link, and the mean media share lies between
+/// 0.8 and 1.5 times it (0.4 and 0.75 of the link) unless a case's comment says why not.
+fn gcc_case(mode: GccMode, name: &str, qdisc: QdiscConfig, ranges: Ranges) {
+    judge(
+        &format!("GCC {} vs CUBIC {name} 2 Mbit/s", label(mode)),
+        |seed| ccr16(mode, qdisc.clone(), seed),
+        ranges,
+    );
+}
 
-/// Through DT/300 send-side GCC takes more than 1.5 times the fair share of the simulated
-/// link (mean about 0.8 of it), which netlab with kernel CUBIC does not show (issue #41 lists
-/// the disagreement); there the mean is bounded at 0.9, CUBIC not starved.
-const MOST_SEND_SIDE_DT300: f64 = 0.9;
-
-/// "Around the fair share" (CCR16: "always kept around the fair share, even in the case of
-/// DT/300"): on average between 0.8 and 1.5 times it (0.4 and [`MOST`] of the link), never
-/// below 0.3 of it. `most` replaces the upper mean where a case is known to take more.
-fn gcc_case(mode: GccMode, name: &str, qdisc: QdiscConfig, most: f64) {
-    let label = match mode {
+fn label(mode: GccMode) -> &'static str {
+    match mode {
         GccMode::ReceiverSideRemb => "REMB",
         GccMode::SendSideTwcc => "send-side",
-    };
-    judge_share(
-        &format!("GCC {label} vs CUBIC {name} 2 Mbit/s"),
-        |seed| ccr16(mode, qdisc.clone(), seed),
-        Share {
-            mean: (0.4, most),
-            floor: 0.15,
-        },
-        nothing_else,
-    );
+    }
 }
 
 #[test]
 fn gcc_remb_gets_its_fair_share_against_cubic_droptail() {
-    gcc_case(GccMode::ReceiverSideRemb, "DT/300", droptail(), MOST);
+    let ranges = Ranges {
+        mean: 0.4..=0.75,
+        // Above 1.5 times the fair share on some seeds of 1–64 (a finding, issue #41): the
+        // worst seed with the margin.
+        media: 0.18..=0.89,
+        tcp: 0.11..=0.82,
+        used: 0.96..=FULL,
+        q_mean: 0.0..=345.0,
+        q_p99: 0.0..=373.0,
+        loss: 0.0..=0.018,
+    };
+    gcc_case(GccMode::ReceiverSideRemb, "DT/300", droptail(), ranges);
 }
 
 #[test]
 fn gcc_remb_gets_its_fair_share_against_cubic_codel() {
-    gcc_case(GccMode::ReceiverSideRemb, "CoDel", codel(), MOST);
+    let ranges = Ranges {
+        mean: 0.4..=0.75,
+        media: 0.35..=0.75,
+        tcp: 0.26..=0.65,
+        used: 0.95..=FULL,
+        q_mean: 0.0..=36.0,
+        q_p99: 0.0..=120.0,
+        loss: 0.0..=0.107,
+    };
+    gcc_case(GccMode::ReceiverSideRemb, "CoDel", codel(), ranges);
 }
 
 #[test]
 fn gcc_remb_gets_its_fair_share_against_cubic_pie() {
-    gcc_case(GccMode::ReceiverSideRemb, "PIE", pie(), MOST);
+    let ranges = Ranges {
+        mean: 0.4..=0.75,
+        media: 0.22..=0.75,
+        tcp: 0.37..=0.76,
+        used: 0.94..=FULL,
+        q_mean: 0.0..=26.0,
+        q_p99: 0.0..=102.0,
+        loss: 0.0..=0.108,
+    };
+    gcc_case(GccMode::ReceiverSideRemb, "PIE", pie(), ranges);
 }
 
+/// Through DT/300 send-side GCC takes more than 1.5 times the fair share of the simulated
+/// link, on average and on most seeds, and leaves CUBIC little, which netlab with kernel
+/// CUBIC does not show (issue #41 lists the disagreement): the mean is bounded at 0.9 of the
+/// link and each seed beyond the worst of 1–64 with the margin (a finding, not a goal).
 #[test]
 fn gcc_send_side_gets_its_fair_share_against_cubic_droptail() {
-    gcc_case(
-        GccMode::SendSideTwcc,
-        "DT/300",
-        droptail(),
-        MOST_SEND_SIDE_DT300,
-    );
+    let ranges = Ranges {
+        mean: 0.4..=0.9,
+        media: 0.25..=0.96,
+        tcp: 0.04..=0.75,
+        used: 0.95..=FULL,
+        q_mean: 0.0..=353.0,
+        q_p99: 0.0..=373.0,
+        loss: 0.0..=0.015,
+    };
+    gcc_case(GccMode::SendSideTwcc, "DT/300", droptail(), ranges);
 }
 
 #[test]
 fn gcc_send_side_gets_its_fair_share_against_cubic_codel() {
-    gcc_case(GccMode::SendSideTwcc, "CoDel", codel(), MOST);
+    let ranges = Ranges {
+        mean: 0.4..=0.75,
+        media: 0.34..=0.75,
+        tcp: 0.36..=0.65,
+        used: 0.95..=FULL,
+        q_mean: 0.0..=29.0,
+        q_p99: 0.0..=100.0,
+        loss: 0.0..=0.084,
+    };
+    gcc_case(GccMode::SendSideTwcc, "CoDel", codel(), ranges);
 }
 
 #[test]
 fn gcc_send_side_gets_its_fair_share_against_cubic_pie() {
-    gcc_case(GccMode::SendSideTwcc, "PIE", pie(), MOST);
+    let ranges = Ranges {
+        mean: 0.4..=0.75,
+        media: 0.29..=0.75,
+        tcp: 0.35..=0.69,
+        used: 0.94..=FULL,
+        q_mean: 0.0..=26.0,
+        q_p99: 0.0..=96.0,
+        loss: 0.0..=0.095,
+    };
+    gcc_case(GccMode::SendSideTwcc, "PIE", pie(), ranges);
 }
 
 /// When the CUBIC flow leaves (CCR16 §4.2's TCP flows stop at 300 s), GCC alone drains the
@@ -472,11 +528,13 @@ fn gcc_send_side_gets_its_fair_share_against_cubic_pie() {
 /// single-flow delay bound from 30 s after the start (here the queuing delay's p99 rather than
 /// its p95 ≤ 100 ms). Guards GCC's standing-queue check, which stands down while a competing
 /// flow holds the queue
-/// ([`GccConfig::standing_queue_competing`](cg_cc::gcc::GccConfig::standing_queue_competing));
-/// `fill` adds that bound's utilisation (≥ 0.85).
-fn gcc_after_cubic_leaves(mode: GccMode, label: &str, fill: bool) {
+/// ([`GccConfig::standing_queue_competing`](cg_cc::gcc::GccConfig::standing_queue_competing)).
+fn gcc_after_cubic_leaves(mode: GccMode, case: &str, ranges: Ranges) {
     judge(
-        &format!("GCC {label} after CUBIC left DT/300 2 Mbit/s"),
+        &format!(
+            "GCC {} after CUBIC left DT/300 2 Mbit/s, {case}",
+            label(mode)
+        ),
         |seed| {
             ccr16_window(
                 mode,
@@ -486,32 +544,50 @@ fn gcc_after_cubic_leaves(mode: GccMode, label: &str, fill: bool) {
                 (120, 180),
             )
         },
-        |o| {
-            // NaN (nothing measured) fails both.
-            if o.media_q_p99.is_nan() || o.media_q_p99 > 100.0 {
-                Some(format!("queuing delay p99 {:.1} ms", o.media_q_p99))
-            } else if fill && below(o.media_share, 0.85) {
-                Some(format!("media share {:.3}", o.media_share))
-            } else {
-                None
-            }
-        },
+        ranges,
     );
+}
+
+/// After CUBIC left: the single-flow delay bound for the queue's p99, the rest from the
+/// spread; `media` is the link's utilisation.
+fn after_cubic_ranges(media: RangeInclusive<f64>, q_mean: f64) -> Ranges {
+    Ranges {
+        mean: 0.82..=FULL,
+        // CUBIC has stopped: the link used is the media share.
+        used: media.clone(),
+        media,
+        tcp: 0.0..=0.0,
+        q_mean: 0.0..=q_mean,
+        q_p99: 0.0..=100.0,
+        loss: 0.0..=0.001,
+    }
 }
 
 #[test]
 fn gcc_remb_drains_the_queue_after_cubic_leaves() {
-    gcc_after_cubic_leaves(GccMode::ReceiverSideRemb, "REMB", false);
+    let ranges = after_cubic_ranges(0.76..=FULL, 8.0);
+    gcc_after_cubic_leaves(GccMode::ReceiverSideRemb, "drain", ranges);
 }
 
 #[test]
 fn gcc_send_side_drains_the_queue_after_cubic_leaves() {
-    gcc_after_cubic_leaves(GccMode::SendSideTwcc, "send-side", false);
+    let ranges = after_cubic_ranges(0.78..=FULL, 7.0);
+    gcc_after_cubic_leaves(GccMode::SendSideTwcc, "drain", ranges);
 }
 
+/// `gcc_scenarios`' single-flow utilisation bound (≥ 0.85 on every seed) after CUBIC left,
+/// with the drain tests' other ranges.
 #[test]
-#[ignore = "issue #19: after CUBIC left, GCC does not fill 0.85 of the link on every seed (over-uses every ~10 s cut to α·R below an encoder whose ceiling is the link rate); the test prints each seed's figures"]
-fn gcc_fills_the_link_again_after_cubic_leaves() {
-    gcc_after_cubic_leaves(GccMode::ReceiverSideRemb, "REMB", true);
-    gcc_after_cubic_leaves(GccMode::SendSideTwcc, "send-side", true);
+#[ignore = "issue #19: checks that REMB GCC fills the link again after CUBIC left, which it misses on some seeds (each over-use cuts it to α·R below an encoder whose ceiling is the link rate); prints each figure's spread"]
+fn gcc_remb_fills_the_link_again_after_cubic_leaves() {
+    let ranges = after_cubic_ranges(0.85..=FULL, 8.0);
+    gcc_after_cubic_leaves(GccMode::ReceiverSideRemb, "fill goal", ranges);
+}
+
+/// [`gcc_remb_fills_the_link_again_after_cubic_leaves`] for send-side GCC.
+#[test]
+#[ignore = "issue #19: checks that send-side GCC fills the link again after CUBIC left, which it misses on some seeds (each over-use cuts it to α·R below an encoder whose ceiling is the link rate); prints each figure's spread"]
+fn gcc_send_side_fills_the_link_again_after_cubic_leaves() {
+    let ranges = after_cubic_ranges(0.85..=FULL, 7.0);
+    gcc_after_cubic_leaves(GccMode::SendSideTwcc, "fill goal", ranges);
 }
