@@ -3,14 +3,15 @@
 //! Each scenario is judged by a [`Spread`] over [`seeds`]: every figure has a two-sided
 //! range, and `SEEDS=a-b` runs other seeds against the same ranges.
 //!
-//! Rule for the ranges (issue #41): each is the issue's goal where the spread over seeds 1–64
-//! clears it by at least a quarter of that spread's width. A figure without a goal, or whose
-//! goal the spread does not clear so, gets the worst of the 64 seeds plus that margin,
-//! rounded outward to a whole step (5 ms, 0.01 of utilisation, 0.05 % of loss, 0.5 s, one
-//! decrease; one step where all 64 seeds gave the same value), and says so beside it. A
-//! figure over all the seeds at once (a mean) is judged the same way on its spread over every
-//! run of that many consecutive seeds within 1–64. Physical ends stay as they are: a utilisation at
-//! most 1, a queue or a loss at least 0, t90 at least 1 s (it measures over a 1 s window).
+//! Rule for the ranges (issue #41): each is the issue's goal where the spread over seeds 1–320
+//! (the suite's and 304 it does not run) clears it by at least a quarter of that spread's
+//! width. A figure without a goal, or whose goal the spread does not clear so, gets the worst
+//! of those seeds plus that margin, rounded outward to a whole step (5 ms, 0.01 of
+//! utilisation, 0.05 % of loss, 0.5 s, one decrease), and says so beside it. A figure over
+//! all the seeds at once (a mean) is judged the same way on its spread over every run of that
+//! many consecutive seeds within 1–64. Physical ends stay as they are: a utilisation at most
+//! 1, a queue or a loss at least 0, t90 at least 1 s (it measures over a 1 s window). Sixty-four
+//! seeds were not enough: seeds 65–320 left the 64-seed ranges in five figures.
 //! The spread and the ranges chosen are in `docs/notes/2026-12-02-spread-gcc.md`.
 
 mod common;
@@ -106,11 +107,14 @@ fn no_backoff_without_queue(mode: GccMode, decreases_within: RangeInclusive<f64>
             eprintln!("seed {seed} at {t:.1} s: {a} -> {b}, bottleneck queue ≤ {q:?}");
         }
         spread.check(seed, "decreases", d.len() as f64, decreases_within.clone());
+        // Range: the goal, none, lies inside the spread (a finding: seeds beyond the suite's
+        // decrease once or twice, docs/notes/2026-12-02.md); above it the check still fails
+        // a controller that backs off on large frames, as the one of issue #14 did.
         spread.check(
             seed,
             "decreases below the capacity with a queue under 5 ms",
             small.len() as f64,
-            0.0..=0.0,
+            0.0..=2.0,
         );
     }
     spread.judge();
@@ -118,14 +122,14 @@ fn no_backoff_without_queue(mode: GccMode, decreases_within: RangeInclusive<f64>
 
 #[test]
 fn no_backoff_on_large_frames_remb() {
-    // Range: at least one decrease, inside the rule's margin below the 64-seed spread (which
-    // would reach 0 and check nothing); above, the spread with the rule's margin.
+    // Range: at least one decrease, inside the rule's margin below the spread (which would
+    // reach 0 and check nothing); above, the spread with the rule's margin.
     no_backoff_without_queue(GccMode::ReceiverSideRemb, 1.0..=12.0);
 }
 
 #[test]
 fn no_backoff_on_large_frames_send_side() {
-    // Range: the 64-seed spread with the rule's margin.
+    // Range: the spread with the rule's margin.
     no_backoff_without_queue(GccMode::SendSideTwcc, 1.0..=13.0);
 }
 
@@ -267,13 +271,15 @@ fn camera_capacity_steps_send_side() {
         GccMode::SendSideTwcc,
         "",
         StepsRanges {
-            // Range: the 64-seed spread with the rule's margin; it does not clear U ≥ 0.88.
+            // Range: the spread with the rule's margin; it does not clear U ≥ 0.88.
             u: 0.86..=1.0,
-            // Range: the 64-seed spread with the rule's margin (no goal in this test).
-            q95_ms: 0.0..=80.0,
-            // Ranges after 50 s and 150 s: the 64-seed spread with the rule's margin; it does
-            // not clear 8 s (after 50 s a seed whose probe lands short climbs additively).
-            t90: [1.0..=8.0, 1.0..=13.5, 1.0..=8.5],
+            // Range: the spread with the rule's margin (no goal in this test).
+            q95_ms: 0.0..=90.0,
+            // Range: the spread with the rule's margin; it does not clear the 0.5 % goal.
+            loss: 0.0..=0.0055,
+            // Ranges: the spread with the rule's margin; it does not clear 8 s (a seed whose
+            // probe lands short climbs additively).
+            t90: [1.0..=8.5, 1.0..=13.5, 1.0..=13.0],
             ..STEPS_GOALS
         },
     );
@@ -313,9 +319,10 @@ fn camera_capacity_steps_remb_queue() {
     camera_steps_judged(GccMode::ReceiverSideRemb, " (queue goal)", STEPS_GOALS);
 }
 
-/// The ranges of [`camera_constant_utilisation`] with no goal behind them, each the 64-seed
-/// spread with the rule's margin.
+/// The ranges of [`camera_constant_utilisation`] with no goal behind them, each the spread
+/// with the rule's margin.
 struct ConstantRanges {
+    u: RangeInclusive<f64>,
     q95_ms: RangeInclusive<f64>,
     loss: RangeInclusive<f64>,
 }
@@ -337,7 +344,7 @@ fn camera_constant_utilisation(mode: GccMode, cap: Bitrate, ranges: ConstantRang
         let q95 = common::percentile(&q, 95.0);
         let loss = common::loss_ratio(ev.iter(), None, start, end);
         eprintln!("seed {seed}: U {u:.3} q95 {q95:?} loss {loss:.4}");
-        spread.check(seed, "U", u, 0.87..=1.0);
+        spread.check(seed, "U", u, ranges.u.clone());
         spread.check(
             seed,
             "q95, ms",
@@ -355,6 +362,7 @@ fn camera_constant_utilisation(mode: GccMode, cap: Bitrate, ranges: ConstantRang
 #[test]
 fn camera_constant_2mbps_send_side() {
     let ranges = ConstantRanges {
+        u: 0.84..=1.0,
         q95_ms: 0.0..=75.0,
         loss: 0.0..=0.0005,
     };
@@ -364,7 +372,8 @@ fn camera_constant_2mbps_send_side() {
 #[test]
 fn camera_constant_1mbps_send_side() {
     let ranges = ConstantRanges {
-        q95_ms: 0.0..=85.0,
+        u: 0.87..=1.0,
+        q95_ms: 0.0..=100.0,
         loss: 0.0..=0.0005,
     };
     camera_constant_utilisation(GccMode::SendSideTwcc, Bitrate::mbps(1), ranges);
@@ -374,6 +383,7 @@ fn camera_constant_1mbps_send_side() {
 #[ignore = "issue #14: REMB mode does not meet U ≥ 0.90 with camera content at 2 Mbit/s; the test prints the spread"]
 fn camera_constant_2mbps_remb() {
     let ranges = ConstantRanges {
+        u: 0.84..=1.0,
         q95_ms: 0.0..=90.0,
         loss: 0.0..=0.0005,
     };

@@ -9,7 +9,7 @@
 //! it, and wherever it is bounded the queue's p95 and the loss ratio too; t90 after each
 //! capacity increase, bounded above; frames dropped, the longest delivery gap and the longest
 //! time between two frames at the receiver. Issue #14's queue, loss and delivery-gap goals are
-//! the ranges of the tests that run (its freeze goal, 1 s, sits at the edge of the spread:
+//! the ranges of the tests that run (its freeze goal, 1 s, lies inside the spread:
 //! see [`steps_ranges`]); its utilisation and t90 goals are not met, and the ignored tests
 //! check them.
 //!
@@ -24,7 +24,8 @@
 //! - Pacing large frames at 1.0 × rather than the adaptive 1.5× scale
 //!   (`max_adaptive_pacing_scale`) lowers it further and drops more frames.
 //!
-//! Margin rule: a range's end lies beyond the worst of seeds 1–64 by at least 0.03 for a
+//! Margin rule: a range's end lies beyond the worst of seeds 1–320 (the suite's and 304 it
+//! does not run; 64 were not enough: seeds 65–320 left three of the 64-seed ranges) by at least 0.03 for a
 //! utilisation, and a quarter of the worst value for a delay, a loss ratio, a time or a count
 //! of frames, at least 0.5 ms for a delay and one loss in a thousand for a loss ratio; an issue's
 //! goal is the range wherever the spread clears it by that margin, and a comment says so
@@ -295,18 +296,18 @@ fn constant(seed: u64, cap: Bitrate) -> Outcome {
 /// doc's margin rule).
 fn steps_ranges() -> Ranges {
     Ranges {
-        u: 0.75..=1.0,
-        phases: vec![0.77..=1.0, 0.73..=1.0, 0.68..=1.0, 0.76..=1.0],
+        u: 0.73..=1.0,
+        phases: vec![0.76..=1.0, 0.72..=1.0, 0.67..=1.0, 0.75..=1.0],
         q95_ms: 0.0..=60.0,
         loss: 0.0..=0.005,
-        t90_s: vec![0.0..=14.0, 0.0..=26.0, 0.0..=15.0],
+        t90_s: vec![0.0..=17.0, 0.0..=26.0, 0.0..=27.0],
         // A discard loop drops hundreds of frames in 200 s. The former bound of 50 lay
-        // inside the spread of seeds 1–64 (a coin toss): a quarter beyond the worst seed.
-        dropped: 0.0..=115.0,
+        // inside the spread (a coin toss): a quarter beyond the worst seed.
+        dropped: 0.0..=130.0,
         gap_s: 0.0..=1.0,
-        // Issue #14's goal is 1 s, which the worst of seeds 1–64 all but touches (a coin
-        // toss): a quarter beyond the worst seed until the reason is found.
-        freeze_s: 0.0..=1.25,
+        // Issue #14's goal is 1 s, which seeds beyond the suite's pass (a finding): a quarter
+        // beyond the worst seed until the reason is found.
+        freeze_s: 0.0..=1.4,
     }
 }
 
