@@ -6,15 +6,16 @@
 //! [`Spread`] over [`seeds`]: every figure has a two-sided range, and `SEEDS=a-b` runs other
 //! seeds against the same ranges.
 //!
-//! Rule for the ranges (issue #41): each is the issue's goal where the spread over seeds 1–64
-//! clears it by at least a quarter of that spread's width. A figure without a goal, or whose
-//! goal the spread does not clear so, gets the worst of the 64 seeds plus that margin,
-//! rounded outward to a whole step (5 ms, 0.01 of utilisation or of a rate ratio, 0.05 % of
-//! loss; one step where all 64 seeds gave the same value), and says so beside it. A figure
-//! over all the seeds at once (a median) is judged the same way on its spread over every run
-//! of that many consecutive seeds within 1–64. Physical ends stay as they are: a utilisation
-//! at most 1, a rate at most the capacity, Jain's index at most 1, a queue or a loss at least
-//! 0, t90 at least 1 s (it measures over a 1 s window).
+//! Rule for the ranges (issue #41): each is the issue's goal where the spread over seeds 1–320
+//! (the suite's and 304 it does not run; sixty-four were not enough: seeds 65–320 left ten
+//! of the 64-seed ranges) clears it by at least a quarter of that spread's width. A figure
+//! without a goal, or whose goal the spread does not clear so, gets the worst of those seeds
+//! plus that margin, rounded outward to a whole step (5 ms, 0.01 of utilisation or of a rate
+//! ratio, 0.05 % of loss; one step where every seed gave the same value), and says so beside
+//! it. A figure over all the seeds at once (a median) is judged the same way on its spread
+//! over every run of that many consecutive seeds within 1–64. Physical ends stay as they are:
+//! a utilisation at most 1, a rate at most the capacity, Jain's index at most 1, a queue or a
+//! loss at least 0, t90 at least 1 s (it measures over a 1 s window).
 //! The spread and the ranges chosen are in `docs/notes/2026-12-02-spread-gcc.md`.
 
 mod common;
@@ -140,7 +141,7 @@ fn single_flow_1mbps_send_side_trendline() {
 
 #[test]
 fn single_flow_1mbps_remb() {
-    // Range: the 64-seed spread with the rule's margin; it does not clear U ≥ 0.85.
+    // Range: the spread with the rule's margin; it does not clear U ≥ 0.85.
     single_flow(GccMode::ReceiverSideRemb, 0.81..=1.0);
 }
 
@@ -169,7 +170,7 @@ fn capacity_steps(mode: GccMode, ranges: &StepsRanges) {
     spread.judge();
 }
 
-/// The ranges of [`capacity_steps`] with no goal behind them, each the 64-seed spread with
+/// The ranges of [`capacity_steps`] with no goal behind them, each the spread with
 /// the rule's margin: per phase the bottleneck queue's p95, and the loss over the run.
 struct StepsRanges {
     q95_ms: [f64; 4],
@@ -237,8 +238,8 @@ fn capacity_steps_seed(mode: GccMode, seed: u64, ranges: &StepsRanges, spread: &
 #[test]
 fn capacity_steps_remb() {
     let ranges = StepsRanges {
-        q95_ms: [80.0, 10.0, 165.0, 75.0],
-        loss: 0.0..=0.003,
+        q95_ms: [95.0, 15.0, 170.0, 95.0],
+        loss: 0.0..=0.0065,
     };
     capacity_steps(GccMode::ReceiverSideRemb, &ranges);
 }
@@ -246,7 +247,7 @@ fn capacity_steps_remb() {
 #[test]
 fn capacity_steps_send_side() {
     let ranges = StepsRanges {
-        // Phase 1 (the encoder's 2 Mbit/s on 2.5): the same value on all 64 seeds, one step.
+        // Phase 1 (the encoder's 2 Mbit/s on 2.5): the same value on every seed, one step.
         q95_ms: [70.0, 5.0, 120.0, 65.0],
         loss: 0.0..=0.0035,
     };
@@ -262,7 +263,7 @@ fn three_flows(mode: GccMode, ranges: &FlowsRanges) {
     spread.judge();
 }
 
-/// The ranges of [`three_flows`] with no goal behind them, each the 64-seed spread with the
+/// The ranges of [`three_flows`] with no goal behind them, each the spread with the
 /// rule's margin.
 struct FlowsRanges {
     q95_ms: RangeInclusive<f64>,
@@ -310,7 +311,7 @@ fn three_flows_seed(mode: GccMode, seed: u64, ranges: &FlowsRanges, spread: &mut
 fn three_flows_fairness_remb() {
     let ranges = FlowsRanges {
         q95_ms: 0.0..=245.0,
-        loss: 0.0..=0.0015,
+        loss: 0.0..=0.002,
     };
     three_flows(GccMode::ReceiverSideRemb, &ranges);
 }
@@ -318,8 +319,8 @@ fn three_flows_fairness_remb() {
 #[test]
 fn three_flows_fairness_send_side() {
     let ranges = FlowsRanges {
-        q95_ms: 0.0..=250.0,
-        loss: 0.0..=0.003,
+        q95_ms: 0.0..=285.0,
+        loss: 0.0..=0.0045,
     };
     three_flows(GccMode::SendSideTwcc, &ranges);
 }
@@ -341,7 +342,7 @@ fn capacity_return(encoder: EncoderConfig, source: &str, ranges: ReturnRanges) {
     capacity_return_in(GccMode::SendSideTwcc, encoder, source, ranges)
 }
 
-/// The ranges of [`capacity_return`] with no goal behind them, each the 64-seed spread with
+/// The ranges of [`capacity_return`] with no goal behind them, each the spread with
 /// the rule's margin.
 struct ReturnRanges {
     u: RangeInclusive<f64>,
@@ -429,9 +430,9 @@ fn capacity_return_in(mode: GccMode, encoder: EncoderConfig, source: &str, range
 #[test]
 fn capacity_return_at_20_mbps_send_side_smooth_source() {
     let ranges = ReturnRanges {
-        u: 0.75..=1.0,
-        q95_ms: 0.0..=60.0,
-        loss: 0.0..=0.001,
+        u: 0.74..=1.0,
+        q95_ms: 0.0..=70.0,
+        loss: 0.0..=0.003,
     };
     capacity_return(EncoderConfig::default(), "smooth source", ranges);
 }
@@ -439,9 +440,9 @@ fn capacity_return_at_20_mbps_send_side_smooth_source() {
 #[test]
 fn capacity_return_at_20_mbps_send_side_camera() {
     let ranges = ReturnRanges {
-        u: 0.81..=1.0,
-        q95_ms: 0.0..=85.0,
-        loss: 0.0..=0.002,
+        u: 0.78..=1.0,
+        q95_ms: 0.0..=150.0,
+        loss: 0.0..=0.003,
     };
     capacity_return(EncoderConfig::camera(), "camera", ranges);
 }
