@@ -25,7 +25,8 @@
 //! so no media share, per seed or on average, may pass 1.5 times it (0.75 of the link) unless
 //! a comment says why; the link used is at most all of it.
 //!
-//! Margin rule: a range's end lies beyond the worst of seeds 1–64 by at least 0.03 of the
+//! Margin rule: a range's end lies beyond the worst of seeds 1–128 (the suite's and 112 it does
+//! not run; 64 were not enough: seeds 65–128 left three cases' ranges) by at least 0.03 of the
 //! link for a share or the link used, 0.02 for the mean share (over seeds 1–64 in blocks of
 //! sixteen, as the suite runs them), and a quarter of the worst value, at least 0.5 ms or one
 //! loss in a thousand, for a delay or a loss ratio. A goal (issue #19's quarter of the link
@@ -452,12 +453,13 @@ fn gcc_remb_gets_its_fair_share_against_cubic_droptail() {
 fn gcc_remb_gets_its_fair_share_against_cubic_codel() {
     let ranges = Ranges {
         mean: 0.4..=0.75,
-        media: 0.35..=0.75,
-        tcp: 0.26..=0.65,
+        // Seeds beyond 64 pass 1.5 times the fair share (a finding): the worst with the margin.
+        media: 0.35..=0.79,
+        tcp: 0.20..=0.65,
         used: 0.95..=FULL,
         q_mean: 0.0..=36.0,
-        q_p99: 0.0..=120.0,
-        loss: 0.0..=0.107,
+        q_p99: 0.0..=160.0,
+        loss: 0.0..=0.135,
     };
     gcc_case(GccMode::ReceiverSideRemb, "CoDel", codel(), ranges);
 }
@@ -484,8 +486,8 @@ fn gcc_remb_gets_its_fair_share_against_cubic_pie() {
 fn gcc_send_side_gets_its_fair_share_against_cubic_droptail() {
     let ranges = Ranges {
         mean: 0.4..=0.9,
-        media: 0.25..=0.96,
-        tcp: 0.04..=0.75,
+        media: 0.18..=0.96,
+        tcp: 0.04..=0.82,
         used: 0.95..=FULL,
         q_mean: 0.0..=353.0,
         q_p99: 0.0..=373.0,
@@ -570,7 +572,7 @@ fn gcc_remb_drains_the_queue_after_cubic_leaves() {
 
 #[test]
 fn gcc_send_side_drains_the_queue_after_cubic_leaves() {
-    let ranges = after_cubic_ranges(0.78..=FULL, 7.0);
+    let ranges = after_cubic_ranges(0.77..=FULL, 12.5);
     gcc_after_cubic_leaves(GccMode::SendSideTwcc, "drain", ranges);
 }
 
