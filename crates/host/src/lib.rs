@@ -7,14 +7,16 @@
 //! - [`is_per_package_cargo_var`] — which of the variables in a process's environment cargo
 //!   set for one package's build, run or test, so that a cargo started from such a process
 //!   (xtask, an end-to-end test) starts without them.
-//! - [`testing`] — for the workspace's end-to-end tests: the cg programs a test runs, built by
-//!   cargo from the code under test next to the test's own binary.
+//! - [`testing`] — for the workspace's tests: the cg programs an end-to-end test runs, built
+//!   by cargo from the code under test next to the test's own binary, and the judge of a
+//!   scenario's figures over many seeds or runs ([`testing::Spread`]).
 //!
 //! Driven by plain calls: the parsers take text and keep no state, and [`rss_kib`] reads
 //! `/proc` when it is called (`None` where `/proc` does not tell). Nothing here reads a
 //! clock; the CPU times are the kernel's tick counts, turned into a
 //! [`std::time::Duration`] in one place ([`ProcStat::cpu_time`]). Only [`testing`] starts a
-//! process (cargo), and panics if it fails, as a test that cannot build its programs must.
+//! process (cargo) or panics: a test that cannot build its programs, or whose figures miss
+//! their ranges, must fail.
 
 mod cargo_env;
 mod proc_stat;

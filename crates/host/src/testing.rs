@@ -1,5 +1,10 @@
-//! For the workspace's end-to-end tests: the cg programs a test runs, built from the code
-//! under test.
+//! For the workspace's tests: the cg programs an end-to-end test runs, built from the code
+//! under test ([`build_next_to`]), and the judge of a scenario's figures over many seeds or
+//! runs ([`Spread`]), which the simulated and the end-to-end scenarios share.
+
+mod spread;
+
+pub use spread::{Spread, repetitions};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
