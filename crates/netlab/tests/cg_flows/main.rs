@@ -39,14 +39,15 @@ const CAMERA_720P_SOURCE: &str = "camera:1280x720@30";
 /// Issue #37's busy host: two busy loops at the lowest priority, the endpoints at nice 0.
 const BUSY_HOST: &str = "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
 
-/// One cg flow through `fwd` (one-way delay `delay`) for `secs`, warm-up 10 s; `webrtc` is
-/// its WebRTC mode (`off`, `cg`, `chromium`, `chromium_publisher`); `extra` is appended to
-/// the flow's table. A netlab failure (an overloaded machine failing the topology check, say)
-/// is an `Err`, which [`twice`] counts as a failed attempt. Returns the summary and the output
-/// directory (removed by the caller).
+/// One cg flow through `fwd` (one-way delay `delay`) for `secs`, warm-up 10 s, on seed `run`;
+/// `webrtc` is its WebRTC mode (`off`, `cg`, `chromium`, `chromium_publisher`); `extra` is
+/// appended to the flow's table. A netlab failure (an overloaded machine failing the topology
+/// check, say) is an `Err`, which the caller records as a miss of the run. Returns the summary
+/// and the output directory (removed by the caller).
 #[allow(clippy::too_many_arguments)]
 fn webrtc_run(
     name: &str,
+    run: u64,
     fwd: &str,
     delay: &str,
     controller: &str,
@@ -71,20 +72,5 @@ fn webrtc_run(
         .replace(r#"warmup = "5s""#, r#"warmup = "10s""#)
         + &format!("webrtc = \"{webrtc}\"\n{extra}\n");
     let _guard = lock();
-    run_netlab(name, &toml, |_| {}).map_err(|e| format!("{name}: {e}"))
-}
-
-/// Runs `attempt` with 1, and on failure once more with 2 (a shared 2-core machine can disturb
-/// one run); panics with both lists of reasons if both fail. A run passes with no reasons.
-fn twice(name: &str, mut attempt: impl FnMut(u32) -> Vec<String>) {
-    let first = attempt(1);
-    if first.is_empty() {
-        return;
-    }
-    eprintln!("{name}: first attempt failed, re-running once: {first:?}");
-    let second = attempt(2);
-    assert!(
-        second.is_empty(),
-        "{name} failed twice:\n 1: {first:?}\n 2: {second:?}"
-    );
+    run_netlab(name, &with_seed(&toml, run), |_| {}).map_err(|e| format!("{name}: {e}"))
 }

@@ -22,11 +22,11 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
     let toml = scenario("cg-camera-drop", 40, fwd, "gcc", "not_ect", &args)
         .replace("@DELAY@", "25ms")
         .replace("@START@", "2M");
-    run_checked(
+    run_judged(
         "camera-drop",
         &toml,
         |_| {},
-        |s, out| {
+        |run, spread, s, out| {
             let t0 = t0(out);
             let j = Judged::of(
                 s,
@@ -63,37 +63,41 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
                 j.longest_freeze_ms(),
                 j.decoded_share
             );
-            let mut bad = Vec::new();
-            if !(w_before >= 960.0 && w_after <= 640.0) {
-                bad.push(format!(
-                    "coded width {w_before} → {w_after}: not scaled down"
-                ));
+            spread.check(run, "coded width before the drop", w_before, 960.0..=1280.0);
+            spread.check(run, "coded width at the end", w_after, 160.0..=640.0);
+            spread.require(
+                run,
+                decoded_after == w_after,
+                format!("decoded width {decoded_after}, coded {w_after}"),
+            );
+            spread.check(
+                run,
+                "encoder output 30–39 s (kbit/s)",
+                rate_after / 1e3,
+                250.0..=600.0,
+            );
+            for (i, &u) in j.u_phases.iter().enumerate() {
+                spread.check(run, format!("utilisation, phase {}", i + 1), u, DROP_U);
             }
-            if decoded_after != w_after {
-                bad.push(format!("decoded width {decoded_after}, coded {w_after}"));
-            }
-            if rate_after > 600_000.0 {
-                bad.push(format!(
-                    "encoder output {rate_after:.0} b/s after the drop to 500 kb/s"
-                ));
-            }
-            if j.longest_freeze_ms() > 1000.0 {
-                bad.push(format!(
-                    "freezes over 1 s outside the drop: {:?}",
-                    j.freezes
-                ));
-            }
-            if j.decoded_share.first().is_none_or(|&d| d < 0.9) {
-                bad.push(format!("decoded {:?} of the frames sent", j.decoded_share));
-            }
-            if bad.is_empty() {
-                Ok(())
-            } else {
-                Err(bad.join("; "))
-            }
+            spread.check(run, "loss", j.loss, DROP_LOSS);
+            spread.check(
+                run,
+                "longest freeze outside the drop (ms)",
+                j.longest_freeze_ms(),
+                0.0..=1000.0,
+            );
+            let decoded = j.decoded_share.first().copied().unwrap_or(f64::NAN);
+            spread.check(run, "decoded share of the frames sent", decoded, 0.90..=1.0);
+            Ok(())
         },
     );
 }
+
+/// Utilisation of each phase of [`camera_capacity_drop_scales_the_picture_down_without_freezing`].
+const DROP_U: std::ops::RangeInclusive<f64> = 0.70..=1.0;
+
+/// Its loss at the bottleneck: the drop to a fifth overflows the 300 ms buffer for a moment.
+const DROP_LOSS: std::ops::RangeInclusive<f64> = 0.0..=0.08;
 
 /// MMSys16 §6.1's forward link: capacity 1 → 2.5 → 0.5 → 1 Mb/s, 50 s each, 25 ms one
 /// way, DropTail 300 ms.
@@ -160,38 +164,51 @@ fn mmsys16_6_1_with_a_chromium_viewer_freezes_no_longer_than_chromium_sending() 
     let file = CameraY4m::write(10);
     let y4m = &file.0;
     let fwd = MMSYS16_6_1_FWD;
-    let run = |name: &str, send_args: &str, webrtc: &str| {
-        let (s, out) = webrtc_run(
-            name, fwd, "25ms", "gcc", "not_ect", send_args, webrtc, 200, BUSY_HOST,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let _ = std::fs::remove_dir_all(out.parent().unwrap());
-        let v = s["metrics"]["flows"][0]["viewer"].clone();
-        let u = num(&s["metrics"]["link"], "utilisation");
-        eprintln!("§6.1 busy, {webrtc}: U {u:.3}, viewer {v}");
-        (u, num(&v, "frozen_s"), num(&v, "freezes"))
-    };
-    let cg = run(
-        "61-cg",
-        r#""--pattern", "camera", "--width", "1280", "--height", "720", "--fps", "30", "--max-bitrate", "2.5M""#,
-        "chromium",
-    );
-    let chromium = run(
-        "61-chromium",
-        &format!(r#""--use-file-for-fake-video-capture={}""#, y4m.display()),
-        "chromium_publisher",
-    );
-    eprintln!(
-        "frozen: cg → Chromium {:.2} s in {} freezes; Chromium → cg-recv {:.2} s in {} freezes",
-        cg.1, cg.2, chromium.1, chromium.2
-    );
-    assert!(cg.0 >= 0.88 && cg.0 <= 1.0, "cg's U {:.3}", cg.0);
-    assert!(
-        chromium.1.is_finite() && cg.1 <= chromium.1,
-        "cg's viewer frozen {:.2} s, libwebrtc's {:.2} s",
-        cg.1,
-        chromium.1
-    );
+    judge_runs("§6.1 busy with Chromium", |run, spread| {
+        let one = |name: &str, send_args: &str, webrtc: &str| {
+            let (s, out) = webrtc_run(
+                &format!("{name}-{run}"),
+                run,
+                fwd,
+                "25ms",
+                "gcc",
+                "not_ect",
+                send_args,
+                webrtc,
+                200,
+                BUSY_HOST,
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            let _ = std::fs::remove_dir_all(out.parent().unwrap());
+            let v = s["metrics"]["flows"][0]["viewer"].clone();
+            let u = num(&s["metrics"]["link"], "utilisation");
+            eprintln!("§6.1 busy, {webrtc}: U {u:.3}, viewer {v}");
+            (u, num(&v, "frozen_s"), num(&v, "freezes"))
+        };
+        let cg = one(
+            "61-cg",
+            r#""--pattern", "camera", "--width", "1280", "--height", "720", "--fps", "30", "--max-bitrate", "2.5M""#,
+            "chromium",
+        );
+        let chromium = one(
+            "61-chromium",
+            &format!(r#""--use-file-for-fake-video-capture={}""#, y4m.display()),
+            "chromium_publisher",
+        );
+        eprintln!(
+            "frozen: cg → Chromium {:.2} s in {} freezes; Chromium → cg-recv {:.2} s in {} freezes",
+            cg.1, cg.2, chromium.1, chromium.2
+        );
+        spread.check(run, "cg's utilisation", cg.0, 0.88..=1.0);
+        spread.check(run, "cg's viewer frozen (s)", cg.1, 0.0..=200.0);
+        // Frozen no longer than libwebrtc's viewer (NaN when it was not measured, which misses).
+        spread.check(
+            run,
+            "cg's viewer frozen beyond libwebrtc's (s)",
+            cg.1 - chromium.1,
+            -200.0..=0.0,
+        );
+    });
 }
 
 /// `secs` of the 1280×720@30 camera picture as a Y4M file (415 MB for 10 s), removed when

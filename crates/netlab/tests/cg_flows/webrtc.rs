@@ -19,6 +19,7 @@ fn webrtc_soak_an_hour_with_a_chromium_viewer_keeps_memory_flat_and_never_freeze
         .unwrap_or(3600);
     let (summary, out) = webrtc_run(
         "soak",
+        1,
         CLEAN_50MBIT,
         "1ms",
         "gcc",
@@ -56,27 +57,27 @@ fn webrtc_soak_an_hour_with_a_chromium_viewer_keeps_memory_flat_and_never_freeze
     eprintln!(
         "soak {secs} s: cg-send resident set (median KiB) {early:.0} over the second fifth, {late:.0} over the last, peak {peak:.0}; Chromium: {v}"
     );
-    let mut why = Vec::new();
-    if v["viewer"] != "chromium" {
-        why.push(format!("no Chromium viewer summary: {v}"));
-    }
-    let longest = v["longest_freeze_ms"].as_f64().unwrap_or(0.0);
-    if !v["freezes"].is_u64() || longest > 500.0 {
-        why.push(format!(
-            "{} freezes, the longest {longest} ms (> 500 ms)",
-            v["freezes"]
-        ));
-    }
-    let fps = num(v, "fps");
-    if fps.is_nan() || fps < 29.0 {
-        why.push(format!("{fps} fps (< 29)"));
-    }
-    if early.is_nan() || late.is_nan() || late > early * 1.05 + 4096.0 {
-        why.push(format!(
-            "cg-send's memory grew from {early} KiB to {late} KiB"
-        ));
-    }
-    assert!(why.is_empty(), "{}", why.join("; "));
+    let mut spread = Spread::over_runs("soak");
+    spread.require(
+        1,
+        v["viewer"] == "chromium",
+        format!("no Chromium viewer summary: {v}"),
+    );
+    // No freeze at all is 0 ms.
+    let longest = if v["freezes"] == 0 {
+        0.0
+    } else {
+        num(v, "longest_freeze_ms")
+    };
+    spread.check(1, "longest freeze (ms)", longest, 0.0..=500.0);
+    spread.check(1, "decoded frame rate (fps)", num(v, "fps"), 29.0..=30.5);
+    spread.check(
+        1,
+        "cg-send's resident set, last fifth over second fifth (KiB)",
+        late - early,
+        -early..=early * 0.05 + 4096.0,
+    );
+    spread.judge();
 }
 
 /// Issue #15's bottleneck: 2 Mbit/s DropTail (300 ms), RTT 50 ms; with 640×360 `camera`.
@@ -105,20 +106,21 @@ fn u_and_q95(s: &Value) -> (f64, f64) {
 /// Issue #15 asks for U and queue p95 within 10 %. U holds to that; the queue p95 of one 30 s
 /// run does not even between two plain runs (`docs/notes/2026-11-29.md`), so the delay
 /// bound is 10 % or 25 ms, whichever is larger, which still catches a WebRTC mode that lets
-/// the queue build (the 300 ms buffer). One re-run of both modes on failure, as elsewhere.
+/// the queue build (the 300 ms buffer).
 #[test]
 #[cfg_attr(
     unoptimized,
     ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn webrtc_mode_matches_plain_rtp_for_both_gcc_modes() {
-    for cc in ["gcc", "gcc-remb"] {
-        twice(cc, |attempt| {
-            let run = |mode: &str| {
-                let name = format!("{mode}-{cc}-{attempt}");
+    judge_runs("WebRTC mode against plain RTP", |run, spread| {
+        for cc in ["gcc", "gcc-remb"] {
+            let mode_run = |mode: &str| {
+                let name = format!("{mode}-{cc}-{run}");
                 let v = if mode == "plain" { "off" } else { "cg" };
                 webrtc_run(
                     &name,
+                    run,
                     WEBRTC_2MBIT,
                     "25ms",
                     cc,
@@ -129,14 +131,14 @@ fn webrtc_mode_matches_plain_rtp_for_both_gcc_modes() {
                     "",
                 )
             };
-            let (plain, p_out) = match run("plain") {
+            let (plain, p_out) = match mode_run("plain") {
                 Ok(r) => r,
-                Err(e) => return vec![e],
+                Err(e) => return spread.require(run, false, e),
             };
             let _ = std::fs::remove_dir_all(p_out.parent().unwrap());
-            let (webrtc, w_out) = match run("webrtc") {
+            let (webrtc, w_out) = match mode_run("webrtc") {
                 Ok(r) => r,
-                Err(e) => return vec![e],
+                Err(e) => return spread.require(run, false, e),
             };
             let ((up, qp), (uw, qw)) = (u_and_q95(&plain), u_and_q95(&webrtc));
             let recv = lines(&w_out.join("raw/cg-recv-cg.jsonl"));
@@ -145,20 +147,34 @@ fn webrtc_mode_matches_plain_rtp_for_both_gcc_modes() {
                 "{cc}: plain U {up:.3} q95 {qp:.1} ms; WebRTC U {uw:.3} q95 {qw:.1} ms, {decoded} frames decoded"
             );
             let _ = std::fs::remove_dir_all(w_out.parent().unwrap());
-            let mut why = Vec::new();
-            if (uw - up).abs() > 0.10 * up {
-                why.push(format!("U {uw:.3} vs {up:.3}"));
-            }
-            if (qw - qp).abs() > (0.10 * qp).max(25.0) || qw.is_nan() {
-                why.push(format!("q95 {qw:.1} vs {qp:.1} ms"));
-            }
-            if decoded < 500.0 {
-                why.push(format!("only {decoded} frames decoded over WebRTC"));
-            }
-            why
-        });
-    }
+            spread.check(run, format!("{cc}: plain utilisation"), up, PLAIN_2MBIT_U);
+            spread.check(
+                run,
+                format!("{cc}: WebRTC utilisation, relative to plain"),
+                uw / up - 1.0,
+                -0.10..=0.10,
+            );
+            let q_gap = (0.10 * qp).max(25.0);
+            spread.check(
+                run,
+                format!("{cc}: WebRTC queue p95 - plain (ms)"),
+                qw - qp,
+                -q_gap..=q_gap,
+            );
+            // 30 s at 30 fps, judged from 10 s.
+            spread.check(
+                run,
+                format!("{cc}: frames decoded over WebRTC"),
+                decoded,
+                500.0..=930.0,
+            );
+        }
+    });
 }
+
+/// Plain RTP's utilisation of [`WEBRTC_2MBIT`] with [`WEBRTC_VIDEO`] for 30 s, against which
+/// WebRTC mode is judged.
+const PLAIN_2MBIT_U: std::ops::RangeInclusive<f64> = 0.85..=1.0;
 
 /// Chromium's `inbound-rtp` video statistics from `viewer-cg.jsonl`, with their report times.
 fn chromium_inbound(out: &Path) -> Vec<(f64, Value)> {
@@ -329,9 +345,10 @@ fn chromium_viewer(
     chromium_args: &str,
     secs: u32,
 ) {
-    twice(&format!("chromium {name}"), |attempt| {
+    judge_runs(&format!("chromium {name}"), |run, spread| {
         let (summary, out) = match webrtc_run(
-            &format!("chromium-{name}-{attempt}"),
+            &format!("chromium-{name}-{run}"),
+            run,
             WEBRTC_2MBIT,
             "25ms",
             controller,
@@ -342,7 +359,7 @@ fn chromium_viewer(
             chromium_args,
         ) {
             Ok(r) => r,
-            Err(e) => return vec![e],
+            Err(e) => return spread.require(run, false, e),
         };
         let (u, q95) = u_and_q95(&summary);
         let reports = chromium_inbound(&out);
@@ -351,7 +368,7 @@ fn chromium_viewer(
         let frames_sent = sent.last().map_or(0.0, |l| num(l, "frames_sent"));
         let _ = std::fs::remove_dir_all(out.parent().unwrap());
         let Some((_, last)) = reports.last() else {
-            return vec!["no getStats() report from the page".to_owned()];
+            return spread.require(run, false, "no getStats() report from the page");
         };
         let decoded = num(last, "framesDecoded");
         let jb = num(last, "jitterBufferDelay") / num(last, "jitterBufferEmittedCount");
@@ -377,30 +394,48 @@ fn chromium_viewer(
             num(last, "freezeCount"),
             num(last, "totalFreezesDuration")
         );
-        let mut why = Vec::new();
-        if codec.as_deref() != Some(mime) {
-            why.push(format!("Chromium decodes {codec:?}, not {mime}"));
-        }
-        if !(decoded >= 0.95 * frames_sent && frames_sent > 15.0 * secs as f64) {
-            why.push(format!(
-                "decoded {decoded} of {frames_sent} frames (< 95 %)"
-            ));
-        }
-        if !long_freezes.is_empty() {
-            why.push(format!("freezes over 500 ms at {long_freezes:?} s"));
-        }
-        if outside(u, 0.85, 1.0) {
-            why.push(format!("utilisation {u:.3} outside 0.85–1.0"));
-        }
-        if jb.is_nan() || jb > 0.100 {
-            why.push(format!(
-                "mean jitter buffer delay {:.1} ms > 100 ms",
-                jb * 1e3
-            ));
-        }
-        why
+        spread.require(
+            run,
+            codec.as_deref() == Some(mime),
+            format!("Chromium decodes {codec:?}, not {mime}"),
+        );
+        spread.require(
+            run,
+            frames_sent > 15.0 * f64::from(secs),
+            format!("cg-send sent {frames_sent} frames"),
+        );
+        spread.check(
+            run,
+            "decoded share of the frames sent",
+            decoded / frames_sent,
+            0.95..=1.0,
+        );
+        spread.check(
+            run,
+            "freezes over 500 ms after the first second",
+            long_freezes.len() as f64,
+            0.0..=0.0,
+        );
+        spread.check(run, "utilisation", u, CHROMIUM_2MBIT_U);
+        spread.check(run, "queue p95 (ms)", q95, CHROMIUM_2MBIT_Q95_MS);
+        spread.check(
+            run,
+            "mean jitter-buffer delay (ms)",
+            jb * 1e3,
+            CHROMIUM_2MBIT_JITTER_BUFFER_MS,
+        );
     });
 }
+
+/// A Chromium viewer's utilisation of [`WEBRTC_2MBIT`], every controller.
+const CHROMIUM_2MBIT_U: std::ops::RangeInclusive<f64> = 0.85..=1.0;
+
+/// Its queue p95 (ms): the 300 ms buffer must not fill.
+const CHROMIUM_2MBIT_Q95_MS: std::ops::RangeInclusive<f64> = 0.0..=100.0;
+
+/// Chromium's mean jitter-buffer delay behind [`WEBRTC_2MBIT`] (ms), which holds the frames'
+/// assembly at 2 Mbit/s and Chromium's own playout delay (no `--profile gaming` here).
+const CHROMIUM_2MBIT_JITTER_BUFFER_MS: std::ops::RangeInclusive<f64> = 10.0..=100.0;
 
 /// SCReAM with ECT(1) through DualPI2 at 20 Mbit/s, RTT 30 ms, 640×360 snow (a picture whose
 /// rate follows any target), in plain RTP mode and then in WebRTC mode. Plain mode: U
@@ -418,32 +453,27 @@ fn scream_l4s_through_dualpi2_20mbps_rtt30_plain_and_in_webrtc_mode() {
 delay = "15ms"
 qdisc = { kind = "dualpi2" }"#;
     let video = r#""--width", "640", "--height", "360", "--fps", "30", "--pattern", "snow", "--start-bitrate", "5M", "--max-bitrate", "30M""#;
-    twice("l4s", |attempt| {
-        let run = |mode: &str| {
-            let name = format!("l4s-{mode}-{attempt}");
+    judge_runs("l4s", |run, spread| {
+        let mode_run = |mode: &str| {
+            let name = format!("l4s-{mode}-{run}");
             let v = if mode == "plain" { "off" } else { "cg" };
-            webrtc_run(&name, fwd, "15ms", "scream", "ect1", video, v, 30, "")
+            webrtc_run(&name, run, fwd, "15ms", "scream", "ect1", video, v, 30, "")
         };
-        let (plain, p_out) = match run("plain") {
+        let (plain, p_out) = match mode_run("plain") {
             Ok(r) => r,
-            Err(e) => return vec![e],
+            Err(e) => return spread.require(run, false, e),
         };
         let _ = std::fs::remove_dir_all(p_out.parent().unwrap());
-        let mut why = Vec::new();
         let (up, qp) = u_and_q95(&plain);
         let median = plain["metrics"]["flows"][0]["qdelay_ms"]["p50"]
             .as_f64()
             .unwrap_or(f64::NAN);
         eprintln!("SCReAM L4S 20 Mb/s DualPI2, plain: U {up:.3}, median qdelay {median:.2} ms");
-        if median.is_nan() || median > 2.0 {
-            why.push(format!("plain: median queuing delay {median:.2} ms > 2 ms"));
-        }
-        if outside(up, 0.80, 1.0) {
-            why.push(format!("plain: utilisation {up:.3} outside 0.80–1.0"));
-        }
-        let (webrtc, w_out) = match run("webrtc") {
+        spread.check(run, "plain: median queue delay (ms)", median, 0.0..=2.0);
+        spread.check(run, "plain: utilisation", up, L4S_20MBIT_U);
+        let (webrtc, w_out) = match mode_run("webrtc") {
             Ok(r) => r,
-            Err(e) => return [why, vec![e]].concat(),
+            Err(e) => return spread.require(run, false, e),
         };
         let (uw, qw) = u_and_q95(&webrtc);
         let recv = lines(&w_out.join("raw/cg-recv-cg.jsonl"));
@@ -462,23 +492,34 @@ qdisc = { kind = "dualpi2" }"#;
             "SCReAM L4S 20 Mb/s DualPI2: plain U {up:.3} q95 {qp:.2} ms; WebRTC U {uw:.3} q95 {qw:.2} ms, ECT(1) {ect1_received} and CE {ce_received} received, CE in the controller {ce_seen}, CE at the link {link_ce}"
         );
         let _ = std::fs::remove_dir_all(w_out.parent().unwrap());
-        if !(ce_received > 0.0 && ce_seen > 0.0) {
-            why.push(format!(
-                "CE received {ce_received}, seen by SCReAM {ce_seen}"
-            ));
-        }
-        if ect1_received < 1000.0 {
-            why.push(format!("only {ect1_received} packets arrived ECT(1)"));
-        }
-        if (qw - qp).abs() > (0.20 * qp).max(1.0) || qw.is_nan() {
-            why.push(format!("q95 {qw:.2} vs {qp:.2} ms"));
-        }
-        if (uw - up).abs() > 0.10 * up {
-            why.push(format!("U {uw:.3} vs {up:.3}"));
-        }
-        why
+        spread.require(
+            run,
+            ce_received > 0.0 && ce_seen > 0.0,
+            format!("CE received {ce_received}, seen by SCReAM {ce_seen}"),
+        );
+        spread.require(
+            run,
+            ect1_received >= 1000.0,
+            format!("only {ect1_received} packets arrived ECT(1)"),
+        );
+        let q_gap = (0.20 * qp).max(1.0);
+        spread.check(
+            run,
+            "WebRTC queue p95 - plain (ms)",
+            qw - qp,
+            -q_gap..=q_gap,
+        );
+        spread.check(
+            run,
+            "WebRTC utilisation, relative to plain",
+            uw / up - 1.0,
+            -0.10..=0.10,
+        );
     });
 }
+
+/// SCReAM's plain-RTP utilisation of the 20 Mbit/s DualPI2 link: issue #38's 0.80 below.
+const L4S_20MBIT_U: std::ops::RangeInclusive<f64> = 0.80..=1.0;
 
 /// Issue #15's WHIP case: headless Chromium publishes its fake camera to cg-recv
 /// (`--webrtc whip --cc gcc`) through a 1.5 Mbit/s DropTail bottleneck, RTT 50 ms, 40 s.
@@ -494,9 +535,10 @@ fn chromium_publishes_to_cg_recv_over_whip_and_its_estimate_finds_the_bottleneck
     let fwd = r#"capacity = "1.5Mbit"
 delay = "25ms"
 qdisc = { kind = "droptail", limit = "300ms" }"#;
-    twice("whip", |attempt| {
+    judge_runs("whip", |run, spread| {
         let (_, out) = match webrtc_run(
-            &format!("whip-{attempt}"),
+            &format!("whip-{run}"),
+            run,
             fwd,
             "25ms",
             "gcc",
@@ -507,7 +549,7 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
             "",
         ) {
             Ok(r) => r,
-            Err(e) => return vec![e],
+            Err(e) => return spread.require(run, false, e),
         };
         let reports: Vec<(f64, f64, f64)> = lines(&out.join("raw/publisher-cg.jsonl"))
             .iter()
@@ -549,16 +591,22 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
             median / 1e3,
             estimates.len()
         );
-        let mut why = Vec::new();
-        if !((1.2e6..=1.8e6).contains(&median)) {
-            why.push(format!(
-                "availableOutgoingBitrate {:.0} kbit/s not within 20 % of 1500",
-                median / 1e3
-            ));
-        }
-        if !(decoded >= 0.9 * frames_sent && frames_sent > 300.0) {
-            why.push(format!("decoded {decoded} of {frames_sent} frames sent"));
-        }
-        why
+        spread.check(
+            run,
+            "availableOutgoingBitrate median after 10 s (kbit/s)",
+            median / 1e3,
+            1200.0..=1800.0,
+        );
+        spread.require(
+            run,
+            frames_sent > 300.0,
+            format!("Chromium sent {frames_sent} frames"),
+        );
+        spread.check(
+            run,
+            "decoded share of the frames sent",
+            decoded / frames_sent,
+            0.90..=1.02,
+        );
     });
 }

@@ -1,6 +1,12 @@
-//! What the end-to-end test binaries share (`cg_flows`, `faults`): building the cg binaries
-//! next to netlab, one netlab run at a time with one re-run on failure, the statistics files
-//! read back, and the judged figures (utilisation, t90, queue, loss, freezes, Jain).
+//! What the end-to-end test binaries share (`cg_flows`, `faults`, `namespaces`): building the
+//! cg binaries next to netlab, one netlab run at a time, each case run [`runs`] times and its
+//! figures judged on their spread ([`Spread`]), the statistics files read back, and the judged
+//! figures (utilisation, t90, queue, loss, freezes, Jain).
+//!
+//! No case is re-run on failure: a range met only on a second try is a coin toss. `cargo
+//! xtask test` makes one run of each case; `RUNS=5` (or `RUNS=6-10`, or `RUN=3` for one) makes
+//! more, each on its own seed (run k on seed k), and prints every figure's spread beside its
+//! range: that is how the ranges are set and checked.
 // Each test binary uses its own part of these helpers.
 #![allow(dead_code)]
 
@@ -8,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
+pub use cg_host::testing::Spread;
 use serde_json::Value;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -98,29 +105,94 @@ fn forwarder_was_real_time(summary: &Value) -> Result<(), String> {
     }
 }
 
-/// Runs and checks; one re-run on failure (a shared 2-core machine can disturb one run).
-pub fn run_checked(
+/// The runs each case makes: `RUN=k` one (on seed k), `RUNS=n` (1–n) or `RUNS=a-b`,
+/// otherwise one, on seed 1.
+pub fn runs() -> Vec<u64> {
+    cg_host::testing::repetitions("RUN", "RUNS", 1..=1)
+}
+
+/// `toml` on seed `run`: its top-level `seed` replaced (or set, where it names none).
+pub fn with_seed(toml: &str, run: u64) -> String {
+    let mut replaced = false;
+    let mut out: Vec<String> = Vec::new();
+    let mut top_level = true;
+    for line in toml.lines() {
+        if line.trim_start().starts_with('[') {
+            top_level = false;
+        }
+        if top_level && !replaced && line.trim_start().starts_with("seed") {
+            out.push(format!("seed = {run}"));
+            replaced = true;
+        } else {
+            out.push(line.to_owned());
+        }
+    }
+    let body = out.join("\n") + "\n";
+    if replaced {
+        body
+    } else {
+        format!("seed = {run}\n{body}")
+    }
+}
+
+/// Makes every run of [`runs`] with `each` (given the run's number and the spread to record
+/// into), then judges the spread: every figure's range printed beside its spread, and one
+/// failure listing every run that missed. No re-run.
+pub fn judge_runs(name: &str, mut each: impl FnMut(u64, &mut Spread)) {
+    let mut spread = Spread::over_runs(name);
+    for run in runs() {
+        each(run, &mut spread);
+    }
+    spread.judge();
+}
+
+/// Runs `toml` ([`with_seed`] for each run of [`runs`]) and records each run with `check`
+/// ([`run_once`]), then judges the spread.
+pub fn run_judged(
     name: &str,
     toml: &str,
     during: impl Fn(&Path),
-    check: impl Fn(&Value, &Path) -> Result<(), String>,
+    check: impl Fn(u64, &mut Spread, &Value, &Path) -> Result<(), String>,
+) {
+    judge_runs(name, |run, spread| {
+        run_once(name, toml, run, spread, &during, &check);
+    });
+}
+
+/// Runs `toml` on seed `run` (holding the netlab lock) and records the run into `spread`
+/// with `check` (given the run, the spread, the summary and the output directory); an `Err`
+/// from `check` or from netlab is a miss of the run. Its output is removed unless it missed.
+pub fn run_once(
+    name: &str,
+    toml: &str,
+    run: u64,
+    spread: &mut Spread,
+    during: impl Fn(&Path),
+    check: impl Fn(u64, &mut Spread, &Value, &Path) -> Result<(), String>,
 ) {
     let _guard = lock();
-    let mut first = String::new();
-    for attempt in 1..=2 {
-        let r = run_netlab(&format!("{name}-{attempt}"), toml, &during)
-            .and_then(|(s, out)| check(&s, &out).map(|()| out));
-        match r {
-            Ok(out) => {
-                let _ = std::fs::remove_dir_all(out.parent().expect("out is in a scratch dir"));
-                return;
-            }
-            Err(e) if attempt == 1 => {
-                eprintln!("{name}: first attempt failed, re-running once: {e}");
-                first = e;
-            }
-            Err(e) => panic!("{name} failed twice:\n 1: {first}\n 2: {e}"),
+    let misses = spread.misses();
+    match run_netlab(&format!("{name}-{run}"), &with_seed(toml, run), &during) {
+        Ok((summary, out)) => {
+            let r = check(run, spread, &summary, &out);
+            spread.require(
+                run,
+                r.is_ok(),
+                format!("{name}: {}", r.err().unwrap_or_default()),
+            );
+            remove_unless_missed(spread, misses, &out);
         }
+        Err(e) => spread.require(run, false, format!("{name}: {e}")),
+    }
+}
+
+/// Removes the scratch directory of run output `out` unless `spread` has more misses than
+/// `misses` (its count before the run was judged): a run that missed keeps what it wrote.
+pub fn remove_unless_missed(spread: &Spread, misses: usize, out: &Path) {
+    if spread.misses() == misses {
+        let _ = std::fs::remove_dir_all(out.parent().expect("out is in a scratch dir"));
+    } else {
+        eprintln!("a run missed; its output is kept in {}", out.display());
     }
 }
 
@@ -323,50 +395,34 @@ impl Judged {
             .fold(0.0, f64::max)
     }
 
-    /// Checks the bounds; every failure is listed.
-    pub fn check(&self, b: &Bounds) -> Result<(), String> {
-        let mut bad = Vec::new();
-        if self.u.is_nan() || self.u < b.u {
-            bad.push(format!("U {:.3} < {}", self.u, b.u));
-        }
+    /// Records the figures of `run` into `spread` against `b`'s ranges: utilisation up to 1,
+    /// every t90, the queue, the loss and the longest freeze from 0; a t90 never reached and
+    /// a figure measured from nothing are NaN, which miss.
+    pub fn record(&self, run: u64, spread: &mut Spread, b: &Bounds) {
+        spread.check(run, "utilisation", self.u, b.u..=1.0);
         for (i, t) in self.t90.iter().enumerate() {
-            if !t.is_some_and(|t| t <= b.t90_s) {
-                bad.push(format!(
-                    "t90 after increase {} {t:?} s > {} s",
-                    i + 1,
-                    b.t90_s
-                ));
-            }
+            let t = t.unwrap_or(f64::NAN);
+            spread.check(
+                run,
+                format!("t90 after increase {} (s)", i + 1),
+                t,
+                0.0..=b.t90_s,
+            );
         }
-        if let Some(q) = b.q95_ms
-            && (self.q95.is_nan() || self.q95 > q)
-        {
-            bad.push(format!("queue p95 {:.1} ms > {q} ms", self.q95));
+        if let Some(q) = b.q95_ms {
+            spread.check(run, "queue p95 (ms)", self.q95, 0.0..=q);
         }
-        if let Some(l) = b.loss
-            && (self.loss.is_nan() || self.loss > l)
-        {
-            bad.push(format!("loss {:.4} > {l}", self.loss));
+        if let Some(l) = b.loss {
+            spread.check(run, "loss", self.loss, 0.0..=l);
         }
-        if self.longest_freeze_ms() > b.freeze_ms {
-            bad.push(format!(
-                "freezes over {} ms: {:?}",
-                b.freeze_ms,
-                self.freezes
-                    .iter()
-                    .map(|f| f.iter().filter(|x| x.1 > b.freeze_ms).collect::<Vec<_>>())
-                    .collect::<Vec<_>>()
-            ));
-        }
-        if let Some(jb) = b.jain
-            && !self.jain.is_some_and(|x| x >= jb)
-        {
-            bad.push(format!("Jain {:?} < {jb}", self.jain));
-        }
-        if bad.is_empty() {
-            Ok(())
-        } else {
-            Err(bad.join("; "))
+        spread.check(
+            run,
+            "longest freeze (ms)",
+            self.longest_freeze_ms(),
+            0.0..=b.freeze_ms,
+        );
+        if let Some(jb) = b.jain {
+            spread.check(run, "Jain", self.jain.unwrap_or(f64::NAN), jb..=1.0);
         }
     }
 }
@@ -392,11 +448,11 @@ pub fn judged_run(
     quiet: Option<(f64, f64)>,
     bounds: Bounds,
 ) {
-    run_checked(
+    run_judged(
         name,
         toml,
         |_| {},
-        |s, out| {
+        |run, spread, s, out| {
             let j = Judged::of(s, out, phases, increases, flows, quiet);
             eprintln!(
                 "{name}: U {:.3} (phases {:?}), t90 {:?} s, q95 {:.1} ms, loss {:.4}, longest freeze {:.0} ms ({} freezes), decoded {:?}, Jain {:?}",
@@ -413,7 +469,8 @@ pub fn judged_run(
                 j.decoded_share,
                 j.jain
             );
-            j.check(&bounds)
+            j.record(run, spread, &bounds);
+            Ok(())
         },
     );
 }

@@ -171,67 +171,99 @@ fn flood_both(out: &Path, from: f64, secs: f64) -> Result<Flooded, String> {
 fn hostile_datagrams_are_dropped_and_counted_without_harm() {
     const FROM: f64 = 8.0;
     const SECS: f64 = 10.0;
-    for cc in CONTROLLERS {
-        let (u_clean, _) = clean_run(cc);
-        let toml = fault_scenario(
-            &format!("hostile-{cc}"),
-            cc,
-            r#"capacity = "2Mbit""#,
-            25,
-            &camera_360p("10M"),
-        );
-        let flooded = Mutex::new(Err::<Flooded, String>("the flood did not start".into()));
-        run_checked(
-            &format!("hostile {cc}"),
-            &toml,
-            |out| *flooded.lock().unwrap() = flood_both(out, FROM, SECS),
-            |s, out| {
-                let f = flooded.lock().unwrap().clone()?;
-                let t0 = t0(out);
-                let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
-                let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
-                let (ls, lr) = (
-                    sent.last().ok_or("no sender statistics")?,
-                    recv.last().ok_or("no receiver statistics")?,
-                );
-                let u = utilisation(s);
-                let (fs, fr) = (num(ls, "foreign_datagrams"), num(lr, "foreign_datagrams"));
-                let grow = |(a, b): (f64, f64)| (b - a) / 1024.0;
-                eprintln!(
-                    "hostile {cc}: U {u:.3} (clean {u_clean:.3}); to cg-send {} sent, {fs} counted foreign; to cg-recv {} sent, {fr} counted foreign; RSS growth cg-send {:.1} MiB ({:.0} → {:.0} KiB), cg-recv {:.1} MiB; sender to {:.1} s, receiver sessions {}",
-                    f.to_send,
-                    f.to_recv,
-                    grow(f.rss_send),
-                    f.rss_send.0,
-                    f.rss_send.1,
-                    grow(f.rss_recv),
-                    run_t(ls, t0),
-                    num(lr, "sessions"),
-                );
-                let mut bad = Vec::new();
-                if f.to_send < 90_000 || f.to_recv < 90_000 {
-                    bad.push(format!(
-                        "the flood sent only {} and {} datagrams",
-                        f.to_send, f.to_recv
-                    ));
-                }
-                if fs < 0.95 * f.to_send as f64 || fr < 0.95 * f.to_recv as f64 {
-                    bad.push("hostile datagrams not counted".into());
-                }
-                if outside(u, 0.95 * u_clean, 1.0) {
-                    bad.push(format!(
-                        "U {u:.3} not within 95 % of the clean run's {u_clean:.3} to 1.0"
-                    ));
-                }
-                let over = |g: f64| g.is_nan() || g > 8.0;
-                if over(grow(f.rss_send)) || over(grow(f.rss_recv)) {
-                    bad.push("resident memory grew by more than 8 MiB".into());
-                }
-                if run_t(ls, t0) < 23.0 || num(lr, "sessions") != 1.0 {
-                    bad.push("a program stopped or restarted".into());
-                }
-                verdict(bad)
-            },
-        );
-    }
+    judge_runs("hostile", |run, spread| {
+        for cc in CONTROLLERS {
+            let toml = fault_scenario(
+                &format!("hostile-{cc}"),
+                cc,
+                r#"capacity = "2Mbit""#,
+                25,
+                &camera_360p("10M"),
+            );
+            let flooded = Mutex::new(Err::<Flooded, String>("the flood did not start".into()));
+            run_once(
+                &format!("hostile {cc}"),
+                &toml,
+                run,
+                spread,
+                |out| *flooded.lock().unwrap() = flood_both(out, FROM, SECS),
+                |run, spread, s, out| {
+                    let f = flooded.lock().unwrap().clone()?;
+                    let (u_clean, _) = clean_run(cc, run);
+                    let t0 = t0(out);
+                    let sent = lines(&out.join("raw/cg-send-cg.jsonl"));
+                    let recv = lines(&out.join("raw/cg-recv-cg.jsonl"));
+                    let (ls, lr) = (
+                        sent.last().ok_or("no sender statistics")?,
+                        recv.last().ok_or("no receiver statistics")?,
+                    );
+                    let u = utilisation(s);
+                    let (fs, fr) = (num(ls, "foreign_datagrams"), num(lr, "foreign_datagrams"));
+                    let grow = |(a, b): (f64, f64)| (b - a) / 1024.0;
+                    eprintln!(
+                        "hostile {cc}: U {u:.3} (clean {u_clean:.3}); to cg-send {} sent, {fs} counted foreign; to cg-recv {} sent, {fr} counted foreign; RSS growth cg-send {:.1} MiB ({:.0} → {:.0} KiB), cg-recv {:.1} MiB; sender to {:.1} s, receiver sessions {}",
+                        f.to_send,
+                        f.to_recv,
+                        grow(f.rss_send),
+                        f.rss_send.0,
+                        f.rss_send.1,
+                        grow(f.rss_recv),
+                        run_t(ls, t0),
+                        num(lr, "sessions"),
+                    );
+                    spread.require(
+                        run,
+                        f.to_send >= 90_000 && f.to_recv >= 90_000,
+                        format!(
+                            "the flood sent only {} and {} datagrams",
+                            f.to_send, f.to_recv
+                        ),
+                    );
+                    spread.check(
+                        run,
+                        format!("{cc}: share of the flood to cg-send counted foreign"),
+                        fs / f.to_send as f64,
+                        0.95..=1.0,
+                    );
+                    spread.check(
+                        run,
+                        format!("{cc}: share of the flood to cg-recv counted foreign"),
+                        fr / f.to_recv as f64,
+                        0.95..=1.0,
+                    );
+                    spread.check(
+                        run,
+                        format!("{cc}: utilisation over the clean run's"),
+                        u / u_clean,
+                        0.95..=1.05,
+                    );
+                    spread.check(
+                        run,
+                        format!("{cc}: cg-send's resident memory growth (MiB)"),
+                        grow(f.rss_send),
+                        -8.0..=8.0,
+                    );
+                    spread.check(
+                        run,
+                        format!("{cc}: cg-recv's resident memory growth (MiB)"),
+                        grow(f.rss_recv),
+                        -8.0..=8.0,
+                    );
+                    spread.check(
+                        run,
+                        format!("{cc}: cg-send ran to (s)"),
+                        run_t(ls, t0),
+                        23.0..=30.0,
+                    );
+                    spread.check(
+                        run,
+                        format!("{cc}: receiver sessions"),
+                        num(lr, "sessions"),
+                        1.0..=1.0,
+                    );
+                    Ok(())
+                },
+            );
+        }
+    });
 }

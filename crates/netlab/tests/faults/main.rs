@@ -7,7 +7,7 @@
 //! Every case is 640×360 at 30 fps of the `camera` picture through 2 Mbit/s DropTail
 //! (300 ms), RTT 50 ms, unless it says otherwise. Like `cg_flows`, they judge rates and
 //! delays of real processes, so they run in release only (`cargo xtask test` does), one at a
-//! time, each netlab run once more if it fails.
+//! time, each judged on the spread of its runs (one unless `RUNS` asks for more; `common`).
 //!
 //! One test binary; its modules by fault: `link` (outage, reordering, loss, jitter),
 //! `endpoints` (feedback blackout, killed receiver), `hostile` (junk datagrams); here what they
@@ -121,25 +121,20 @@ fn backoffs_since(controller: &str, out: &Path, from: f64, scream: &[&str]) -> f
 /// over-uses, which also count the delay gradient of a held-back packet).
 const REORDER_BACKOFFS: &[&str] = &["loss_backoffs"];
 
-/// `Ok` when nothing is wrong, else every complaint.
-fn verdict(bad: Vec<String>) -> Result<(), String> {
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(bad.join("; "))
-    }
-}
-
 /// The link's utilisation from `summary.json` (IP bytes over capacity, after the warm-up).
 fn utilisation(summary: &Value) -> f64 {
     num(&summary["metrics"]["link"], "utilisation")
 }
 
-/// The clean run the reordering and hostile-datagram cases compare with (2 Mbit/s, 25 s): its
-/// utilisation and its back-offs after 5 s. Run once per controller and test process.
-fn clean_run(cc: &'static str) -> (f64, f64) {
-    static CLEAN: Mutex<Vec<(&str, (f64, f64))>> = Mutex::new(Vec::new());
-    if let Some(&(_, r)) = CLEAN.lock().unwrap().iter().find(|(c, _)| *c == cc) {
+/// The clean run the reordering and hostile-datagram cases compare with (2 Mbit/s, 25 s) on
+/// seed `run`: its utilisation and its back-offs after 5 s, NaN when it failed (which the
+/// comparisons then miss). Run once per controller and run in a test process, from a case's
+/// check, which holds the netlab lock already.
+fn clean_run(cc: &'static str, run: u64) -> (f64, f64) {
+    /// (controller, run) → (utilisation, back-offs).
+    type Made = ((&'static str, u64), (f64, f64));
+    static CLEAN: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+    if let Some(&(_, r)) = CLEAN.lock().unwrap().iter().find(|(k, _)| *k == (cc, run)) {
         return r;
     }
     let toml = fault_scenario(
@@ -149,24 +144,24 @@ fn clean_run(cc: &'static str) -> (f64, f64) {
         25,
         &camera_360p("10M"),
     );
-    let got = Mutex::new(None);
-    run_checked(
-        &format!("clean {cc}"),
-        &toml,
-        |_| {},
-        |s, out| {
-            let u = utilisation(s);
-            let b = backoffs_since(cc, out, 5.0, REORDER_BACKOFFS);
-            eprintln!("clean {cc}: U {u:.3}, back-offs after 5 s {b}");
-            *got.lock().unwrap() = Some((u, b));
-            if u.is_nan() {
-                Err("no utilisation".into())
-            } else {
-                Ok(())
-            }
-        },
-    );
-    let r = got.into_inner().unwrap().expect("the clean run was judged");
-    CLEAN.lock().unwrap().push((cc, r));
+    let r = match run_netlab(&format!("clean-{cc}-{run}"), &with_seed(&toml, run), |_| {}) {
+        Ok((s, out)) => {
+            let r = (
+                utilisation(&s),
+                backoffs_since(cc, &out, 5.0, REORDER_BACKOFFS),
+            );
+            eprintln!(
+                "clean {cc}, run {run}: U {:.3}, back-offs after 5 s {}",
+                r.0, r.1
+            );
+            let _ = std::fs::remove_dir_all(out.parent().expect("out is in a scratch dir"));
+            r
+        }
+        Err(e) => {
+            eprintln!("clean {cc}, run {run}: {e}");
+            (f64::NAN, f64::NAN)
+        }
+    };
+    CLEAN.lock().unwrap().push(((cc, run), r));
     r
 }

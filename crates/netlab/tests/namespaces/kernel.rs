@@ -28,7 +28,7 @@ warmup = "2s"
 "#
         )
     };
-    let check = |attempt: u32| -> Result<(), String> {
+    let check = |attempt: u64| -> Result<(), String> {
         let (emu, _) = try_run(&format!("tbf-emu-{attempt}"), &scenario("emulated"))?;
         let (kern, _) = try_run(&format!("tbf-kernel-{attempt}"), &scenario("kernel"))?;
         ensure!(
@@ -44,13 +44,16 @@ warmup = "2s"
         ensure!((k - e).abs() / e < 0.03, "kernel tbf {k} vs emulator {e}");
         Ok(())
     };
-    if let Err(first) = check(1) {
-        eprintln!("tbf: first attempt failed, re-running once: {first}");
-        check(2).unwrap_or_else(|e| panic!("failed twice:\n 1: {first}\n 2: {e}"));
+    let mut spread = cg_host::testing::Spread::over_runs("tbf");
+    for run in cg_host::testing::repetitions("RUN", "RUNS", 1..=1) {
+        let r = check(run);
+        if r.is_ok() {
+            cleanup(&format!("tbf-emu-{run}"));
+            cleanup(&format!("tbf-kernel-{run}"));
+        }
+        spread.require(run, r.is_ok(), r.err().unwrap_or_default());
     }
-    for n in ["tbf-emu-1", "tbf-kernel-1", "tbf-emu-2", "tbf-kernel-2"] {
-        cleanup(n);
-    }
+    spread.judge();
 }
 
 /// A scratch network namespace with one veth pair, removed when dropped (on success, failure
