@@ -440,6 +440,13 @@ pub struct GccConfig {
     /// it instead. Not `k` = 1: `C` averages noisy 500 ms rates and may sit under the
     /// capacity, and a pacer slower than the link drops frames at its queue bound.
     /// Measurements: `docs/notes/2026-11-28.md`.
+    ///
+    /// A `C` an over-use found at 95 % of [`max_bitrate`](Self::max_bitrate) or above with
+    /// the bottleneck queue then under 10 ms caps nothing, and the pacer keeps
+    /// [`pacing_factor_unbounded`](Self::pacing_factor_unbounded) × `A` (every packet paced,
+    /// no burst): the link carried all the flow may send, and the over-use came from the
+    /// flow's own burst (a key frame after an encoder stall on a link ten times faster, on a
+    /// busy host: issue #37), so the cap held every later frame for most of a frame interval.
     pub pacing_link_capacity_factor: Option<f64>,
     /// Window of [`GccConfig::standing_queue_decrease`]. Default 1 s: a camera burst's queue
     /// drains within it, a standing queue does not.

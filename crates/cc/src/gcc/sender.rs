@@ -166,6 +166,9 @@ pub struct GccController {
     push_back: PushBack,
     /// Send-side over-uses counted so far (each a push-back).
     overuses_seen: u64,
+    /// The bottleneck queuing delay measured when the link last pushed back by an over-use;
+    /// `None` after another sign (a standing queue, a REMB under the target) or none.
+    queue_at_overuse: Option<Duration>,
     /// REMB mode: media waits in the pacer, so a cluster would not start now.
     media_waiting: bool,
     /// Media bytes in the pacer, as [`Controller::on_media_queue`] last said.
@@ -209,6 +212,17 @@ const FEEDBACK_SILENCE: Duration = Duration::from_millis(500);
 /// receiver report, 0.4–1.2 s apart, and at once on a drop; cg-rtp's session halves the
 /// rate after the same 3 s).
 const REMB_SILENCE: Duration = Duration::from_secs(3);
+
+/// A bottleneck rate found by an over-use at this share of the maximum bitrate or above,
+/// with the bottleneck queue then under [`SHORT_QUEUE`], is the flow's own rate, not a link
+/// limit: the pacing rate ignores it.
+const FOUND_AT_MAX: f64 = 0.95;
+
+/// See [`FOUND_AT_MAX`]: a queue a link at the flow's rate would have built by the time it
+/// reads as an over-use (a 1200-byte packet takes 4.8 ms at 2 Mbit/s, a camera frame there
+/// 30 ms), and more than a frame's burst leaves on a link ten times the flow's rate (a 20 kB
+/// frame at 50 Mbit/s: 3.2 ms).
+const SHORT_QUEUE: Duration = Duration::from_millis(10);
 
 /// See [`GccConfig::pacing_factor_unbounded`]: while no bottleneck rate is known, the media
 /// queued may leave within this (a frame interval at 30 fps).
@@ -305,6 +319,7 @@ impl GccController {
                 GccMode::ReceiverSideRemb => None,
             }),
             overuses_seen: 0,
+            queue_at_overuse: None,
             media_waiting: false,
             media_queued: DataSize::ZERO,
             last_feedback: None,
@@ -415,6 +430,7 @@ impl GccController {
         // A REMB under the target is the link pushing back.
         if under_target {
             self.push_back.on_sign();
+            self.queue_at_overuse = None;
         }
         self.last_remb = Some((remb, fell));
         if fell {
@@ -486,6 +502,7 @@ impl GccController {
         self.queue_delay = Some(q);
         if self.standing_queue.is_some_and(|limit| q > limit) {
             self.push_back.on_sign();
+            self.queue_at_overuse = None;
         }
     }
 
@@ -813,6 +830,7 @@ impl GccController {
         if overuses > self.overuses_seen {
             self.overuses_seen = overuses;
             self.push_back.on_sign();
+            self.queue_at_overuse = self.queue_delay;
         }
         self.push_back
             .on_heard(now, silence, self.found_bottleneck());
@@ -980,9 +998,19 @@ impl Controller for GccController {
             self.pacing_factor
         };
         let mut rate = target.mul_f64(f);
+        // A bottleneck rate found by an over-use at the flow's own maximum, with hardly a
+        // queue, says only that the link carried all the flow may send (the over-use came
+        // from the flow's own burst, a key frame on a link far faster): it limits nothing.
+        let at_max = bottleneck.is_some_and(|b| b >= self.max.mul_f64(FOUND_AT_MAX))
+            && self.queue_at_overuse.is_some_and(|q| q < SHORT_QUEUE);
+        let bottleneck = bottleneck.filter(|_| !at_max);
         if self.pacing_free() {
             let most = target.mul_f64(self.pacing_factor_unbounded);
-            if self.not_pushed_back() {
+            if at_max {
+                // Pushed back at its maximum: every frame as fast as libwebrtc lets it, but
+                // paced (no send burst), so no burst of its own queues at the link again.
+                rate = rate.max(most);
+            } else if self.not_pushed_back() {
                 // The link has not pushed back lately: every frame as fast as libwebrtc lets
                 // it (under the cap below when a probe gave a bottleneck rate).
                 rate = rate.max(most);
@@ -1613,6 +1641,46 @@ mod tests {
         assert!(two > a.mul_f64(f) && two < a.mul_f64(k), "{two}");
         assert_eq!(queued(&mut c, 5 * frame, 27_400), a.mul_f64(k));
         assert_eq!(c.pacing_burst(), Duration::ZERO, "the link has pushed back");
+    }
+
+    /// An over-use while the flow sends at its maximum bitrate finds only the flow's own rate
+    /// (the link carried all of it; the queue came from the flow's own burst, a key frame on
+    /// a link far faster): the pacer keeps [`GccConfig::pacing_factor_unbounded`] × `A`, not
+    /// the cap near that rate, but paces every packet (no burst). The same over-use with room
+    /// above the rate found caps the pacer (issue #37: a busy host's key-frame burst at a
+    /// resolution switch held every later frame for most of a frame interval).
+    #[test]
+    fn a_bottleneck_found_at_the_maximum_bitrate_caps_nothing() {
+        let t0 = Instant::now();
+        let paced_after_overuse = |max: Bitrate| {
+            let cfg = GccConfig {
+                probing: false,
+                start_bitrate: Bitrate::kbps(700),
+                max_bitrate: max,
+                ..GccConfig::send_side()
+            };
+            let mut c = GccController::new(&cfg, t0);
+            run(&mut c, 0, 300, t0, |_| 0);
+            // A queue growing 1 ms every fourth packet reads as an over-use while it is short.
+            run(&mut c, 300, 40, t0, |i| (i - 299) / 4);
+            run(&mut c, 340, 300, t0, |_| 10);
+            let found = c.gcc_stats().delay.unwrap().bottleneck_rate;
+            (c.pacing_rate(), c.target_bitrate(), found, c.pacing_burst())
+        };
+        // The flow sends 800 kbit/s (1000 bytes every 10 ms).
+        let (paced, a, found, burst) = paced_after_overuse(Bitrate::kbps(800));
+        let found = found.expect("found at the over-use");
+        assert!(found >= Bitrate::kbps(760), "at the maximum: {found}");
+        let cfg = GccConfig::send_side();
+        assert_eq!(paced, a.mul_f64(cfg.pacing_factor_unbounded));
+        assert_eq!(burst, Duration::ZERO, "paced, no burst");
+        let (paced, a, found, _) = paced_after_overuse(Bitrate::mbps(2));
+        let cap = found
+            .expect("found at the over-use")
+            .mul_f64(cfg.pacing_link_capacity_factor.unwrap())
+            .max(a);
+        assert!(cap < a.mul_f64(cfg.pacing_factor), "the cap matters");
+        assert_eq!(paced, cap, "room above the rate found: capped");
     }
 
     /// A sender through a bottleneck of `capacity` (no queue beyond what it makes): a packet
