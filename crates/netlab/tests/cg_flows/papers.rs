@@ -93,11 +93,13 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
     );
 }
 
-/// Utilisation of each phase of [`camera_capacity_drop_scales_the_picture_down_without_freezing`].
-const DROP_U: std::ops::RangeInclusive<f64> = 0.70..=1.0;
+/// Utilisation of each phase of [`camera_capacity_drop_scales_the_picture_down_without_freezing`]:
+/// the worst run (0.892) less 0.09.
+const DROP_U: std::ops::RangeInclusive<f64> = 0.80..=1.0;
 
-/// Its loss at the bottleneck: the drop to a fifth overflows the 300 ms buffer for a moment.
-const DROP_LOSS: std::ops::RangeInclusive<f64> = 0.0..=0.08;
+/// Its loss at the bottleneck: the drop to a fifth overflows the 300 ms buffer for a moment
+/// (0.031–0.035 measured).
+const DROP_LOSS: std::ops::RangeInclusive<f64> = 0.0..=0.06;
 
 /// MMSys16 §6.1's forward link: capacity 1 → 2.5 → 0.5 → 1 Mb/s, 50 s each, 25 ms one
 /// way, DropTail 300 ms.

@@ -7,6 +7,11 @@
 //! xtask test` makes one run of each case; `RUNS=5` (or `RUNS=6-10`, or `RUN=3` for one) makes
 //! more, each on its own seed (run k on seed k), and prints every figure's spread beside its
 //! range: that is how the ranges are set and checked.
+//!
+//! Rule for the ranges: a figure's goal (its issue's bound, a rule of the code) where every
+//! run measured clears it; otherwise, and for the side a goal leaves open, the worst run
+//! measured with a margin beyond it (0.04–0.09 of a utilisation, a quarter of the worst time
+//! or count or more), each saying so. The runs behind them: `docs/notes/2026-12-02-runs.md`.
 // Each test binary uses its own part of these helpers.
 #![allow(dead_code)]
 

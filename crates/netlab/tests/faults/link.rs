@@ -147,12 +147,16 @@ duplicate = 0.01"#,
                         num(last_recv, "decode_errors"),
                         num(last_recv, "lost_packets"),
                     );
+                    // Above the clean run's is that run's own spread, which says nothing;
+                    // the other side is the link's. The doc's 3 % lies inside the spread
+                    // (GCC-REMB 0.977 of its clean run once): the worst run less 0.03.
                     spread.check(
                         run,
                         format!("{cc}: utilisation over the clean run's"),
                         u / u_clean,
-                        0.97..=1.05,
+                        0.94..=f64::INFINITY,
                     );
+                    spread.check(run, format!("{cc}: utilisation"), u, 0.0..=1.0);
                     // GCC's over-uses on a full link vary by 1–2 between runs of 20 s (measured:
                     // 1–3 in clean runs); what reordering caused before the SCReAM fix was 18
                     // false losses in 30 s.
@@ -267,8 +271,9 @@ loss = { mean = 0.02, burst = 4 }"#,
     });
 }
 
-/// Utilisation of the 2 Mbit/s link under 2 % burst loss.
-const BURST_LOSS_U: std::ops::RangeInclusive<f64> = 0.60..=1.0;
+/// Utilisation of the 2 Mbit/s link under 2 % burst loss: the worst run (0.790, GCC-REMB)
+/// less 0.09.
+const BURST_LOSS_U: std::ops::RangeInclusive<f64> = 0.70..=1.0;
 
 /// 1 ms of delay jitter (normal, σ = 1 ms) on a 10 Mbit/s link the flow does not fill (its
 /// maximum is 4 Mbit/s, so no queue builds): no over-use signal (GCC) and no queue-delay
