@@ -1006,13 +1006,10 @@ impl Controller for GccController {
         let bottleneck = bottleneck.filter(|_| !at_max);
         if self.pacing_free() {
             let most = target.mul_f64(self.pacing_factor_unbounded);
-            if at_max {
-                // Pushed back at its maximum: every frame as fast as libwebrtc lets it, but
-                // paced (no send burst), so no burst of its own queues at the link again.
-                rate = rate.max(most);
-            } else if self.not_pushed_back() {
-                // The link has not pushed back lately: every frame as fast as libwebrtc lets
-                // it (under the cap below when a probe gave a bottleneck rate).
+            if at_max || self.not_pushed_back() {
+                // The link has not pushed back lately, or only at the flow's maximum: every
+                // frame as fast as libwebrtc lets it (under the cap below when a probe gave a
+                // bottleneck rate; after a push-back every packet paced, without the burst).
                 rate = rate.max(most);
             } else if bottleneck.is_none() && self.mode == GccMode::SendSideTwcc {
                 // No bottleneck found since: what is queued may leave within a frame

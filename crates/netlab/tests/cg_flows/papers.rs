@@ -94,11 +94,11 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
 }
 
 /// Utilisation of each phase of [`camera_capacity_drop_scales_the_picture_down_without_freezing`]:
-/// the worst run (0.892) less 0.09.
+/// the worst run measured less 0.09 (`docs/notes/2026-12-02-runs.md` §4).
 const DROP_U: std::ops::RangeInclusive<f64> = 0.80..=1.0;
 
-/// Its loss at the bottleneck: the drop to a fifth overflows the 300 ms buffer for a moment
-/// (0.031–0.035 measured).
+/// Its loss at the bottleneck: the drop to a fifth overflows the 300 ms buffer for a moment;
+/// the worst run measured and its margin, as above.
 const DROP_LOSS: std::ops::RangeInclusive<f64> = 0.0..=0.06;
 
 /// MMSys16 §6.1's forward link: capacity 1 → 2.5 → 0.5 → 1 Mb/s, 50 s each, 25 ms one

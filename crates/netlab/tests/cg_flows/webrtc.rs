@@ -173,12 +173,12 @@ fn webrtc_mode_matches_plain_rtp_for_both_gcc_modes() {
 }
 
 /// Plain RTP's utilisation of [`WEBRTC_2MBIT`] with [`WEBRTC_VIDEO`] for 30 s, against which
-/// WebRTC mode is judged: GCC-REMB's worst run less 0.04 (`docs/notes/2026-12-02-runs.md`).
+/// WebRTC mode is judged: the worst run measured less 0.04 (`docs/notes/2026-12-02-runs.md` §4).
 const PLAIN_2MBIT_U: std::ops::RangeInclusive<f64> = 0.80..=1.0;
 
 /// WebRTC mode's utilisation relative to plain RTP's. Issue #15's 10 % lies inside the
-/// spread: plain GCC-REMB's own utilisation varies by 0.07 between runs, and one run's
-/// WebRTC mode was 9.2 % above it; the range is that plus a margin.
+/// spread, because plain RTP's own utilisation varies from run to run as much; the range is
+/// the worst run measured with a margin (`docs/notes/2026-12-02-runs.md` §4).
 const WEBRTC_RELATIVE_U: std::ops::RangeInclusive<f64> = -0.15..=0.15;
 
 /// Chromium's `inbound-rtp` video statistics from `viewer-cg.jsonl`, with their report times.
@@ -611,8 +611,7 @@ qdisc = { kind = "droptail", limit = "300ms" }"#;
             run,
             "decoded share of the frames sent",
             decoded / frames_sent,
-            // Above 1 when cg-recv decodes frames sent after Chromium's last report
-            // (1.004–1.016).
+            // Above 1 when cg-recv decodes frames sent after Chromium's last report.
             0.90..=1.10,
         );
     });

@@ -177,18 +177,7 @@ fn a_killed_receiver_replaced_by_a_new_one_has_the_stream_back_within_three_seco
                         0.0..=5.0,
                     );
                     spread.check(run, format!("{cc}: utilisation"), utilisation(s), KILLED_U);
-                    spread.check(
-                        run,
-                        format!("{cc}: cg-send ran to (s)"),
-                        run_t(last, t0),
-                        20.0..=26.0,
-                    );
-                    spread.check(
-                        run,
-                        format!("{cc}: breaker trips"),
-                        num(last, "breaker_trips"),
-                        0.0..=0.0,
-                    );
+                    ran_on(spread, run, cc, last, t0, 20.0..=26.0);
                     Ok(())
                 },
             );

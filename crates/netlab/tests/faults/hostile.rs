@@ -252,12 +252,7 @@ fn hostile_datagrams_are_dropped_and_counted_without_harm() {
                         grow(f.rss_recv),
                         -8.0..=8.0,
                     );
-                    spread.check(
-                        run,
-                        format!("{cc}: cg-send ran to (s)"),
-                        run_t(ls, t0),
-                        23.0..=30.0,
-                    );
+                    ran_on(spread, run, cc, ls, t0, 23.0..=30.0);
                     spread.check(
                         run,
                         format!("{cc}: receiver sessions"),

@@ -121,6 +121,30 @@ fn backoffs_since(controller: &str, out: &Path, from: f64, scream: &[&str]) -> f
 /// over-uses, which also count the delay gradient of a held-back packet).
 const REORDER_BACKOFFS: &[&str] = &["loss_backoffs"];
 
+/// cg-send ran on through the fault: its last statistics at a run time within `to` (s) and
+/// no circuit-breaker trip, recorded for controller `cc` of `run`.
+fn ran_on(
+    spread: &mut Spread,
+    run: u64,
+    cc: &str,
+    last: &Value,
+    t0: u64,
+    to: std::ops::RangeInclusive<f64>,
+) {
+    spread.check(
+        run,
+        format!("{cc}: cg-send ran to (s)"),
+        run_t(last, t0),
+        to,
+    );
+    spread.check(
+        run,
+        format!("{cc}: breaker trips"),
+        num(last, "breaker_trips"),
+        0.0..=0.0,
+    );
+}
+
 /// The link's utilisation from `summary.json` (IP bytes over capacity, after the warm-up).
 fn utilisation(summary: &Value) -> f64 {
     num(&summary["metrics"]["link"], "utilisation")
