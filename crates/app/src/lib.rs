@@ -7,6 +7,7 @@
 pub mod cli;
 mod error;
 pub mod output;
+pub mod watch;
 
 pub use error::Error;
 

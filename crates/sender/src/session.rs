@@ -4,6 +4,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use cg_app::watch::LoopWatch;
 use cg_media::{Encoder, EncoderKind, HostTime};
 use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
 use cg_rtp::{SenderEvent, SenderSession};
@@ -94,7 +95,10 @@ impl Sender {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
         let mut failure: Option<Error> = None;
+        let watch = LoopWatch::start("cg-send", watch_threshold(&config));
+        let beat = |step| watch.as_ref().inspect(|w| w.beat(step));
         loop {
+            beat("wait");
             tokio::select! {
                 biased;
                 () = &mut shutdown => break,
@@ -111,16 +115,23 @@ impl Sender {
                         failure = Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                         break;
                     };
+                    beat("frame: push to the driver");
                     // `None`: the driver stopped; the next turn reports why.
                     let _ = push_frame(&handle, &frame, codec).await;
                 }
                 event = handle.next_event() => match event {
-                    Some(e) => steering.on_event(&encoder, e),
+                    Some(e) => {
+                        beat("event: steer the encoder");
+                        steering.on_event(&encoder, e);
+                    }
                     None => continue,
                 },
                 _ = tick.tick() => {
+                    beat("tick: key frame");
                     steering.serve_key_frame(&encoder);
-                    if let Some(stats) = sampler.sample(&handle, &encoder, &steering).await {
+                    beat("tick: sample");
+                    if let Some(mut stats) = sampler.sample(&handle, &encoder, &steering).await {
+                        stats.note_stalls(watch.as_ref());
                         if let Some(tx) = &stats_tx {
                             let _ = tx.try_send(stats.clone());
                         }
@@ -159,6 +170,12 @@ impl Sender {
             None => Ok(sampler.last),
         }
     }
+}
+
+/// The stall threshold of a session loop's watch: two statistics intervals (the loop turns at
+/// least once an interval), at least [`cg_app::watch::MIN_THRESHOLD`].
+pub(crate) fn watch_threshold(config: &SenderConfig) -> Duration {
+    config.stats_interval * 2
 }
 
 /// The encoder hands frames to a std channel; a thread moves them into tokio. The thread
@@ -417,6 +434,8 @@ impl Sampler {
             breaker_trips: s.breaker_trips,
             feedback_timeouts: s.feedback_timeouts,
             rss_kib: cg_host::rss_kib(None),
+            loop_stalls: self.last.loop_stalls,
+            longest_loop_stall_ms: self.last.longest_loop_stall_ms,
             extra: c.extra.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
         })
     }

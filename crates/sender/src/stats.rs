@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use cg_app::watch::LoopWatch;
 use cg_app::{kbps, ms, pct};
 use serde::{Deserialize, Serialize};
 
@@ -111,12 +112,28 @@ pub struct Stats {
     /// The sender process's resident memory at the sample, KiB (a soak watches it stay flat).
     #[serde(default)]
     pub rss_kib: Option<u64>,
+    /// Times the session loop stopped turning for at least its watch's threshold (the larger
+    /// of 250 ms and two statistics intervals; each is logged with what held it, see
+    /// `cg_app::watch`), and the longest, ms.
+    #[serde(default)]
+    pub loop_stalls: u64,
+    #[serde(default)]
+    pub longest_loop_stall_ms: f64,
     /// Controller-specific quantities by name (GCC: `m`, `gamma`, `state`, `a_r`, `a_s`,
     /// `n_dd`…; SCReAM: `alpha`…).
     pub extra: BTreeMap<String, f64>,
 }
 
 impl Stats {
+    /// Takes the loop's stalls from its watch, if it has one.
+    pub(crate) fn note_stalls(&mut self, watch: Option<&LoopWatch>) {
+        if let Some(w) = watch {
+            let s = w.stalls();
+            self.loop_stalls = s.count;
+            self.longest_loop_stall_ms = s.longest.as_secs_f64() * 1e3;
+        }
+    }
+
     /// A one-line human summary for a terminal status line.
     pub fn status_line(&self) -> String {
         format!(

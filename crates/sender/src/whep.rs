@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
+use cg_app::watch::LoopWatch;
 use cg_media::Encoder;
 use cg_net::{Driver, DriverConfig, DriverHandle, SocketConfig, UdpSocket};
 use cg_rtp::{SenderEvent, SenderSession};
@@ -191,12 +192,16 @@ impl WhepSender {
         let mut tick = tokio::time::interval(config.stats_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
+        let watch = LoopWatch::start("cg-send", crate::session::watch_threshold(&config));
+        let beat = |step| watch.as_ref().inspect(|w| w.beat(step));
         let failure = loop {
+            beat("wait");
             tokio::select! {
                 biased;
                 () = &mut shutdown => break None,
                 cmd = cmds.recv() => match cmd {
                     Some(Command::Add { id, driver, handle }) => {
+                        beat("command: add a viewer");
                         let (stop, stopped) = oneshot::channel::<()>();
                         let task = tokio::spawn(driver.run(async move { let _ = stopped.await; }));
                         tracing::info!(%id, "viewer joined");
@@ -213,6 +218,7 @@ impl WhepSender {
                         });
                     }
                     Some(Command::Delete { id, reply }) => {
+                        beat("command: delete a viewer");
                         let found = match viewers.remove(&id) {
                             Some(v) => { v.close().await; true }
                             None => false,
@@ -220,6 +226,7 @@ impl WhepSender {
                         let _ = reply.send(found);
                     }
                     Some(Command::Report { id, json, reply }) => {
+                        beat("command: a viewer report");
                         let found = viewers.contains_key(&id);
                         if found && let (Some(f), Some(json)) = (reports.as_mut(), json) {
                             write_report(f, &id, start, &json);
@@ -233,6 +240,7 @@ impl WhepSender {
                         let why = encoder.stats().error.unwrap_or_else(|| "frame channel closed".into());
                         break Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                     };
+                    beat("frame: push to the drivers");
                     let mut any = false;
                     for v in viewers.values_mut().filter_map(|v| v.takes(&frame).then_some(v)) {
                         if let Some(hears) = push_frame(&v.handle, &frame, codec).await {
@@ -240,7 +248,9 @@ impl WhepSender {
                             any = true;
                         }
                     }
+                    beat("frame: viewers' events");
                     drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
+                    beat("frame: steer the encoder");
                     // The shared encoder follows the slowest live viewer. A viewer whose
                     // feedback stopped (its rate halved for it, or its breaker open) is not
                     // live: it does not hold the others down. Nobody live: the encoder idles
@@ -257,11 +267,15 @@ impl WhepSender {
                     }
                 }
                 _ = tick.tick() => {
+                    beat("tick: viewers' events");
                     drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
+                    beat("tick: key frame");
                     steering.serve_key_frame(&encoder);
+                    beat("tick: sample");
                     for (id, v) in viewers.iter_mut() {
                         if let Some(mut s) = v.sampler.sample(&v.handle, &encoder, &steering).await {
                             s.viewer = Some(id.clone());
+                            s.note_stalls(watch.as_ref());
                             if let Some(tx) = &stats_tx {
                                 let _ = tx.try_send(s.clone());
                             }
