@@ -79,9 +79,13 @@ impl StatsOutput {
         }
     }
 
-    /// Runs `session` while a task writes every sample of `samples` (with `status_line` on
+    /// Runs `session` while a thread writes every sample of `samples` (with `status_line` on
     /// the terminal); returns the session's result, then the first write error, once every
     /// sample it sent has been written. What `cg-send` and `cg-recv` do around a session.
+    ///
+    /// The writes run on a blocking thread of the runtime, never on its workers: a file on a
+    /// slow disk or a pipe nobody reads blocks its writer, and a blocked worker would hold
+    /// the tasks queued on it, among them the session's socket driver.
     pub async fn around<T, R>(
         mut self,
         mut samples: tokio::sync::mpsc::Receiver<T>,
@@ -91,8 +95,8 @@ impl StatsOutput {
     where
         T: Serialize + Send + 'static,
     {
-        let writer = tokio::spawn(async move {
-            while let Some(s) = samples.recv().await {
+        let writer = tokio::task::spawn_blocking(move || {
+            while let Some(s) = samples.blocking_recv() {
                 self.write(&s, &status_line(&s))?;
             }
             self.finish();

@@ -134,7 +134,7 @@ fn watch(s: &Shared) {
         let age = Duration::from_nanos(now.saturating_sub(beat));
         match &stalled {
             None if age >= s.threshold => {
-                stalled = Some((beat, s.stage.load(Ordering::Relaxed), threads(s.tid)));
+                stalled = Some((beat, s.stage.load(Ordering::Relaxed), thread_picture(s.tid)));
             }
             Some((at, stage, picture)) if beat != *at => {
                 let length = Duration::from_nanos(beat.saturating_sub(*at));
@@ -170,9 +170,9 @@ fn own_tid() -> Option<u32> {
     link.file_name()?.to_str()?.parse().ok()
 }
 
-/// Every thread of this process as `name:state:wchan`, the loop thread marked `*` and
-/// followed by its kernel stack where `/proc` shows it.
-fn threads(loop_tid: Option<u32>) -> String {
+/// Every thread of this process as `name:state:wchan`, the thread `marked` marked `*` and
+/// followed by its kernel stack where `/proc` shows it (root): what a stall's warning shows.
+pub fn thread_picture(loop_tid: Option<u32>) -> String {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return "(no /proc/self/task)".to_owned();
     };
@@ -263,7 +263,7 @@ mod tests {
     #[test]
     fn the_picture_names_this_thread() {
         let tid = own_tid().expect("/proc/thread-self");
-        let picture = threads(Some(tid));
+        let picture = thread_picture(Some(tid));
         assert!(picture.contains('*'), "{picture}");
     }
 }

@@ -129,6 +129,7 @@ impl Sender {
                 _ = tick.tick() => {
                     beat("tick: key frame");
                     steering.serve_key_frame(&encoder);
+                    steering.watch_encoder(&encoder);
                     beat("tick: sample");
                     if let Some(mut stats) = sampler.sample(&handle, &encoder, &steering).await {
                         stats.note_stalls(watch.as_ref());
@@ -224,7 +225,17 @@ pub(crate) struct Steering {
     key_frame_pending: bool,
     last_forced_key_frame: Option<Instant>,
     key_frame_min_interval: Duration,
+    /// Times the encoder made no frame for [`ENCODER_STALL`] while raw frames reached it.
+    pub(crate) encoder_stalls: u64,
+    /// The encoder's output and capture counts when its output last moved, and when.
+    last_output: (u64, u64, Instant),
+    stalled: bool,
 }
+
+/// An encoder that has made no frame for this long while its source captured frames is
+/// stalled: a pipeline wedged in renegotiation, or a CPU too starved to encode. Thirty frame
+/// intervals at 30 fps; the frame dropper and a lower frame rate never skip that many in a row.
+pub(crate) const ENCODER_STALL: Duration = Duration::from_secs(1);
 
 impl Steering {
     pub(crate) fn new(config: &SenderConfig) -> Steering {
@@ -234,6 +245,39 @@ impl Steering {
             key_frame_pending: false,
             last_forced_key_frame: None,
             key_frame_min_interval: config.key_frame_min_interval,
+            encoder_stalls: 0,
+            last_output: (0, 0, Instant::now()),
+            stalled: false,
+        }
+    }
+
+    /// Checks the encoder's progress (once a statistics interval): a stall is counted and
+    /// logged, with what every thread of the process is doing, once when it is noticed.
+    pub(crate) fn watch_encoder(&mut self, encoder: &Encoder) {
+        let e = encoder.stats();
+        let now = Instant::now();
+        let (out, captured, at) = self.last_output;
+        if e.frames_out != out {
+            if self.stalled {
+                tracing::warn!(
+                    stalled_ms = now.saturating_duration_since(at).as_secs_f64() * 1e3,
+                    "the encoder makes frames again"
+                );
+            }
+            self.last_output = (e.frames_out, e.frames_captured, now);
+            self.stalled = false;
+        } else if !self.stalled
+            && e.frames_captured > captured
+            && now.saturating_duration_since(at) >= ENCODER_STALL
+        {
+            self.stalled = true;
+            self.encoder_stalls += 1;
+            tracing::warn!(
+                frames_out = e.frames_out,
+                captured_since = e.frames_captured - captured,
+                threads = %cg_app::watch::thread_picture(None),
+                "the encoder has made no frame for {ENCODER_STALL:?} while its source captured frames"
+            );
         }
     }
 
@@ -434,6 +478,7 @@ impl Sampler {
             breaker_trips: s.breaker_trips,
             feedback_timeouts: s.feedback_timeouts,
             rss_kib: cg_host::rss_kib(None),
+            encoder_stalls: steering.encoder_stalls,
             loop_stalls: self.last.loop_stalls,
             longest_loop_stall_ms: self.last.longest_loop_stall_ms,
             extra: c.extra.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),

@@ -112,6 +112,10 @@ pub struct Stats {
     /// The sender process's resident memory at the sample, KiB (a soak watches it stay flat).
     #[serde(default)]
     pub rss_kib: Option<u64>,
+    /// Times the encoder made no frame for a second while its source captured frames (each is
+    /// logged with what every thread was doing).
+    #[serde(default)]
+    pub encoder_stalls: u64,
     /// Times the session loop stopped turning for at least its watch's threshold (the larger
     /// of 250 ms and two statistics intervals; each is logged with what held it, see
     /// `cg_app::watch`), and the longest, ms.

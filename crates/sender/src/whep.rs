@@ -175,13 +175,11 @@ impl WhepSender {
                 })
                 .await
         });
-        let mut reports = match &whep.report_file {
-            Some(p) => Some(std::fs::File::create(p).map_err(|e| Error::Io {
-                what: format!("create {}", p.display()),
-                source: e,
-            })?),
-            None => None,
-        };
+        let reports = whep
+            .report_file
+            .as_deref()
+            .map(|p| Reports::create(p, start))
+            .transpose()?;
 
         let (bridge, mut frame_rx) = crate::session::frame_bridge(frames)?;
 
@@ -228,8 +226,8 @@ impl WhepSender {
                     Some(Command::Report { id, json, reply }) => {
                         beat("command: a viewer report");
                         let found = viewers.contains_key(&id);
-                        if found && let (Some(f), Some(json)) = (reports.as_mut(), json) {
-                            write_report(f, &id, start, &json);
+                        if found && let (Some(r), Some(json)) = (reports.as_ref(), json) {
+                            r.write(id, json);
                         }
                         let _ = reply.send(found);
                     }
@@ -271,6 +269,7 @@ impl WhepSender {
                     drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
                     beat("tick: key frame");
                     steering.serve_key_frame(&encoder);
+                    steering.watch_encoder(&encoder);
                     beat("tick: sample");
                     for (id, v) in viewers.iter_mut() {
                         if let Some(mut s) = v.sampler.sample(&v.handle, &encoder, &steering).await {
@@ -294,6 +293,9 @@ impl WhepSender {
         encoder.stop();
         drop(frame_rx);
         let _ = bridge.join();
+        if let Some(r) = reports {
+            r.finish();
+        }
         match failure {
             Some(e) => Err(e),
             None => Ok(last),
@@ -395,19 +397,55 @@ async fn drain_events(
     }
 }
 
-fn write_report(f: &mut std::fs::File, id: &str, start: Instant, json: &[u8]) {
-    let Ok(report) = serde_json::from_slice::<serde_json::Value>(json) else {
-        tracing::debug!(%id, "viewer report is not JSON");
-        return;
-    };
-    let line = serde_json::json!({
-        "viewer": id,
-        "t": start.elapsed().as_secs_f64(),
-        "mono_ns": cg_media::HostTime::now().as_nanos(),
-        "report": report,
-    });
-    if let Err(e) = writeln!(f, "{line}") {
-        tracing::warn!(%e, "cannot write viewer report");
+/// The viewer reports' file, written by a thread of its own: the session loop stamps each
+/// report as it arrives and hands it over, so a slow disk never holds the loop (which feeds
+/// every viewer's frames). Each line is flushed as written, so a reader sees whole lines even
+/// if the process is killed; [`Reports::finish`] waits until every report handed over is
+/// written.
+struct Reports {
+    start: Instant,
+    tx: std::sync::mpsc::Sender<(String, f64, u64, Bytes)>,
+    writer: std::thread::JoinHandle<()>,
+}
+
+impl Reports {
+    fn create(path: &std::path::Path, start: Instant) -> Result<Reports, Error> {
+        let io = |what: String| move |source| Error::Io { what, source };
+        let file = std::fs::File::create(path).map_err(io(format!("create {}", path.display())))?;
+        let (tx, rx) = std::sync::mpsc::channel::<(String, f64, u64, Bytes)>();
+        let writer = std::thread::Builder::new()
+            .name("cg-send-reports".into())
+            .spawn(move || {
+                let mut f = std::io::BufWriter::new(file);
+                for (id, t, mono_ns, json) in rx {
+                    let Ok(report) = serde_json::from_slice::<serde_json::Value>(&json) else {
+                        tracing::debug!(%id, "viewer report is not JSON");
+                        continue;
+                    };
+                    let line = serde_json::json!({
+                        "viewer": id, "t": t, "mono_ns": mono_ns, "report": report,
+                    });
+                    if let Err(e) = writeln!(f, "{line}").and_then(|()| f.flush()) {
+                        tracing::warn!(%e, "cannot write viewer report");
+                    }
+                }
+            })
+            .map_err(io("spawn the viewer reports' writer".into()))?;
+        Ok(Reports { start, tx, writer })
+    }
+
+    /// Viewer `id`'s report, stamped now.
+    fn write(&self, id: String, json: Bytes) {
+        let t = self.start.elapsed().as_secs_f64();
+        let _ = self
+            .tx
+            .send((id, t, cg_media::HostTime::now().as_nanos(), json));
+    }
+
+    /// Waits until every report is written.
+    fn finish(self) {
+        drop(self.tx);
+        let _ = self.writer.join();
     }
 }
 

@@ -49,7 +49,8 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// Runs `toml` with netlab; `during` runs while netlab does (given the output dir).
+/// Runs `toml` with netlab; `during` runs while netlab does (given the output dir). netlab's
+/// standard error, with its processes', is kept as `stderr.log` in the output dir.
 pub fn run_netlab(
     name: &str,
     toml: &str,
@@ -74,6 +75,11 @@ pub fn run_netlab(
         .expect("netlab runs");
     during(&out);
     let o = child.wait_with_output().expect("netlab ends");
+    // What netlab and its processes said (cg-send's stall warnings, Chromium's log) stays with
+    // the run's output, which a run that missed keeps.
+    if out.is_dir() {
+        let _ = std::fs::write(out.join("stderr.log"), &o.stderr);
+    }
     if !o.status.success() {
         return Err(format!(
             "netlab failed: {}\n{}",
