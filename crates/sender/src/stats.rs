@@ -105,8 +105,8 @@ pub struct Stats {
     /// Times the breaker tripped.
     pub breaker_trips: u64,
     /// Silences of the feedback that halved the rate (RFC 8888 §5): the target and the pacer
-    /// run at half the controller's rate after each period without feedback (0.5 s with
-    /// transport-wide CC or RFC 8888, 3 s with REMB) until feedback returns.
+    /// run at half the controller's rate after each period in which sent media drew no
+    /// feedback (0.5 s with transport-wide CC or RFC 8888, 3 s with REMB) until it returns.
     #[serde(default)]
     pub feedback_timeouts: u64,
     /// The sender process's resident memory at the sample, KiB (a soak watches it stay flat).

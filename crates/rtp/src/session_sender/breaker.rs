@@ -6,10 +6,15 @@
 //! failure". None of cg's controllers does so by itself: GCC keeps its target without
 //! feedback, and SCReAM forgets its flight after 0.5 s without feedback (the reference's
 //! guard against a deadlocked window), which reopens its window. So the session does it for
-//! every controller: after `reduce_after` without feedback the rate the controller asks for
-//! (the encoder's target and the pacer's rate) is halved, and halved again after each further
-//! `reduce_after`, down to 1/16 of it; the first feedback gives the controller's own rate back
-//! at once (its state was never touched, and the silence told it nothing). Only feedback the
+//! every controller: when media sent `reduce_after` ago has drawn no feedback, the rate the
+//! controller asks for (the encoder's target and the pacer's rate) is halved, and halved again
+//! after each further `reduce_after`, down to 1/16 of it; the first feedback gives the
+//! controller's own rate back at once (its state was never touched, and the silence told it
+//! nothing). The clock starts at the first packet sent after the last feedback, not at the
+//! feedback: a receiver sends per-packet feedback only for packets it gets, so a sender that
+//! sent nothing (its encoder or its loop held up) hears nothing and has lost nothing; halving
+//! it then would only make it resume at a fraction of its rate. libwebrtc's congestion window
+//! counts the same way, bytes in flight without feedback. Only feedback the
 //! controller runs on counts here (per-packet reports — transport-wide CC or RFC 8888 — for
 //! send-side GCC and SCReAM, REMB and receiver reports for GCC-REMB): a peer that still sends
 //! receiver reports or NACKs but no congestion feedback leaves the controller as blind as
@@ -51,9 +56,10 @@ pub(crate) struct Breaker {
     reduce_after: Option<Duration>,
     /// Last feedback of any kind, or the first media packet while none has arrived yet.
     last_heard: Option<Instant>,
-    /// Last feedback the controller is fed by, or the first media packet while none has
-    /// arrived yet: the clock of the rate reduction.
-    last_fed: Option<Instant>,
+    /// The first packet sent since the last feedback the controller is fed by (since the start
+    /// while none has arrived): the clock of the rate reduction; `None` while nothing sent
+    /// waits for feedback.
+    unfed_since: Option<Instant>,
     tripped: bool,
     /// Halvings in force for the current silence.
     halvings: u32,
@@ -67,7 +73,7 @@ impl Breaker {
             timeout,
             reduce_after: reduce_after.filter(|d| !d.is_zero()),
             last_heard: None,
-            last_fed: None,
+            unfed_since: None,
             tripped: false,
             halvings: 0,
             reductions: 0,
@@ -88,7 +94,7 @@ impl Breaker {
     /// Media was sent: start the clock if it is not running.
     pub fn on_media_sent(&mut self, now: Instant) {
         self.last_heard.get_or_insert(now);
-        self.last_fed.get_or_insert(now);
+        self.unfed_since.get_or_insert(now);
     }
 
     /// Feedback on our SSRC arrived; `feeds_controller`: of the kind the controller is fed
@@ -96,7 +102,7 @@ impl Breaker {
     pub fn on_feedback(&mut self, now: Instant, feeds_controller: bool) -> Option<BreakerState> {
         self.last_heard = Some(now);
         if feeds_controller {
-            self.last_fed = Some(now);
+            self.unfed_since = None;
             if self.halvings > 0 {
                 tracing::info!("feedback returned: the controller's rate is back");
                 self.halvings = 0;
@@ -115,8 +121,8 @@ impl Breaker {
     pub fn check(&mut self, now: Instant) -> Option<BreakerState> {
         let heard = self.last_heard?;
         let silent = now.saturating_duration_since(heard);
-        if let (Some(after), Some(fed)) = (self.reduce_after, self.last_fed) {
-            let unfed = now.saturating_duration_since(fed);
+        if let (Some(after), Some(since)) = (self.reduce_after, self.unfed_since) {
+            let unfed = now.saturating_duration_since(since);
             let due = (unfed.as_nanos() / after.as_nanos()).min(u128::from(MAX_HALVINGS)) as u32;
             if due > self.halvings {
                 if self.halvings == 0 {
@@ -156,9 +162,9 @@ impl Breaker {
         let heard = self.last_heard?;
         let halve = self
             .reduce_after
-            .zip(self.last_fed)
+            .zip(self.unfed_since)
             .filter(|_| self.halvings < MAX_HALVINGS)
-            .map(|(after, fed)| fed + after * (self.halvings + 1));
+            .map(|(after, since)| since + after * (self.halvings + 1));
         Some(halve.map_or(heard + self.timeout, |h| h.min(heard + self.timeout)))
     }
 }
@@ -220,6 +226,7 @@ mod tests {
             "the breaker had not tripped"
         );
         assert_eq!(b.rate_factor(), 1.0, "feedback gives the rate back at once");
+        b.on_media_sent(t0 + s(9100));
         b.check(t0 + s(9600));
         assert_eq!(b.rate_factor(), 0.5);
         assert_eq!(b.reductions(), 2);
@@ -228,6 +235,32 @@ mod tests {
         off.on_media_sent(t0);
         off.check(t0 + s(14_000));
         assert_eq!(off.rate_factor(), 1.0);
+    }
+
+    /// A sender that sent nothing since the last feedback has no feedback to miss: its rate
+    /// stays; the clock starts with the next packet it sends.
+    #[test]
+    fn a_sender_that_sent_nothing_is_not_halved() {
+        let t0 = Instant::now();
+        let s = Duration::from_millis;
+        let mut b = Breaker::new(Duration::from_secs(15), Some(s(500)));
+        b.on_media_sent(t0);
+        b.on_feedback(t0 + s(20), true);
+        // The encoder stalls for 1.2 s: nothing is sent, nothing comes back.
+        assert_eq!(b.check(t0 + s(1220)), None);
+        assert_eq!(b.rate_factor(), 1.0, "nothing was sent: nothing was missed");
+        assert_eq!(b.reductions(), 0);
+        assert_eq!(
+            b.deadline(),
+            Some(t0 + s(20) + Duration::from_secs(15)),
+            "only the breaker's clock runs"
+        );
+        // Sending resumes and its feedback does not come: halved `reduce_after` later.
+        b.on_media_sent(t0 + s(1220));
+        b.check(t0 + s(1719));
+        assert_eq!(b.rate_factor(), 1.0);
+        b.check(t0 + s(1720));
+        assert_eq!(b.rate_factor(), 0.5);
     }
 
     /// Receiver reports or NACKs without the controller's own feedback keep the breaker

@@ -64,7 +64,8 @@ impl PayloadTypes {
     }
 }
 
-/// How long the sender waits without feedback before it halves its rate, and again after
+/// How long media the sender sent may go without feedback before it halves its rate (the
+/// clock starts at the first packet sent after the last feedback), and again after
 /// each further such period down to 1/16 of the controller's rate, until feedback returns
 /// (RFC 8888 §5: "if multiple consecutive congestion control feedback packets are lost, then
 /// the media sender SHOULD rapidly reduce its sending rate"). The circuit breaker
