@@ -2,7 +2,7 @@
 //! and says where it stood and what every thread of the process was doing.
 //!
 //! The loop marks each step it takes ([`LoopWatch::beat`], with the step's name). A loop
-//! that has not marked a step for [`LoopWatch::threshold`] is *stalled*: the watch then reads,
+//! that has not marked a step for its threshold is *stalled*: the watch then reads,
 //! from `/proc/self/task`, each thread's name, scheduler state (`R` running, `S` sleeping,
 //! `D` in uninterruptible I/O) and the kernel function it waits in (`wchan`), and the loop
 //! thread's kernel stack where `/proc` shows it (root). When the loop marks its next step,
@@ -14,7 +14,7 @@
 //! file system's wait), the CPU (`R`), or an await on another task (the loop's step names the
 //! await). The watch reads only `/proc` text and never touches the loop's state.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,9 +34,8 @@ struct Shared {
     threshold: Duration,
     /// Nanoseconds since `origin` of the last step.
     beat_ns: AtomicU64,
-    /// The last step's name, as an index into `names`.
-    stage: AtomicUsize,
-    names: Mutex<Vec<&'static str>>,
+    /// The last step's name.
+    step: Mutex<&'static str>,
     /// The loop thread, as `/proc/self/task` names it.
     tid: Option<u32>,
     stop: AtomicBool,
@@ -63,8 +62,7 @@ impl LoopWatch {
             origin: Instant::now(),
             threshold: threshold.max(MIN_THRESHOLD),
             beat_ns: AtomicU64::new(0),
-            stage: AtomicUsize::new(0),
-            names: Mutex::new(vec!["start"]),
+            step: Mutex::new("start"),
             tid: own_tid(),
             stop: AtomicBool::new(false),
             stalls: AtomicU64::new(0),
@@ -78,23 +76,10 @@ impl LoopWatch {
         Some(LoopWatch { shared })
     }
 
-    /// The loop takes step `stage` now.
-    pub fn beat(&self, stage: &'static str) {
+    /// The loop takes step `step` now.
+    pub fn beat(&self, step: &'static str) {
         let s = &self.shared;
-        let index = {
-            let mut names = s.names.lock().unwrap_or_else(|e| e.into_inner());
-            match names
-                .iter()
-                .position(|n| std::ptr::eq(*n, stage) || *n == stage)
-            {
-                Some(i) => i,
-                None => {
-                    names.push(stage);
-                    names.len() - 1
-                }
-            }
-        };
-        s.stage.store(index, Ordering::Relaxed);
+        *s.step.lock().unwrap_or_else(|e| e.into_inner()) = step;
         s.beat_ns.store(nanos_since(s.origin), Ordering::Release);
     }
 
@@ -104,11 +89,6 @@ impl LoopWatch {
             count: self.shared.stalls.load(Ordering::Relaxed),
             longest: Duration::from_nanos(self.shared.longest_ns.load(Ordering::Relaxed)),
         }
-    }
-
-    /// The stall threshold in use.
-    pub fn threshold(&self) -> Duration {
-        self.shared.threshold
     }
 }
 
@@ -126,7 +106,7 @@ fn nanos_since(origin: Instant) -> u64 {
 fn watch(s: &Shared) {
     let period = s.threshold / 4;
     // The stalled step (its beat and name) and the picture taken when it was noticed.
-    let mut stalled: Option<(u64, usize, String)> = None;
+    let mut stalled: Option<(u64, &'static str, String)> = None;
     while !s.stop.load(Ordering::Relaxed) {
         std::thread::sleep(period);
         let beat = s.beat_ns.load(Ordering::Acquire);
@@ -134,22 +114,16 @@ fn watch(s: &Shared) {
         let age = Duration::from_nanos(now.saturating_sub(beat));
         match &stalled {
             None if age >= s.threshold => {
-                stalled = Some((beat, s.stage.load(Ordering::Relaxed), thread_picture(s.tid)));
+                let step = *s.step.lock().unwrap_or_else(|e| e.into_inner());
+                stalled = Some((beat, step, thread_picture(s.tid)));
             }
-            Some((at, stage, picture)) if beat != *at => {
+            Some((at, step, picture)) if beat != *at => {
                 let length = Duration::from_nanos(beat.saturating_sub(*at));
                 s.stalls.fetch_add(1, Ordering::Relaxed);
                 s.longest_ns.fetch_max(
                     u64::try_from(length.as_nanos()).unwrap_or(u64::MAX),
                     Ordering::Relaxed,
                 );
-                let step = s
-                    .names
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get(*stage)
-                    .copied()
-                    .unwrap_or("?");
                 tracing::warn!(
                     loop_name = s.name,
                     stalled_ms = length.as_secs_f64() * 1e3,
@@ -170,7 +144,7 @@ fn own_tid() -> Option<u32> {
     link.file_name()?.to_str()?.parse().ok()
 }
 
-/// Every thread of this process as `name:state:wchan`, the thread `marked` marked `*` and
+/// Every thread of this process as `name:state:wchan`, the thread `loop_tid` marked `*` and
 /// followed by its kernel stack where `/proc` shows it (root): what a stall's warning shows.
 pub fn thread_picture(loop_tid: Option<u32>) -> String {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {

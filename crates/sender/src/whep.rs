@@ -27,7 +27,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -410,13 +409,12 @@ struct Reports {
 
 impl Reports {
     fn create(path: &std::path::Path, start: Instant) -> Result<Reports, Error> {
-        let io = |what: String| move |source| Error::Io { what, source };
-        let file = std::fs::File::create(path).map_err(io(format!("create {}", path.display())))?;
+        // The statistics output's JSON-lines file: a line written and flushed per report.
+        let mut out = cg_app::output::StatsOutput::new(false, Some(path), true)?;
         let (tx, rx) = std::sync::mpsc::channel::<(String, f64, u64, Bytes)>();
         let writer = std::thread::Builder::new()
             .name("cg-send-reports".into())
             .spawn(move || {
-                let mut f = std::io::BufWriter::new(file);
                 for (id, t, mono_ns, json) in rx {
                     let Ok(report) = serde_json::from_slice::<serde_json::Value>(&json) else {
                         tracing::debug!(%id, "viewer report is not JSON");
@@ -425,12 +423,15 @@ impl Reports {
                     let line = serde_json::json!({
                         "viewer": id, "t": t, "mono_ns": mono_ns, "report": report,
                     });
-                    if let Err(e) = writeln!(f, "{line}").and_then(|()| f.flush()) {
+                    if let Err(e) = out.write(&line, "") {
                         tracing::warn!(%e, "cannot write viewer report");
                     }
                 }
             })
-            .map_err(io("spawn the viewer reports' writer".into()))?;
+            .map_err(|source| Error::Io {
+                what: "spawn the viewer reports' writer".into(),
+                source,
+            })?;
         Ok(Reports { start, tx, writer })
     }
 
