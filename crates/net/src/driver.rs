@@ -357,6 +357,20 @@ impl<S: Session> DriverHandle<S> {
             .map_err(|_| Error::DriverStopped)
     }
 
+    /// Hands `f` to the driver without waiting: `Ok(false)` if its command queue is full (the
+    /// driver has not kept up; `f` is dropped unrun), an error once it has stopped. For a
+    /// caller that must not wait on one driver, such as a loop that feeds several.
+    pub fn try_call(
+        &self,
+        f: impl FnOnce(&mut S, Instant) + Send + 'static,
+    ) -> Result<bool, Error> {
+        match self.commands.try_send(Box::new(f)) {
+            Ok(()) => Ok(true),
+            Err(mpsc::error::TrySendError::Full(_)) => Ok(false),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(Error::DriverStopped),
+        }
+    }
+
     /// Runs `f` on the session inside the driver and returns its answer (e.g. the session's
     /// statistics).
     pub async fn query<R: Send + 'static>(

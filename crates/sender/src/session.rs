@@ -90,6 +90,7 @@ impl Sender {
 
         let mut steering = Steering::new(&config);
         let mut sampler = Sampler::new(&config, start);
+        let mut feed = FrameFeed::new();
         encoder.set_target_bitrate(config.start_bitrate);
         let mut tick = tokio::time::interval(config.stats_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -116,8 +117,10 @@ impl Sender {
                         break;
                     };
                     beat("frame: push to the driver");
-                    // `None`: the driver stopped; the next turn reports why.
-                    let _ = push_frame(&handle, &frame, codec).await;
+                    // `Stopped`: the next turn reports why.
+                    if feed.push(&handle, &frame, codec) == Fed::Skipped {
+                        steering.want_key_frame(&encoder);
+                    }
                 }
                 event = handle.next_event() => match event {
                     Some(e) => {
@@ -131,7 +134,7 @@ impl Sender {
                     steering.serve_key_frame(&encoder);
                     steering.watch_encoder(&encoder);
                     beat("tick: sample");
-                    if let Some(mut stats) = sampler.sample(&handle, &encoder, &steering).await {
+                    if let Some(mut stats) = sampler.sample(&handle, &feed, &encoder, &steering).await {
                         stats.note_stalls(watch.as_ref());
                         if let Some(tx) = &stats_tx {
                             let _ = tx.try_send(stats.clone());
@@ -148,7 +151,7 @@ impl Sender {
             let _ = handle.call(|s: &mut SenderSession, _| s.close()).await;
             let _ = handle.query(|_: &mut SenderSession, _| ()).await;
             let _ = handle.query(|_: &mut SenderSession, _| ()).await;
-            if let Some(stats) = sampler.sample(&handle, &encoder, &steering).await {
+            if let Some(stats) = sampler.sample(&handle, &feed, &encoder, &steering).await {
                 // The final totals are the stream's last record too (scripts read the last
                 // line of --stats-file).
                 // Bounded wait: a stalled consumer must not stop the sender from ending.
@@ -357,33 +360,96 @@ impl HasSender for cg_webrtc::WebRtcSession<SenderSession> {
     }
 }
 
-/// Pushes an encoded frame into the session behind `handle`; whether the session hears its
-/// feedback (a WHEP viewer whose feedback stopped does not steer the shared encoder), or
-/// `None` if the driver has stopped. A frame the session refuses is logged and lost.
-pub(crate) async fn push_frame<S: HasSender>(
-    handle: &DriverHandle<S>,
-    frame: &cg_media::EncodedFrame,
-    codec: cg_rtp::Codec,
-) -> Option<bool> {
-    let capture_time = frame.capture_time.to_instant();
-    let f = cg_rtp::EncodedFrame {
-        data: frame.data.clone(),
-        capture_time,
-        // cg-media stamps a frame as it enters the encoding pipeline and again as it leaves.
-        encoded: Some((capture_time, capture_time + frame.encode_latency)),
-        key_frame: frame.key_frame,
-        codec,
-    };
-    handle
-        .query(move |s: &mut S, now| {
+/// Frames a driver may have been handed and not yet taken before the next one is skipped:
+/// the one it is taking and one more. A driver that has not taken two frames, two frame
+/// intervals, is stalled (its worker descheduled or blocked in the kernel); frames queued
+/// behind it would reach its viewer late, as a backlog, when it runs again.
+const MAX_FRAMES_WAITING: usize = 2;
+
+/// Hands encoded frames to one session's driver without waiting for it: a loop that feeds
+/// several viewers is never held by one whose driver is stalled, and a stalled driver gets no
+/// backlog. A skipped frame breaks the picture's chain of references, so the feed's owner
+/// asks for a key frame (and a WHEP viewer gets no frame until it comes, the rule for a
+/// viewer that joins).
+#[derive(Default)]
+pub(crate) struct FrameFeed {
+    /// Frames handed to the driver that it has not taken yet.
+    waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether the session heard its feedback when it last took a frame (a WHEP viewer whose
+    /// feedback stopped does not steer the shared encoder).
+    hears: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Frames skipped because the driver had not taken the ones before.
+    pub(crate) skipped: u64,
+}
+
+/// What became of a frame given to a [`FrameFeed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fed {
+    /// The driver has it.
+    Handed,
+    /// Skipped: the driver has not taken the frames before.
+    Skipped,
+    /// The driver has stopped.
+    Stopped,
+}
+
+impl FrameFeed {
+    pub(crate) fn new() -> FrameFeed {
+        let feed = FrameFeed::default();
+        feed.hears.store(true, std::sync::atomic::Ordering::Relaxed);
+        feed
+    }
+
+    /// Hands `frame` to the session behind `handle`; a frame the session refuses is logged
+    /// and lost.
+    pub(crate) fn push<S: HasSender>(
+        &mut self,
+        handle: &DriverHandle<S>,
+        frame: &cg_media::EncodedFrame,
+        codec: cg_rtp::Codec,
+    ) -> Fed {
+        use std::sync::atomic::Ordering;
+        if self.waiting.load(Ordering::Acquire) >= MAX_FRAMES_WAITING {
+            self.skipped += 1;
+            return Fed::Skipped;
+        }
+        let capture_time = frame.capture_time.to_instant();
+        let f = cg_rtp::EncodedFrame {
+            data: frame.data.clone(),
+            capture_time,
+            // cg-media stamps a frame as it enters the encoding pipeline and again as it leaves.
+            encoded: Some((capture_time, capture_time + frame.encode_latency)),
+            key_frame: frame.key_frame,
+            codec,
+        };
+        let (waiting, hears) = (self.waiting.clone(), self.hears.clone());
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let handed = handle.try_call(move |s: &mut S, now| {
             let s = s.sender();
             if let Err(e) = s.push_frame(f, now) {
                 tracing::warn!(%e, "frame not packetized");
             }
-            s.hears_feedback()
-        })
-        .await
-        .ok()
+            hears.store(s.hears_feedback(), Ordering::Release);
+            waiting.fetch_sub(1, Ordering::AcqRel);
+        });
+        match handed {
+            Ok(true) => Fed::Handed,
+            Ok(false) => {
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                self.skipped += 1;
+                Fed::Skipped
+            }
+            Err(_) => {
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                Fed::Stopped
+            }
+        }
+    }
+
+    /// Whether the session heard its feedback when it last took a frame.
+    pub(crate) fn hears_feedback(&self) -> bool {
+        self.hears.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 /// One session's statistics between samples.
@@ -392,6 +458,7 @@ pub(crate) struct Sampler {
     controller: String,
     last_rtp_bytes: u64,
     last_sample: Instant,
+    interval: Duration,
     pub(crate) last: Stats,
 }
 
@@ -402,27 +469,32 @@ impl Sampler {
             controller: config.controller.name().to_owned(),
             last_rtp_bytes: 0,
             last_sample: start,
+            interval: config.stats_interval,
             last: Stats::default(),
         }
     }
 
+    /// The session's statistics now, or `None` if its driver has stopped or has not answered
+    /// within a statistics interval (a stalled driver does not hold the loop).
     pub(crate) async fn sample<S: HasSender>(
         &mut self,
         handle: &DriverHandle<S>,
+        feed: &FrameFeed,
         encoder: &Encoder,
         steering: &Steering,
     ) -> Option<Stats> {
-        let (s, c, target, tripped) = handle
-            .query(|s: &mut S, _| {
-                let s = s.sender();
-                (
-                    s.stats().clone(),
-                    s.controller().stats(),
-                    s.target_bitrate(),
-                    s.circuit_breaker_tripped(),
-                )
-            })
+        let query = handle.query(|s: &mut S, _| {
+            let s = s.sender();
+            (
+                s.stats().clone(),
+                s.controller().stats(),
+                s.target_bitrate(),
+                s.circuit_breaker_tripped(),
+            )
+        });
+        let (s, c, target, tripped) = tokio::time::timeout(self.interval, query)
             .await
+            .ok()?
             .ok()?;
         let net = handle.stats();
         let enc = encoder.stats();
@@ -457,7 +529,7 @@ impl Sampler {
             remb_bps: s.remb.map(|r| r.as_bps()),
             frames_encoded: enc.frames_out,
             frames_sent: s.frames_pushed,
-            frames_dropped: s.frames_dropped + enc.dropped_backpressure,
+            frames_dropped: s.frames_dropped + enc.dropped_backpressure + feed.skipped,
             frames_skipped: enc.dropped_rate + enc.skipped_frame_rate,
             width: enc.format.width,
             height: enc.format.height,
@@ -481,6 +553,7 @@ impl Sampler {
             encoder_stalls: steering.encoder_stalls,
             loop_stalls: self.last.loop_stalls,
             longest_loop_stall_ms: self.last.longest_loop_stall_ms,
+            driver_skips: feed.skipped,
             extra: c.extra.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
         })
     }
@@ -514,5 +587,64 @@ pub(crate) fn rtp_config(config: &SenderConfig) -> cg_rtp::SenderConfig {
         },
         playout_delay: config.playout_delay,
         ..cg_rtp::SenderConfig::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(seq: u64) -> cg_media::EncodedFrame {
+        cg_media::EncodedFrame {
+            data: axum::body::Bytes::from_static(&[0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a]),
+            codec: cg_media::Codec::Vp8,
+            capture_time: HostTime::now(),
+            key_frame: seq == 0,
+            pts: Duration::from_millis(33 * seq),
+            index: seq,
+            seq,
+            encode_latency: Duration::ZERO,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_driver_that_takes_no_frame_gets_two_then_none_and_the_loop_does_not_wait() {
+        let config = SenderConfig::default();
+        let socket = UdpSocket::bind(&SocketConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            ..SocketConfig::default()
+        })
+        .unwrap();
+        let peer = socket.local_addr();
+        let now = Instant::now();
+        let session = SenderSession::with_controller_config(
+            rtp_config(&config),
+            config.controller_config().as_ref(),
+            now,
+        )
+        .unwrap();
+        let (driver, handle) = Driver::new(socket, session, DriverConfig::new(peer)).unwrap();
+        let codec = cg_rtp::Codec::Vp8;
+        let mut feed = FrameFeed::new();
+        // The driver is not running: it takes nothing. Two frames wait for it, the third is
+        // skipped at once (the caller is not held).
+        assert_eq!(feed.push(&handle, &frame(0), codec), Fed::Handed);
+        assert_eq!(feed.push(&handle, &frame(1), codec), Fed::Handed);
+        assert_eq!(feed.push(&handle, &frame(2), codec), Fed::Skipped);
+        assert_eq!(feed.skipped, 1);
+        // Once it runs it takes both, and the next frame is handed again.
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(driver.run(async move {
+            let _ = stopped.await;
+        }));
+        let pushed = handle
+            .query(|s: &mut SenderSession, _| s.stats().frames_pushed)
+            .await
+            .unwrap();
+        assert_eq!(pushed, 2);
+        assert_eq!(feed.push(&handle, &frame(3), codec), Fed::Handed);
+        let _ = stop.send(());
+        let _ = task.await;
+        assert_eq!(feed.push(&handle, &frame(4), codec), Fed::Stopped);
     }
 }

@@ -43,7 +43,7 @@ use cg_webrtc::http::{PictureRefused, SessionHost};
 use cg_webrtc::{IceTimeouts, PeerConfig, PeerState, WebRtcEvent, WebRtcPeer, WebRtcSession};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::session::{Sampler, Steering, push_frame};
+use crate::session::{Fed, FrameFeed, Sampler, Steering};
 use crate::{Error, SenderConfig, Stats};
 
 /// The default [`WhepConfig::connect_timeout`].
@@ -210,7 +210,7 @@ impl WhepSender {
                             created: Instant::now(),
                             sampler: Sampler::new(&config, start),
                             target: config.start_bitrate.max(config.min_bitrate),
-                            hears_feedback: true,
+                            feed: FrameFeed::new(),
                             keyed: false,
                         });
                     }
@@ -238,12 +238,20 @@ impl WhepSender {
                         break Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                     };
                     beat("frame: push to the drivers");
-                    let mut any = false;
+                    let (mut any, mut skipped) = (false, false);
                     for v in viewers.values_mut().filter_map(|v| v.takes(&frame).then_some(v)) {
-                        if let Some(hears) = push_frame(&v.handle, &frame, codec).await {
-                            v.hears_feedback = hears;
-                            any = true;
+                        match v.feed.push(&v.handle, &frame, codec) {
+                            Fed::Handed => any = true,
+                            // Its picture waits for the key frame asked for below.
+                            Fed::Skipped => {
+                                v.keyed = false;
+                                skipped = true;
+                            }
+                            Fed::Stopped => {}
                         }
+                    }
+                    if skipped {
+                        steering.want_key_frame(&encoder);
                     }
                     beat("frame: viewers' events");
                     drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
@@ -254,7 +262,7 @@ impl WhepSender {
                     // at its minimum, as in plain mode.
                     let lowest = viewers
                         .values()
-                        .filter(|v| v.state == PeerState::Connected && v.hears_feedback)
+                        .filter(|v| v.state == PeerState::Connected && v.feed.hears_feedback())
                         .map(|v| v.target)
                         .min();
                     match lowest {
@@ -271,7 +279,7 @@ impl WhepSender {
                     steering.watch_encoder(&encoder);
                     beat("tick: sample");
                     for (id, v) in viewers.iter_mut() {
-                        if let Some(mut s) = v.sampler.sample(&v.handle, &encoder, &steering).await {
+                        if let Some(mut s) = v.sampler.sample(&v.handle, &v.feed, &encoder, &steering).await {
                             s.viewer = Some(id.clone());
                             s.note_stalls(watch.as_ref());
                             if let Some(tx) = &stats_tx {
@@ -313,8 +321,8 @@ struct Viewer {
     sampler: Sampler,
     /// The encoder target its session last raised ([`SenderEvent::TargetBitrate`]).
     target: Bitrate,
-    /// Whether its session heard its feedback at the last frame.
-    hears_feedback: bool,
+    /// Its frames, handed to its driver without waiting for it.
+    feed: FrameFeed,
     /// Whether it has been sent a key frame: its stream starts with one.
     keyed: bool,
 }

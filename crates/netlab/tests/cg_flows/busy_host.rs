@@ -282,13 +282,14 @@ fn chromium_views_gaming(
         );
     }
     spread.check(run, figure("freezes"), num(v, "freezes"), 0.0..=0.0);
-    // What cg-send saw of itself: its session loop and its encoder kept turning (each stall
-    // is logged on stderr with what every thread was doing).
+    // What cg-send saw of itself: its session loop, its encoder and the viewer's driver kept
+    // turning (each loop or encoder stall is logged on stderr with what every thread was
+    // doing).
     let last = lines(&out.join("raw/cg-send-cg.jsonl"))
         .last()
         .cloned()
         .unwrap_or_default();
-    for what in ["loop_stalls", "encoder_stalls"] {
+    for what in ["loop_stalls", "encoder_stalls", "driver_skips"] {
         spread.check(
             run,
             figure(&format!("cg-send's {what}")),
