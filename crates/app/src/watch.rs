@@ -147,23 +147,19 @@ fn own_tid() -> Option<u32> {
 /// Every thread of this process as `name:state:wchan`, the thread `loop_tid` marked `*` and
 /// followed by its kernel stack where `/proc` shows it (root): what a stall's warning shows.
 pub fn thread_picture(loop_tid: Option<u32>) -> String {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+    let Ok(tids) = cg_host::threads(None) else {
         return "(no /proc/self/task)".to_owned();
     };
     let mut out = vec![];
     let mut stack = String::new();
-    for entry in dir.flatten() {
-        let Some(tid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|t| t.parse::<u32>().ok())
-        else {
-            continue;
+    for tid in tids {
+        let read = |f: &str| {
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/{f}")).unwrap_or_default()
         };
-        let path = entry.path();
-        let read = |f: &str| std::fs::read_to_string(path.join(f)).unwrap_or_default();
-        let stat = read("stat");
-        let (name, state) = stat_name_state(&stat).unwrap_or(("?", "?"));
+        let stat = cg_host::ProcStat::parse(&read("stat"));
+        let (name, state) = stat
+            .as_ref()
+            .map_or(("?", '?'), |s| (s.comm.as_str(), s.state));
         let wchan = read("wchan");
         let wchan = if wchan.is_empty() || wchan == "0" {
             "-"
@@ -189,28 +185,9 @@ pub fn thread_picture(loop_tid: Option<u32>) -> String {
     }
 }
 
-/// The thread name and state of a `/proc/…/stat` line: `TID (name) S …` (the name may hold
-/// spaces and parentheses; it ends at the last `)`).
-fn stat_name_state(stat: &str) -> Option<(&str, &str)> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let name = stat.get(open + 1..close)?;
-    let state = stat.get(close + 1..)?.split_whitespace().next()?;
-    Some((name, state))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_stat_line_gives_name_and_state() {
-        assert_eq!(
-            stat_name_state("4242 (tokio-rt (x) 1) S 1 2 3"),
-            Some(("tokio-rt (x) 1", "S"))
-        );
-        assert_eq!(stat_name_state("garbage"), None);
-    }
 
     #[test]
     fn a_loop_that_stops_turning_is_counted_once_it_turns_again() {

@@ -3,7 +3,8 @@
 //!
 //! - [`ProcStat`] — the fields cg reads from a Linux `/proc/PID/stat` line (process tree,
 //!   CPU time in [`USER_HZ`] ticks), parsed from its text, and a process's resident memory
-//!   ([`rss_kib`], from `/proc/PID/status`; [`vm_rss_kib`] parses that text).
+//!   ([`rss_kib`], from `/proc/PID/status`; [`vm_rss_kib`] parses that text), and its
+//!   threads ([`threads`], from `/proc/PID/task`).
 //! - [`is_per_package_cargo_var`] — which of the variables in a process's environment cargo
 //!   set for one package's build, run or test, so that a cargo started from such a process
 //!   (xtask, an end-to-end test) starts without them.
@@ -23,4 +24,4 @@ mod proc_stat;
 pub mod testing;
 
 pub use cargo_env::is_per_package_cargo_var;
-pub use proc_stat::{ProcStat, USER_HZ, rss_kib, vm_rss_kib};
+pub use proc_stat::{ProcStat, USER_HZ, rss_kib, threads, vm_rss_kib};

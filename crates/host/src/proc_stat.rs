@@ -11,6 +11,9 @@ pub const USER_HZ: u32 = 100;
 pub struct ProcStat {
     /// The command (thread) name, without its parentheses.
     pub comm: String,
+    /// The scheduler state (field 3): `R` running, `S` sleeping, `D` waiting in the kernel
+    /// uninterruptibly…
+    pub state: char,
     /// The parent's pid (field 4).
     pub ppid: u32,
     /// User-mode CPU time, in [`USER_HZ`] ticks (field 14).
@@ -31,6 +34,7 @@ impl ProcStat {
         let field = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
         Some(ProcStat {
             comm,
+            state: fields.first()?.chars().next()?,
             ppid: u32::try_from(field(1)?).ok()?,
             utime_ticks: field(11)?,
             stime_ticks: field(12)?,
@@ -46,6 +50,18 @@ impl ProcStat {
     pub fn cpu_time(&self) -> Duration {
         Duration::from_secs_f64(self.cpu_ticks() as f64 / f64::from(USER_HZ))
     }
+}
+
+/// The thread ids of process `pid` (`None`: this process), from `/proc/PID/task`.
+pub fn threads(pid: Option<u32>) -> std::io::Result<Vec<u32>> {
+    let dir = pid.map_or_else(
+        || "/proc/self/task".to_owned(),
+        |p| format!("/proc/{p}/task"),
+    );
+    Ok(std::fs::read_dir(dir)?
+        .flatten()
+        .filter_map(|t| t.file_name().to_str()?.parse().ok())
+        .collect())
 }
 
 /// Resident memory (`VmRSS`) of a `/proc/PID/status` text, KiB.
@@ -78,6 +94,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.comm, "cg send (x)");
+        assert_eq!(s.state, 'S');
         assert_eq!(s.ppid, 1);
         assert_eq!(s.cpu_ticks(), 1290);
         assert_eq!(s.cpu_time(), Duration::from_millis(12_900));
@@ -102,5 +119,13 @@ mod tests {
         assert_eq!(vm_rss_kib("Name:\tkthreadd\n"), None);
         assert_eq!(vm_rss_kib("VmRSS: lots kB\n"), None);
         assert!(rss_kib(None).is_some_and(|k| k > 0));
+    }
+
+    #[test]
+    fn this_process_has_this_thread() {
+        let link = std::fs::read_link("/proc/thread-self").unwrap();
+        let tid: u32 = link.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        assert!(threads(None).unwrap().contains(&tid));
+        assert!(threads(Some(std::process::id())).unwrap().contains(&tid));
     }
 }

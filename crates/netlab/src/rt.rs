@@ -73,12 +73,8 @@ fn make_fifo(pid: u32, priority: u8) -> std::io::Result<()> {
     let param = libc::sched_param {
         sched_priority: i32::from(priority.clamp(1, 99)),
     };
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))?.flatten() {
-        let Some(tid) = task
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
+    for tid in cg_host::threads(Some(pid))? {
+        let Ok(tid) = i32::try_from(tid) else {
             continue;
         };
         // SAFETY: `param` is a valid sched_param; a stale tid only makes the call fail.
