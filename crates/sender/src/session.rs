@@ -132,7 +132,7 @@ impl Sender {
                 _ = tick.tick() => {
                     beat("tick: key frame");
                     steering.serve_key_frame(&encoder);
-                    steering.watch_encoder(&encoder);
+                    steering.watch_encoder(progress(&encoder), Instant::now());
                     beat("tick: sample");
                     if let Some(mut stats) = sampler.sample(&handle, &feed, &encoder, &steering).await {
                         stats.note_stalls(watch.as_ref());
@@ -254,30 +254,32 @@ impl Steering {
         }
     }
 
-    /// Checks the encoder's progress (once a statistics interval): a stall is counted and
-    /// logged, with what every thread of the process is doing, once when it is noticed.
-    pub(crate) fn watch_encoder(&mut self, encoder: &Encoder) {
-        let e = encoder.stats();
-        let now = Instant::now();
+    /// Checks the encoder's progress (once a statistics interval) on its counters of frames
+    /// made and captured, read `now`: a stall is counted and logged, with what every thread of the process is doing,
+    /// once when it is noticed. A source that captured nothing (a paused camera, a file at
+    /// its end) stalls nothing.
+    pub(crate) fn watch_encoder(
+        &mut self,
+        (frames_out, frames_captured): (u64, u64),
+        now: Instant,
+    ) {
         let (out, captured, at) = self.last_output;
-        if e.frames_out != out {
+        if frames_out != out || frames_captured == captured {
+            // Frames made, or none to make: the clock starts again.
             if self.stalled {
                 tracing::warn!(
                     stalled_ms = now.saturating_duration_since(at).as_secs_f64() * 1e3,
                     "the encoder makes frames again"
                 );
             }
-            self.last_output = (e.frames_out, e.frames_captured, now);
+            self.last_output = (frames_out, frames_captured, now);
             self.stalled = false;
-        } else if !self.stalled
-            && e.frames_captured > captured
-            && now.saturating_duration_since(at) >= ENCODER_STALL
-        {
+        } else if !self.stalled && now.saturating_duration_since(at) >= ENCODER_STALL {
             self.stalled = true;
             self.encoder_stalls += 1;
             tracing::warn!(
-                frames_out = e.frames_out,
-                captured_since = e.frames_captured - captured,
+                frames_out,
+                captured_since = frames_captured.saturating_sub(captured),
                 threads = %cg_app::watch::thread_picture(None),
                 "the encoder has made no frame for {ENCODER_STALL:?} while its source captured frames"
             );
@@ -340,6 +342,12 @@ impl Steering {
             }
         }
     }
+}
+
+/// The encoder's frames made and captured, what [`Steering::watch_encoder`] watches.
+pub(crate) fn progress(encoder: &Encoder) -> (u64, u64) {
+    let e = encoder.stats();
+    (e.frames_out, e.frames_captured)
 }
 
 /// A session whose [`SenderSession`] the sampler can read: the plain session, or one behind
@@ -605,6 +613,43 @@ mod tests {
             seq,
             encode_latency: Duration::ZERO,
         }
+    }
+
+    #[test]
+    fn an_encoder_that_makes_no_frame_for_a_second_while_frames_are_captured_stalls_once() {
+        let mut steering = Steering::new(&SenderConfig::default());
+        let t0 = steering.last_output.2;
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let counts = |out: u64, captured: u64| (out, captured);
+        // Frames made: no stall, however long the run.
+        for i in 1..=20 {
+            steering.watch_encoder(counts(i * 3, i * 3), at(i * 100));
+        }
+        assert_eq!(steering.encoder_stalls, 0);
+        // Nothing made from 2 s on while frames are captured: one stall once a second has
+        // passed, not one per check.
+        for i in 21..=40 {
+            steering.watch_encoder(counts(60, i * 3), at(i * 100));
+            let want = u64::from(i >= 30);
+            assert_eq!(steering.encoder_stalls, want, "at {} ms", i * 100);
+        }
+        // Frames again, then a second stall is a second count.
+        steering.watch_encoder(counts(61, 123), at(4_100));
+        for i in 42..=60 {
+            steering.watch_encoder(counts(61, i * 3), at(i * 100));
+        }
+        assert_eq!(steering.encoder_stalls, 2);
+        // A source that captured nothing for seconds: nothing to encode, no stall.
+        let mut idle = Steering::new(&SenderConfig::default());
+        let t0 = idle.last_output.2;
+        for i in 1..=50 {
+            idle.watch_encoder(counts(0, 0), t0 + Duration::from_millis(i * 100));
+        }
+        // Captured again: the encoder has its second from then.
+        idle.watch_encoder(counts(0, 3), t0 + Duration::from_millis(5_100));
+        assert_eq!(idle.encoder_stalls, 0);
+        idle.watch_encoder(counts(0, 33), t0 + Duration::from_millis(6_100));
+        assert_eq!(idle.encoder_stalls, 1);
     }
 
     #[tokio::test]

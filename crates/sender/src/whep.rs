@@ -276,7 +276,7 @@ impl WhepSender {
                     drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
                     beat("tick: key frame");
                     steering.serve_key_frame(&encoder);
-                    steering.watch_encoder(&encoder);
+                    steering.watch_encoder(crate::session::progress(&encoder), Instant::now());
                     beat("tick: sample");
                     for (id, v) in viewers.iter_mut() {
                         if let Some(mut s) = v.sampler.sample(&v.handle, &v.feed, &encoder, &steering).await {
