@@ -31,7 +31,6 @@ use crate::{
     Codec, EncodedFrame, EncoderConfig, EncoderKind, EncoderStats, Error, FrameDropper, HostTime,
     props,
 };
-use gstreamer::glib;
 
 /// Raw frames remembered between the encoder's input and output (bounded: an encoder that
 /// swallows frames cannot make this grow).
@@ -446,12 +445,16 @@ fn install_input_probe(
         let segment = pad.sticky_event::<gst::event::Segment>(0);
         let pts = running_time(segment.as_ref().map(|e| e.segment()), buffer.pts());
         let wanted = Bitrate::bps(shared.wanted_bps.load(Ordering::Acquire));
-        let mut s = lock(&shared.state);
         let pts_d = pts.map(|p| Duration::from_nanos(p.nseconds()));
-        if wanted != s.applied
+        // GStreamer is called with the state unlocked: an element's call that waits (on its
+        // object lock, a renegotiation) must not hold `stats()`, which the session loop reads.
+        let applied = lock(&shared.state).applied;
+        if wanted != applied
             && let Some(enc) = enc.upgrade()
         {
-            match shared.kind.set_bitrate(&enc, wanted) {
+            let result = shared.kind.set_bitrate(&enc, wanted);
+            let mut s = lock(&shared.state);
+            match result {
                 Ok(applied) => {
                     // The element may have rounded or clamped the value: remember what it got
                     // and settle the request on it, unless a newer one arrived meanwhile.
@@ -467,13 +470,21 @@ fn install_input_probe(
                 Err(e) => s.error = Some(e.to_string()),
             }
         }
-        let admission = pts_d.map(|pts| s.admit(pts, &scaler)).unwrap_or_default();
+        let admission = pts_d
+            .map(|pts| lock(&shared.state).admit(pts))
+            .unwrap_or_default();
+        if let Some((width, height)) = admission.resize
+            && let Some(scaler) = scaler.upgrade()
+        {
+            BuiltSource::set_size(&scaler, width, height);
+        }
         if admission.force_key_unit
             && let Some(enc) = enc.upgrade()
             && let Err(e) = force_key_unit(&enc)
         {
-            s.error = Some(e.to_string());
+            lock(&shared.state).error = Some(e.to_string());
         }
+        let mut s = lock(&shared.state);
         if admission.drop {
             // Consumed here and `Handled`: returning `Drop` made GStreamer 1.22 print a
             // `gst_mini_object_unref: assertion 'mini_object != NULL'` CRITICAL for every
@@ -504,15 +515,18 @@ struct Admission {
     /// Ask the encoder for a key frame: one was wanted during a rate collapse and the
     /// adaptation's switch did not change the size (nothing re-initialises).
     force_key_unit: bool,
+    /// The coded size to give the scaler: the adaptation changed it.
+    resize: Option<(u32, u32)>,
 }
 
 impl State {
     /// Runs the adaptation in front of the raw frame at `pts`.
-    fn admit(&mut self, pts: Duration, scaler: &glib::WeakRef<gst::Element>) -> Admission {
+    fn admit(&mut self, pts: Duration) -> Admission {
         let target = self.applied;
         self.adapter.on_target(target);
         let before = self.adapter.format();
         let mut force_key_unit = false;
+        let mut resize = None;
         let for_key_frame = if std::mem::take(&mut self.key_frame_by_switch) {
             // Only a new size re-initialises the encoder (a lower frame rate does not): else
             // the key frame is still to be asked for.
@@ -528,9 +542,7 @@ impl State {
             let f = change.format;
             tracing::info!(target: "cg_media", from = %before, to = %f, reason = ?change.reason, %target, "adapting the picture");
             if (f.width, f.height) != (before.width, before.height) {
-                if let Some(scaler) = scaler.upgrade() {
-                    BuiltSource::set_size(&scaler, f.width, f.height);
-                }
+                resize = Some((f.width, f.height));
                 // The encoder re-initialises on the new size: its rate control starts afresh.
                 if let Some(d) = self.dropper.as_mut() {
                     d.reset();
@@ -547,6 +559,7 @@ impl State {
             return Admission {
                 drop: true,
                 force_key_unit,
+                resize,
             };
         }
         *due = (*due + interval).max(pts);
@@ -561,6 +574,7 @@ impl State {
         Admission {
             drop: dropped,
             force_key_unit,
+            resize,
         }
     }
 }
