@@ -93,22 +93,17 @@ pub struct FlowStats {
 }
 
 impl FlowStats {
-    /// Mean sojourn time of dequeued packets.
-    pub fn mean_sojourn(&self) -> Duration {
-        if self.dequeued == 0 {
-            Duration::ZERO
-        } else {
-            self.sojourn_total / u32::try_from(self.dequeued).unwrap_or(u32::MAX)
-        }
+    /// Mean sojourn time of dequeued packets; `None` if none was dequeued (no traffic is not
+    /// an empty queue).
+    pub fn mean_sojourn(&self) -> Option<Duration> {
+        (self.dequeued > 0)
+            .then(|| self.sojourn_total / u32::try_from(self.dequeued).unwrap_or(u32::MAX))
     }
 
-    /// (random losses + queue drops) / arrivals.
-    pub fn loss_ratio(&self) -> f64 {
-        if self.arrived == 0 {
-            0.0
-        } else {
-            (self.lost + self.dropped) as f64 / self.arrived as f64
-        }
+    /// (random losses + queue drops) / arrivals; `None` if nothing arrived (no traffic is
+    /// not a loss-free run).
+    pub fn loss_ratio(&self) -> Option<f64> {
+        (self.arrived > 0).then(|| (self.lost + self.dropped) as f64 / self.arrived as f64)
     }
 
     fn record(&mut self, e: &LinkEvent) {
@@ -220,5 +215,20 @@ mod tests {
             "all flows starved is not fair"
         );
         assert_eq!(jain_index(&[f64::NAN, 1.0]), None);
+    }
+
+    #[test]
+    fn no_traffic_has_no_loss_ratio_and_no_sojourn() {
+        let none = FlowStats::default();
+        assert_eq!((none.loss_ratio(), none.mean_sojourn()), (None, None));
+        let some = FlowStats {
+            arrived: 4,
+            dropped: 1,
+            dequeued: 3,
+            sojourn_total: Duration::from_millis(30),
+            ..FlowStats::default()
+        };
+        assert_eq!(some.loss_ratio(), Some(0.25));
+        assert_eq!(some.mean_sojourn(), Some(Duration::from_millis(10)));
     }
 }
