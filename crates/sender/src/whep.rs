@@ -14,7 +14,9 @@
 //! delta frames already in the encoder reference pictures it never had: an SFU's rule too);
 //! a viewer that leaves (`DELETE`, ICE or DTLS failure, silence until ICE gives up, or no
 //! connection within [`WhepConfig::connect_timeout`] of its offer) is dropped with its socket and does not
-//! disturb the others.
+//! disturb the others. The loop hands each viewer's driver its frames without waiting for
+//! it: a viewer whose driver stalls (its runtime worker descheduled or blocked in the kernel)
+//! misses frames until a key frame, and neither holds the others nor gets a backlog.
 //!
 //! The viewer page at `/` plays the stream and posts `getStats()` back to
 //! `/whep/{id}/stats`; with [`WhepConfig::report_file`] each report is written as one JSON
