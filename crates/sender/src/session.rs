@@ -118,7 +118,7 @@ impl Sender {
                     };
                     beat("frame: push to the driver");
                     // `Stopped`: the next turn reports why.
-                    if feed.push(&handle, &frame, codec) == Fed::Skipped {
+                    if feed.push(&handle, &frame, codec, Instant::now()) == Fed::Skipped {
                         steering.want_key_frame(&encoder);
                     }
                 }
@@ -368,11 +368,16 @@ impl HasSender for cg_webrtc::WebRtcSession<SenderSession> {
     }
 }
 
-/// Frames a driver may have been handed and not yet taken before the next one is skipped:
-/// the one it is taking and one more. A driver that has not taken two frames, two frame
-/// intervals, is stalled (its worker descheduled or blocked in the kernel); frames queued
-/// behind it would reach its viewer late, as a backlog, when it runs again.
-const MAX_FRAMES_WAITING: usize = 2;
+/// A frame that has waited this long for its driver is not followed by more: the driver is
+/// stalled (its runtime worker descheduled or blocked in the kernel), its viewer is frozen by
+/// WebRTC's rule already (a gap over max(3 frame intervals, mean + 150 ms)), and frames queued
+/// behind it would reach the viewer as a backlog, late. Shorter waits (a busy host's
+/// scheduling delay) are ridden out: those frames arrive late but whole, where a skip would
+/// cost a key frame.
+const MAX_DRIVER_WAIT: Duration = Duration::from_millis(200);
+
+/// Hand times remembered: the driver's command queue holds no more.
+const HANDED_KEPT: usize = 64;
 
 /// Hands encoded frames to one session's driver without waiting for it: a loop that feeds
 /// several viewers is never held by one whose driver is stalled, and a stalled driver gets no
@@ -386,6 +391,9 @@ pub(crate) struct FrameFeed {
     /// Whether the session heard its feedback when it last took a frame (a WHEP viewer whose
     /// feedback stopped does not steer the shared encoder).
     hears: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// When the last frames were handed, oldest first (at most [`HANDED_KEPT`]): the driver
+    /// takes them in order, so the untaken ones are the last `waiting`.
+    handed: std::collections::VecDeque<Instant>,
     /// Frames skipped because the driver had not taken the ones before.
     pub(crate) skipped: u64,
 }
@@ -408,16 +416,25 @@ impl FrameFeed {
         feed
     }
 
-    /// Hands `frame` to the session behind `handle`; a frame the session refuses is logged
-    /// and lost.
+    /// Hands `frame` to the session behind `handle` at `now`, unless a frame handed before
+    /// has waited [`MAX_DRIVER_WAIT`] for it; a frame the session refuses is logged and lost.
     pub(crate) fn push<S: HasSender>(
         &mut self,
         handle: &DriverHandle<S>,
         frame: &cg_media::EncodedFrame,
         codec: cg_rtp::Codec,
+        now: Instant,
     ) -> Fed {
         use std::sync::atomic::Ordering;
-        if self.waiting.load(Ordering::Acquire) >= MAX_FRAMES_WAITING {
+        let waiting = self.waiting.load(Ordering::Acquire);
+        let stalled = waiting > 0
+            && self
+                .handed
+                .len()
+                .checked_sub(waiting)
+                .and_then(|i| self.handed.get(i))
+                .is_none_or(|&t| now.saturating_duration_since(t) >= MAX_DRIVER_WAIT);
+        if stalled {
             self.skipped += 1;
             return Fed::Skipped;
         }
@@ -441,7 +458,13 @@ impl FrameFeed {
             waiting.fetch_sub(1, Ordering::AcqRel);
         });
         match handed {
-            Ok(true) => Fed::Handed,
+            Ok(true) => {
+                if self.handed.len() >= HANDED_KEPT {
+                    self.handed.pop_front();
+                }
+                self.handed.push_back(now);
+                Fed::Handed
+            }
             Ok(false) => {
                 self.waiting.fetch_sub(1, Ordering::AcqRel);
                 self.skipped += 1;
@@ -653,7 +676,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_driver_that_takes_no_frame_gets_two_then_none_and_the_loop_does_not_wait() {
+    async fn a_driver_stalled_for_200ms_gets_no_more_frames_and_the_loop_does_not_wait() {
         let config = SenderConfig::default();
         let socket = UdpSocket::bind(&SocketConfig {
             bind: "127.0.0.1:0".parse().unwrap(),
@@ -661,23 +684,31 @@ mod tests {
         })
         .unwrap();
         let peer = socket.local_addr();
-        let now = Instant::now();
+        let t0 = Instant::now();
         let session = SenderSession::with_controller_config(
             rtp_config(&config),
             config.controller_config().as_ref(),
-            now,
+            t0,
         )
         .unwrap();
         let (driver, handle) = Driver::new(socket, session, DriverConfig::new(peer)).unwrap();
         let codec = cg_rtp::Codec::Vp8;
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
         let mut feed = FrameFeed::new();
-        // The driver is not running: it takes nothing. Two frames wait for it, the third is
-        // skipped at once (the caller is not held).
-        assert_eq!(feed.push(&handle, &frame(0), codec), Fed::Handed);
-        assert_eq!(feed.push(&handle, &frame(1), codec), Fed::Handed);
-        assert_eq!(feed.push(&handle, &frame(2), codec), Fed::Skipped);
-        assert_eq!(feed.skipped, 1);
-        // Once it runs it takes both, and the next frame is handed again.
+        // The driver is not running: it takes nothing. Frames wait for it (a scheduling delay
+        // is ridden out) until the first has waited 200 ms; from then on each is skipped at
+        // once (the caller is not held).
+        for i in 0..7 {
+            assert_eq!(
+                feed.push(&handle, &frame(i), codec, at(i * 33)),
+                Fed::Handed,
+                "frame {i}"
+            );
+        }
+        assert_eq!(feed.push(&handle, &frame(7), codec, at(200)), Fed::Skipped);
+        assert_eq!(feed.push(&handle, &frame(8), codec, at(233)), Fed::Skipped);
+        assert_eq!(feed.skipped, 2);
+        // Once it runs it takes the frames handed, and the next one is handed again.
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(driver.run(async move {
             let _ = stopped.await;
@@ -686,10 +717,13 @@ mod tests {
             .query(|s: &mut SenderSession, _| s.stats().frames_pushed)
             .await
             .unwrap();
-        assert_eq!(pushed, 2);
-        assert_eq!(feed.push(&handle, &frame(3), codec), Fed::Handed);
+        assert_eq!(pushed, 7);
+        assert_eq!(feed.push(&handle, &frame(9), codec, at(266)), Fed::Handed);
+        // Taken at once, it does not count as waiting later.
+        let _ = handle.query(|_: &mut SenderSession, _| ()).await;
+        assert_eq!(feed.push(&handle, &frame(10), codec, at(900)), Fed::Handed);
         let _ = stop.send(());
         let _ = task.await;
-        assert_eq!(feed.push(&handle, &frame(4), codec), Fed::Stopped);
+        assert_eq!(feed.push(&handle, &frame(11), codec, at(933)), Fed::Stopped);
     }
 }

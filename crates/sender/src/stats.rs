@@ -123,8 +123,9 @@ pub struct Stats {
     pub loop_stalls: u64,
     #[serde(default)]
     pub longest_loop_stall_ms: f64,
-    /// Encoded frames not handed to the session's driver because it had not taken the two
-    /// before (a driver stalled; each skip asks for a key frame). Also in `frames_dropped`.
+    /// Encoded frames not handed to the session's driver because a frame handed before had
+    /// waited 200 ms for it (a driver stalled; a skip asks for a key frame). Also in
+    /// `frames_dropped`.
     #[serde(default)]
     pub driver_skips: u64,
     /// Controller-specific quantities by name (GCC: `m`, `gamma`, `state`, `a_r`, `a_s`,

@@ -240,9 +240,9 @@ impl WhepSender {
                         break Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                     };
                     beat("frame: push to the drivers");
-                    let (mut any, mut skipped) = (false, false);
+                    let (mut any, mut skipped, now) = (false, false, Instant::now());
                     for v in viewers.values_mut().filter_map(|v| v.takes(&frame).then_some(v)) {
-                        match v.feed.push(&v.handle, &frame, codec) {
+                        match v.feed.push(&v.handle, &frame, codec, now) {
                             Fed::Handed => any = true,
                             // Its picture waits for the key frame asked for below.
                             Fed::Skipped => {
