@@ -371,6 +371,11 @@ impl<S: Session> DriverHandle<S> {
         }
     }
 
+    /// Whether the driver has stopped (its commands go nowhere).
+    pub fn is_stopped(&self) -> bool {
+        self.commands.is_closed()
+    }
+
     /// Runs `f` on the session inside the driver and returns its answer (e.g. the session's
     /// statistics).
     pub async fn query<R: Send + 'static>(

@@ -118,8 +118,10 @@ impl Sender {
                     };
                     beat("frame: push to the driver");
                     // `Stopped`: the next turn reports why.
-                    if feed.push(&handle, &frame, codec, Instant::now()) == Fed::Skipped {
-                        steering.want_key_frame(&encoder);
+                    let now = Instant::now();
+                    feed.push(&handle, &frame, codec, now);
+                    if feed.wants_key_frame(now) {
+                        steering.key_frame_now(&encoder);
                     }
                 }
                 event = handle.next_event() => match event {
@@ -254,8 +256,8 @@ impl Steering {
         }
     }
 
-    /// Checks the encoder's progress (once a statistics interval) on its counters of frames
-    /// made and captured, read `now`: a stall is counted and logged, with what every thread of the process is doing,
+    /// Checks the encoder's progress (once a statistics interval) on its counters of
+    /// frames made and captured, read `now`: a stall is counted and logged, with what every thread of the process is doing,
     /// once when it is noticed. A source that captured nothing (a paused camera, a file at
     /// its end) stalls nothing.
     pub(crate) fn watch_encoder(
@@ -315,12 +317,13 @@ impl Steering {
         self.serve_key_frame(encoder);
     }
 
-    /// Viewers connected: each needs a key frame sent after it connected, so this one is
-    /// forced now, not held back by `key_frame_min_interval` (which keeps one lossy viewer's
-    /// PLIs from forcing key frame after key frame; a key frame forced before a viewer
-    /// connected never reaches it, and the viewer would wait up to that interval, 15 frames
-    /// at 30 fps, for a picture). Viewers that connect in one pass share one key frame.
-    pub(crate) fn key_frame_for_new_viewers(&mut self, encoder: &Encoder) {
+    /// A key frame forced now, not held back by `key_frame_min_interval` (which keeps one
+    /// lossy viewer's PLIs from forcing key frame after key frame): for viewers that
+    /// connected, each of which needs a key frame sent after it connected (one forced before
+    /// never reaches it, and the viewer would wait up to that interval, 15 frames at 30 fps,
+    /// for a picture; viewers that connect in one pass share one), and for a session whose
+    /// driver was skipped ([`FrameFeed::wants_key_frame`]).
+    pub(crate) fn key_frame_now(&mut self, encoder: &Encoder) {
         self.key_frame_requests += 1;
         self.key_frame_pending = true;
         self.last_forced_key_frame = None;
@@ -379,14 +382,18 @@ const MAX_DRIVER_WAIT: Duration = Duration::from_millis(200);
 /// Hand times remembered: the driver's command queue holds no more.
 const HANDED_KEPT: usize = 64;
 
+/// A key frame asked for after a skip is asked for again if none has come this long after.
+const KEY_FRAME_RETRY: Duration = Duration::from_secs(1);
+
 /// Hands encoded frames to one session's driver without waiting for it: a loop that feeds
 /// several viewers is never held by one whose driver is stalled, and a stalled driver gets no
-/// backlog. A skipped frame breaks the picture's chain of references, so the feed's owner
-/// asks for a key frame (and a WHEP viewer gets no frame until it comes, the rule for a
-/// viewer that joins).
+/// backlog. A skipped frame breaks the picture's chain of references, so after a skip the
+/// feed hands no frame until a key frame, and asks for that key frame
+/// ([`FrameFeed::wants_key_frame`]) once the driver has taken what it was handed: a key frame
+/// asked for while it is still stalled would be skipped too.
 #[derive(Default)]
 pub(crate) struct FrameFeed {
-    /// Frames handed to the driver that it has not taken yet.
+    /// Frames handed to the driver that it has not taken yet (or dropped unrun).
     waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// Whether the session heard its feedback when it last took a frame (a WHEP viewer whose
     /// feedback stopped does not steer the shared encoder).
@@ -394,7 +401,12 @@ pub(crate) struct FrameFeed {
     /// When the last frames were handed, oldest first (at most [`HANDED_KEPT`]): the driver
     /// takes them in order, so the untaken ones are the last `waiting`.
     handed: std::collections::VecDeque<Instant>,
-    /// Frames skipped because the driver had not taken the ones before.
+    /// A frame was skipped: none is handed until a key frame.
+    needs_key: bool,
+    /// When that key frame was asked for.
+    key_asked: Option<Instant>,
+    /// Frames not handed: skipped while the driver was stalled, or held back after a skip
+    /// until a key frame.
     pub(crate) skipped: u64,
 }
 
@@ -403,10 +415,19 @@ pub(crate) struct FrameFeed {
 pub(crate) enum Fed {
     /// The driver has it.
     Handed,
-    /// Skipped: the driver has not taken the frames before.
+    /// Not handed: the driver is stalled, or a frame was skipped and no key frame came since.
     Skipped,
     /// The driver has stopped.
     Stopped,
+}
+
+/// Counts a handed frame as taken when the driver has run it, or dropped it unrun.
+struct Taken(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl FrameFeed {
@@ -416,8 +437,21 @@ impl FrameFeed {
         feed
     }
 
-    /// Hands `frame` to the session behind `handle` at `now`, unless a frame handed before
-    /// has waited [`MAX_DRIVER_WAIT`] for it; a frame the session refuses is logged and lost.
+    /// Whether a frame handed before has waited [`MAX_DRIVER_WAIT`] for the driver at `now`.
+    pub(crate) fn stalled(&self, now: Instant) -> bool {
+        let waiting = self.waiting.load(std::sync::atomic::Ordering::Acquire);
+        waiting > 0
+            && self
+                .handed
+                .len()
+                .checked_sub(waiting)
+                .and_then(|i| self.handed.get(i))
+                .is_none_or(|&t| now.saturating_duration_since(t) >= MAX_DRIVER_WAIT)
+    }
+
+    /// Hands `frame` to the session behind `handle` at `now`, unless the driver is
+    /// [`stalled`](Self::stalled) or a key frame is awaited; a frame the session refuses is
+    /// logged and lost.
     pub(crate) fn push<S: HasSender>(
         &mut self,
         handle: &DriverHandle<S>,
@@ -426,15 +460,14 @@ impl FrameFeed {
         now: Instant,
     ) -> Fed {
         use std::sync::atomic::Ordering;
-        let waiting = self.waiting.load(Ordering::Acquire);
-        let stalled = waiting > 0
-            && self
-                .handed
-                .len()
-                .checked_sub(waiting)
-                .and_then(|i| self.handed.get(i))
-                .is_none_or(|&t| now.saturating_duration_since(t) >= MAX_DRIVER_WAIT);
-        if stalled {
+        if handle.is_stopped() {
+            return Fed::Stopped;
+        }
+        if self.stalled(now) {
+            self.skip();
+            return Fed::Skipped;
+        }
+        if self.needs_key && !frame.key_frame {
             self.skipped += 1;
             return Fed::Skipped;
         }
@@ -447,15 +480,15 @@ impl FrameFeed {
             key_frame: frame.key_frame,
             codec,
         };
-        let (waiting, hears) = (self.waiting.clone(), self.hears.clone());
         self.waiting.fetch_add(1, Ordering::AcqRel);
+        let (taken, hears) = (Taken(self.waiting.clone()), self.hears.clone());
         let handed = handle.try_call(move |s: &mut S, now| {
+            let _taken = taken;
             let s = s.sender();
             if let Err(e) = s.push_frame(f, now) {
                 tracing::warn!(%e, "frame not packetized");
             }
             hears.store(s.hears_feedback(), Ordering::Release);
-            waiting.fetch_sub(1, Ordering::AcqRel);
         });
         match handed {
             Ok(true) => {
@@ -463,18 +496,39 @@ impl FrameFeed {
                     self.handed.pop_front();
                 }
                 self.handed.push_back(now);
+                if frame.key_frame {
+                    self.needs_key = false;
+                    self.key_asked = None;
+                }
                 Fed::Handed
             }
             Ok(false) => {
-                self.waiting.fetch_sub(1, Ordering::AcqRel);
-                self.skipped += 1;
+                self.skip();
                 Fed::Skipped
             }
-            Err(_) => {
-                self.waiting.fetch_sub(1, Ordering::AcqRel);
-                Fed::Stopped
-            }
+            Err(_) => Fed::Stopped,
         }
+    }
+
+    fn skip(&mut self) {
+        self.skipped += 1;
+        self.needs_key = true;
+        self.key_asked = None;
+    }
+
+    /// Whether to ask the encoder for a key frame now, without its usual least interval: a
+    /// frame was skipped, the driver has taken everything it was handed, and no key frame
+    /// has been asked for since (or none came within [`KEY_FRAME_RETRY`]).
+    pub(crate) fn wants_key_frame(&mut self, now: Instant) -> bool {
+        let drained = self.waiting.load(std::sync::atomic::Ordering::Acquire) == 0;
+        let due = self
+            .key_asked
+            .is_none_or(|t| now.saturating_duration_since(t) >= KEY_FRAME_RETRY);
+        if self.needs_key && drained && due {
+            self.key_asked = Some(now);
+            return true;
+        }
+        false
     }
 
     /// Whether the session heard its feedback when it last took a frame.
@@ -505,8 +559,9 @@ impl Sampler {
         }
     }
 
-    /// The session's statistics now, or `None` if its driver has stopped or has not answered
-    /// within a statistics interval (a stalled driver does not hold the loop).
+    /// The session's statistics now, or `None` if its driver has stopped, is stalled (see
+    /// [`FrameFeed::stalled`]) or has not answered within a statistics interval: a stalled
+    /// driver does not hold the loop.
     pub(crate) async fn sample<S: HasSender>(
         &mut self,
         handle: &DriverHandle<S>,
@@ -514,6 +569,9 @@ impl Sampler {
         encoder: &Encoder,
         steering: &Steering,
     ) -> Option<Stats> {
+        if feed.stalled(Instant::now()) {
+            return None;
+        }
         let query = handle.query(|s: &mut S, _| {
             let s = s.sender();
             (
@@ -676,7 +734,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_driver_stalled_for_200ms_gets_no_more_frames_and_the_loop_does_not_wait() {
+    async fn a_driver_stalled_for_200ms_gets_no_more_frames_until_a_key_frame_asked_once_it_is_back()
+     {
         let config = SenderConfig::default();
         let socket = UdpSocket::bind(&SocketConfig {
             bind: "127.0.0.1:0".parse().unwrap(),
@@ -694,21 +753,33 @@ mod tests {
         let (driver, handle) = Driver::new(socket, session, DriverConfig::new(peer)).unwrap();
         let codec = cg_rtp::Codec::Vp8;
         let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let key = |mut f: cg_media::EncodedFrame| {
+            f.key_frame = true;
+            f
+        };
         let mut feed = FrameFeed::new();
         // The driver is not running: it takes nothing. Frames wait for it (a scheduling delay
         // is ridden out) until the first has waited 200 ms; from then on each is skipped at
-        // once (the caller is not held).
+        // once (the caller is not held), a key frame too, and none is asked for yet: it would
+        // be skipped as well.
         for i in 0..7 {
             assert_eq!(
                 feed.push(&handle, &frame(i), codec, at(i * 33)),
                 Fed::Handed,
                 "frame {i}"
             );
+            assert!(!feed.wants_key_frame(at(i * 33)));
         }
+        assert!(!feed.stalled(at(199)));
+        assert!(feed.stalled(at(200)));
         assert_eq!(feed.push(&handle, &frame(7), codec, at(200)), Fed::Skipped);
-        assert_eq!(feed.push(&handle, &frame(8), codec, at(233)), Fed::Skipped);
-        assert_eq!(feed.skipped, 2);
-        // Once it runs it takes the frames handed, and the next one is handed again.
+        assert_eq!(
+            feed.push(&handle, &key(frame(8)), codec, at(233)),
+            Fed::Skipped
+        );
+        assert!(!feed.wants_key_frame(at(233)));
+        // Once it runs it takes the frames handed; the feed asks for a key frame, once, and
+        // hands nothing before it.
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(driver.run(async move {
             let _ = stopped.await;
@@ -718,12 +789,28 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(pushed, 7);
-        assert_eq!(feed.push(&handle, &frame(9), codec, at(266)), Fed::Handed);
-        // Taken at once, it does not count as waiting later.
+        assert!(!feed.stalled(at(266)));
+        assert!(feed.wants_key_frame(at(266)));
+        assert!(!feed.wants_key_frame(at(270)));
+        assert_eq!(feed.push(&handle, &frame(9), codec, at(300)), Fed::Skipped);
+        assert_eq!(feed.skipped, 3);
+        // No key frame within a second: asked for again.
+        assert!(feed.wants_key_frame(at(1_266)));
+        assert_eq!(
+            feed.push(&handle, &key(frame(10)), codec, at(1_300)),
+            Fed::Handed
+        );
+        assert_eq!(
+            feed.push(&handle, &frame(11), codec, at(1_333)),
+            Fed::Handed
+        );
+        assert!(!feed.wants_key_frame(at(2_500)));
         let _ = handle.query(|_: &mut SenderSession, _| ()).await;
-        assert_eq!(feed.push(&handle, &frame(10), codec, at(900)), Fed::Handed);
         let _ = stop.send(());
         let _ = task.await;
-        assert_eq!(feed.push(&handle, &frame(11), codec, at(933)), Fed::Stopped);
+        assert_eq!(
+            feed.push(&handle, &frame(12), codec, at(2_600)),
+            Fed::Stopped
+        );
     }
 }

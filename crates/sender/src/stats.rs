@@ -124,8 +124,8 @@ pub struct Stats {
     #[serde(default)]
     pub longest_loop_stall_ms: f64,
     /// Encoded frames not handed to the session's driver because a frame handed before had
-    /// waited 200 ms for it (a driver stalled; a skip asks for a key frame). Also in
-    /// `frames_dropped`.
+    /// waited 200 ms for it (a driver stalled), and those held back after such a skip until
+    /// a key frame (asked for once the driver has caught up). Also in `frames_dropped`.
     #[serde(default)]
     pub driver_skips: u64,
     /// Controller-specific quantities by name (GCC: `m`, `gamma`, `state`, `a_r`, `a_s`,

@@ -240,20 +240,13 @@ impl WhepSender {
                         break Some(Error::Media(cg_media::Error::Pipeline(format!("encoder stopped: {why}"))));
                     };
                     beat("frame: push to the drivers");
-                    let (mut any, mut skipped, now) = (false, false, Instant::now());
+                    let (mut any, mut key_frame, now) = (false, false, Instant::now());
                     for v in viewers.values_mut().filter_map(|v| v.takes(&frame).then_some(v)) {
-                        match v.feed.push(&v.handle, &frame, codec, now) {
-                            Fed::Handed => any = true,
-                            // Its picture waits for the key frame asked for below.
-                            Fed::Skipped => {
-                                v.keyed = false;
-                                skipped = true;
-                            }
-                            Fed::Stopped => {}
-                        }
+                        any |= v.feed.push(&v.handle, &frame, codec, now) == Fed::Handed;
+                        key_frame |= v.feed.wants_key_frame(now);
                     }
-                    if skipped {
-                        steering.want_key_frame(&encoder);
+                    if key_frame {
+                        steering.key_frame_now(&encoder);
                     }
                     beat("frame: viewers' events");
                     drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
@@ -335,16 +328,20 @@ impl Viewer {
         takes(self.state, &mut self.keyed, frame.key_frame)
     }
 
-    /// Closes the peer (a DTLS close_notify and an RTCP BYE go out) and stops the driver.
+    /// Closes the peer (a DTLS close_notify and an RTCP BYE go out) and stops the driver;
+    /// a stalled driver is waited for a second at most.
     async fn close(mut self) {
-        let _ = self
-            .handle
-            .call(|s: &mut ViewerSession, _| {
-                s.inner_mut().close();
-                let _ = s.peer_mut().close();
-            })
-            .await;
-        let _ = self.handle.query(|_: &mut ViewerSession, _| ()).await;
+        let goodbye = async {
+            let _ = self
+                .handle
+                .call(|s: &mut ViewerSession, _| {
+                    s.inner_mut().close();
+                    let _ = s.peer_mut().close();
+                })
+                .await;
+            let _ = self.handle.query(|_: &mut ViewerSession, _| ()).await;
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), goodbye).await;
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -397,7 +394,7 @@ async fn drain_events(
         }
     }
     if joined {
-        steering.key_frame_for_new_viewers(encoder);
+        steering.key_frame_now(encoder);
     }
     for id in gone {
         if let Some(v) = viewers.remove(&id) {
