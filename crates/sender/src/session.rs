@@ -257,9 +257,9 @@ impl Steering {
     }
 
     /// Checks the encoder's progress (once a statistics interval) on its counters of
-    /// frames made and captured, read `now`: a stall is counted and logged, with what every thread of the process is doing,
-    /// once when it is noticed. A source that captured nothing (a paused camera, a file at
-    /// its end) stalls nothing.
+    /// frames made and captured, read `now`: a stall is counted and logged, with what every
+    /// thread of the process is doing, once when it is noticed. A source that captured
+    /// nothing (a paused camera, a file at its end) stalls nothing.
     pub(crate) fn watch_encoder(
         &mut self,
         (frames_out, frames_captured): (u64, u64),
@@ -391,7 +391,6 @@ const KEY_FRAME_RETRY: Duration = Duration::from_secs(1);
 /// feed hands no frame until a key frame, and asks for that key frame
 /// ([`FrameFeed::wants_key_frame`]) once the driver has taken what it was handed: a key frame
 /// asked for while it is still stalled would be skipped too.
-#[derive(Default)]
 pub(crate) struct FrameFeed {
     /// Frames handed to the driver that it has not taken yet (or dropped unrun).
     waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
@@ -431,10 +430,16 @@ impl Drop for Taken {
 }
 
 impl FrameFeed {
+    /// A feed to a session that hears its feedback until it says otherwise.
     pub(crate) fn new() -> FrameFeed {
-        let feed = FrameFeed::default();
-        feed.hears.store(true, std::sync::atomic::Ordering::Relaxed);
-        feed
+        FrameFeed {
+            waiting: Default::default(),
+            hears: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            handed: std::collections::VecDeque::with_capacity(HANDED_KEPT),
+            needs_key: false,
+            key_asked: None,
+            skipped: 0,
+        }
     }
 
     /// Whether a frame handed before has waited [`MAX_DRIVER_WAIT`] for the driver at `now`.
