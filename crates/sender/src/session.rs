@@ -136,7 +136,8 @@ impl Sender {
                     steering.serve_key_frame(&encoder);
                     steering.watch_encoder(progress(&encoder), Instant::now());
                     beat("tick: sample");
-                    if let Some(mut stats) = sampler.sample(&handle, &feed, &encoder, &steering).await {
+                    let sampled = sampler.sample(&handle, &feed, &encoder, &steering).await;
+                    if let Some(mut stats) = sampled {
                         stats.note_stalls(watch.as_ref());
                         if let Some(tx) = &stats_tx {
                             let _ = tx.try_send(stats.clone());

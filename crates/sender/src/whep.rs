@@ -274,7 +274,8 @@ impl WhepSender {
                     steering.watch_encoder(crate::session::progress(&encoder), Instant::now());
                     beat("tick: sample");
                     for (id, v) in viewers.iter_mut() {
-                        if let Some(mut s) = v.sampler.sample(&v.handle, &v.feed, &encoder, &steering).await {
+                        let sampled = v.sampler.sample(&v.handle, &v.feed, &encoder, &steering).await;
+                        if let Some(mut s) = sampled {
                             s.viewer = Some(id.clone());
                             s.note_stalls(watch.as_ref());
                             if let Some(tx) = &stats_tx {
