@@ -6,7 +6,21 @@
 //! [`MIN_PACKETS`] received packets; a receive rate more than twice the send rate is
 //! discarded (compressed feedback, not capacity).
 //!
-//! Beyond the papers (MMSys16 has no probing); send-side mode only.
+//! A cg rule on top: a receive span stretched past the send span does not count as
+//! saturation when packets arrived compressed (closer than half their send gap, which a
+//! link that cannot carry the cluster never does) and the one-way delay does not grow
+//! through the cluster (the robust slope of [`delay_slope`], under `1/0.9 − 1`), as a queue
+//! at a bottleneck makes it grow. Reason:
+//! a receiving host's scheduling stall stamps the cluster's last packets late all at once,
+//! which stretches the span as a bottleneck would; libwebrtc's first-to-last span reads
+//! that as the link's rate, and cg then held the pacer to it (a busy host's viewer saw a
+//! 50 Mbit/s link capped near 5 Mbit/s, every large frame paced over most of a frame
+//! interval: issue #37). A stall moves a few packets; a bottleneck moves them all, so the
+//! median of the pairwise slopes tells them apart. Such a cluster is a lower bound
+//! (`saturated` false) at the send rate over that slope.
+//!
+//! Beyond the papers (MMSys16 has no probing); send-side mode and the REMB receiver's
+//! detector ([`super::probe_detector`]).
 
 use cg_types::{Bitrate, DataSize};
 
@@ -23,6 +37,9 @@ pub(crate) const SATURATED_RATIO: f64 = 0.9;
 /// The result's share of the receive rate on a saturated link
 /// (`kTargetUtilizationFraction`).
 const SATURATED_SHARE: f64 = 0.95;
+/// Packets a cluster keeps for [`delay_slope`]: a 30 ms cluster at 12.5 Mbit/s is about 40
+/// full-size packets; further ones count in the rates only.
+const KEPT: usize = 96;
 
 /// A valid cluster's result.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,7 +53,7 @@ pub struct ProbeResult {
 }
 
 /// One cluster's received packets so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterStats {
     /// Cluster identifier.
     pub id: u32,
@@ -48,6 +65,8 @@ pub struct ClusterStats {
     size_total: u64,
     size_last_send: u64,
     size_first_arrival: u64,
+    /// (send, arrival) of the first [`KEPT`] packets.
+    times: Vec<(i64, i64)>,
 }
 
 impl ClusterStats {
@@ -63,6 +82,7 @@ impl ClusterStats {
             size_total: 0,
             size_last_send: 0,
             size_first_arrival: 0,
+            times: Vec::new(),
         }
     }
 
@@ -84,6 +104,9 @@ impl ClusterStats {
             self.size_first_arrival = b;
         }
         self.last_arrival_us = self.last_arrival_us.max(arrival_us);
+        if self.times.len() < KEPT {
+            self.times.push((send_us, arrival_us));
+        }
     }
 
     /// Received packets so far.
@@ -110,7 +133,18 @@ impl ClusterStats {
         if recv > MAX_VALID_RATIO * send {
             return None;
         }
-        let saturated = recv < SATURATED_RATIO * send;
+        let mut saturated = recv < SATURATED_RATIO * send;
+        let mut recv = recv;
+        if saturated
+            && compressed(&self.times)
+            && let Some(slope) = delay_slope(&self.times)
+            && slope < 1.0 / SATURATED_RATIO - 1.0
+        {
+            // The span was stretched at the receiver, not by a queue: the link carried the
+            // bulk of the cluster at the send rate over `1 + slope`.
+            saturated = false;
+            recv = send / (1.0 + slope.max(0.0));
+        }
         let rate = if saturated {
             SATURATED_SHARE * recv
         } else {
@@ -121,6 +155,41 @@ impl ClusterStats {
             saturated,
         })
     }
+}
+
+/// Whether two packets sent one after the other (`times`: send, arrival) arrived closer
+/// than half their send gap: what a receiving host that read them late, together, makes of
+/// them. A link that could not carry the cluster spreads every packet at least as far as it
+/// was sent, so a saturated cluster does not show it.
+fn compressed(times: &[(i64, i64)]) -> bool {
+    times
+        .windows(2)
+        .any(|w| w[1].0 > w[0].0 && 2 * (w[1].1 - w[0].1) < w[1].0 - w[0].0)
+}
+
+/// How fast the one-way delay grows through a cluster: the Theil–Sen slope (the median of
+/// the pairwise slopes) of arrival minus send time over send time, from `times` (send,
+/// arrival); `None` from fewer than three packets with distinct send times. A queue that
+/// builds at a bottleneck raises every later packet's delay, so most pairs slope up by
+/// `send rate / bottleneck rate − 1`; a stall at the receiver stamps a few packets late at
+/// once and moves few pairs (the median stands as long as under about 29 % of the packets
+/// are moved).
+pub(crate) fn delay_slope(times: &[(i64, i64)]) -> Option<f64> {
+    let mut slopes = Vec::with_capacity(times.len() * times.len().saturating_sub(1) / 2);
+    for (i, &(s1, a1)) in times.iter().enumerate() {
+        for &(s2, a2) in &times[i + 1..] {
+            let ds = s2 - s1;
+            if ds != 0 {
+                slopes.push(((a2 - s2) - (a1 - s1)) as f64 / ds as f64);
+            }
+        }
+    }
+    if slopes.len() < 3 {
+        return None;
+    }
+    let mid = slopes.len() / 2;
+    let (_, m, _) = slopes.select_nth_unstable_by(mid, f64::total_cmp);
+    Some(*m)
 }
 
 #[cfg(test)]
@@ -155,6 +224,74 @@ mod tests {
         let r = cluster(10, 2000, 1e6).result().unwrap();
         assert!((r.rate.as_bps_f64() / 0.95e6 - 1.0).abs() < 0.01, "{r:?}");
         assert!(r.saturated);
+    }
+
+    /// `n` packets of 1000 bytes sent every `send_gap_us` over a fast link (25 ms away), read
+    /// by a receiving host that stalls for `stall_us` as the first of the last `late` packets
+    /// arrives: those are stamped at the stall's end, one after the other.
+    fn stalled_cluster(n: i64, send_gap_us: i64, late: i64, stall_us: i64) -> ClusterStats {
+        let mut c = ClusterStats::new(1);
+        let first_late = n - late;
+        let wake = first_late * send_gap_us + 25_000 + stall_us;
+        for i in 0..n {
+            let send = i * send_gap_us;
+            let arrival = if i >= first_late {
+                wake + (i - first_late) * 10
+            } else {
+                send + 25_000
+            };
+            c.on_packet(send, arrival, DataSize::bytes(1000));
+        }
+        c
+    }
+
+    #[test]
+    fn a_receiving_host_stall_at_the_clusters_end_is_no_bottleneck() {
+        // 5.3 Mbit/s for 13.5 ms (10 packets, what cg probes at the maximum), the last two
+        // stamped after a 4 ms stall: the span reads 84 % of the send rate.
+        let c = stalled_cluster(10, 1500, 2, 4000);
+        let span = {
+            let send = 9000.0 * 8.0 / 13.5e-3;
+            let recv = 9000.0 * 8.0 / ((c.last_arrival_us - c.first_arrival_us) as f64 / 1e6);
+            recv / send
+        };
+        assert!(
+            span < SATURATED_RATIO,
+            "the span alone reads saturation: {span}"
+        );
+        let r = c.result().unwrap();
+        assert!(!r.saturated, "{r:?}");
+        let send = 9000.0 * 8.0 / 13.5e-3;
+        assert!((r.rate.as_bps_f64() / send - 1.0).abs() < 0.01, "{r:?}");
+        // A stall longer still, over a third of the packets, moves the median too: then the
+        // estimator cannot tell, and reads saturation as libwebrtc does.
+        assert!(
+            stalled_cluster(10, 1500, 4, 8000)
+                .result()
+                .unwrap()
+                .saturated
+        );
+    }
+
+    #[test]
+    fn a_bottleneck_just_under_the_cluster_rate_is_found() {
+        // 5.3 Mbit/s into 4.5 Mbit/s (85 %), 12 packets.
+        let r = cluster(12, 1500, 4.5e6).result().unwrap();
+        assert!(r.saturated, "{r:?}");
+        assert!(
+            (r.rate.as_bps_f64() / (0.95 * 4.5e6) - 1.0).abs() < 0.02,
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn the_delay_slope_is_the_median_pairwise_one() {
+        assert_eq!(delay_slope(&[(0, 5), (10, 15)]), None, "one pair");
+        let even: Vec<(i64, i64)> = (0..8).map(|i| (i * 100, i * 150)).collect();
+        assert_eq!(delay_slope(&even), Some(0.5));
+        let mut outlier = even.clone();
+        outlier[7].1 += 10_000;
+        assert_eq!(delay_slope(&outlier), Some(0.5), "one packet late");
     }
 
     #[test]
