@@ -388,7 +388,9 @@ pub struct GccConfig {
     /// Send-side mode: how much feedback without a sign it takes to forget the link's last
     /// push-back (an over-use or a standing queue); until then no send burst, `f·A` instead
     /// of [`pacing_factor_unbounded`](Self::pacing_factor_unbounded) × `A`, and the
-    /// bottleneck rate found with it as the cap. Time without feedback counts for nothing.
+    /// bottleneck rate found with it as the cap. A bottleneck rate a probe found (a cluster
+    /// the link did not carry) caps the pacer for as long after it was found, with the burst
+    /// kept. Time without feedback counts for nothing.
     /// A cg rule: a sign that does not recur within this (a receiving host's scheduling
     /// stall read as an over-use; a capacity that has since risen) says nothing about the
     /// link any more, while a link still full at that rate pushes back again well within it

@@ -8,6 +8,12 @@
 //! pushes back again within the memory and keeps it. Time without feedback counts for
 //! nothing (the link was not heard). With the push-back, the bottleneck rate found with it
 //! stops capping the pacer; one found afterwards caps it again.
+//!
+//! A bottleneck rate found without a push-back (a probe cluster the link did not carry)
+//! caps the pacer by the same rule: until the feedback has been calm for the memory since
+//! it was found. It is one sample, and on a busy receiving host a false one (the host's
+//! timing stretches the cluster); a link that is full at that rate pushes back within the
+//! memory once the pacer sends faster than it.
 
 use std::time::{Duration, Instant};
 
@@ -47,9 +53,16 @@ impl PushBack {
         self.stale = None;
     }
 
+    /// A bottleneck rate found without a sign of push-back (a saturated probe): it caps the
+    /// pacer from now until the memory of calm feedback has passed.
+    pub(super) fn on_finding(&mut self) {
+        self.calm = Duration::ZERO;
+        self.stale = None;
+    }
+
     /// Feedback heard at `now` (after its signs): the time since the last feedback counts as
-    /// calm when it is shorter than `silence`. Forgets a push-back once the calm reaches the
-    /// memory; `bottleneck` is the bottleneck rate known now (which is stale from then on).
+    /// calm when it is shorter than `silence`. Once the calm reaches the memory, forgets a
+    /// push-back, and `bottleneck`, the bottleneck rate known now, is stale from then on.
     pub(super) fn on_heard(
         &mut self,
         now: Instant,
@@ -63,7 +76,7 @@ impl PushBack {
             }
         }
         self.heard = Some(now);
-        if self.pushed && self.memory.is_some_and(|m| self.calm >= m) {
+        if self.memory.is_some_and(|m| self.calm >= m) {
             self.pushed = false;
             self.stale = bottleneck;
         }
@@ -114,6 +127,25 @@ mod tests {
         assert_eq!(p.cap(later), later, "one found since caps");
         p.on_sign();
         assert_eq!(p.cap(found), found, "a new sign makes it current");
+
+        // A probe's finding without a sign caps for a memory of calm feedback from then.
+        let probed = Some(Bitrate::kbps(4700));
+        p.on_heard(ms(15_100), silence, found);
+        for i in 152..=250 {
+            p.on_heard(ms(100 * i), silence, found);
+        }
+        assert!(!p.remembered());
+        p.on_finding();
+        for i in 251..=349 {
+            p.on_heard(ms(100 * i), silence, probed);
+        }
+        assert_eq!(p.cap(probed), probed, "9.9 s after the finding");
+        assert!(
+            !p.remembered(),
+            "a finding is no push-back: the pacer may still burst"
+        );
+        p.on_heard(ms(35_000), silence, probed);
+        assert_eq!(p.cap(probed), None, "10 s after it");
 
         let mut forever = PushBack::new(None);
         forever.on_sign();

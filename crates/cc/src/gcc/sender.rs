@@ -154,6 +154,8 @@ pub struct GccController {
     /// The last over-use signal or stall probe: when the additive climb was last checked.
     last_climb_check: Option<Instant>,
     probe_results: u64,
+    /// Probe results applied that found the link full (send-side).
+    probes_saturated: u64,
     /// REMB mode: `α` of eq. (3), to take the receiver's `R` at a decrease from the REMB.
     alpha: f64,
     /// REMB mode: the link capacity as the receiver saw it at its decreases (each REMB
@@ -310,6 +312,7 @@ impl GccController {
             stall_probe_after: c.stall_probe_after,
             last_climb_check: None,
             probe_results: 0,
+            probes_saturated: 0,
             alpha: c.alpha,
             remb_capacity: LinkCapacity::default(),
             last_remb: None,
@@ -400,6 +403,10 @@ impl GccController {
                 let ar = d.estimate();
                 self.loss.raise_to(rate.min(ar), now);
                 self.apply_ar(ar, now);
+                if r.saturated {
+                    self.probes_saturated += 1;
+                    self.push_back.on_finding();
+                }
             }
             if let Some(p) = self.probe.as_mut() {
                 p.on_result(rate, now);
@@ -1048,6 +1055,7 @@ impl Controller for GccController {
             ("a_s", s.a_s.as_bps_f64()),
             ("n_dd", s.n_dd as f64),
             ("probe_results", self.probe_results as f64),
+            ("probes_saturated", self.probes_saturated as f64),
             (
                 "probes",
                 self.probe
@@ -1680,8 +1688,13 @@ mod tests {
         assert_eq!(paced, cap, "room above the rate found: capped");
     }
 
+    thread_local! {
+        /// The media packet size of [`through`] (bytes).
+        static THROUGH_BYTES: std::cell::Cell<u64> = const { std::cell::Cell::new(1000) };
+    }
+
     /// A sender through a bottleneck of `capacity` (no queue beyond what it makes): a packet
-    /// every 10 ms of 1000 bytes, or, while a probe cluster runs, of the cluster's rate;
+    /// every 10 ms of [`THROUGH_BYTES`], or, while a probe cluster runs, of the cluster's rate;
     /// `stall(i)` ms of extra delay on packet `i` (a receiving host's scheduling, say).
     /// Feedback every 5 packets. Returns the probe rates asked.
     fn through(
@@ -1699,9 +1712,9 @@ mod tests {
             let at = t0 + Duration::from_millis(10 * i);
             c.handle_timeout(at);
             asked.extend(probes(c));
-            let bytes = c
-                .probing_rate
-                .map_or(1000, |r| (r.as_bps_f64() / 8.0 / 100.0) as u64);
+            let bytes = c.probing_rate.map_or(THROUGH_BYTES.with(|b| b.get()), |r| {
+                (r.as_bps_f64() / 8.0 / 100.0) as u64
+            });
             c.on_packet_sent(&media_sized(i, at, bytes));
             let serialise = (bytes as f64 * 8e6 / capacity.as_bps_f64()) as i64;
             let arrival = (10_000 * i as i64 + 20_000).max(*last_arrival + serialise);
@@ -1794,6 +1807,71 @@ mod tests {
         };
         let (_, _, _, held, _, (rate, burst, _)) = run(&forever);
         assert_eq!((rate, burst), held, "held for good");
+    }
+
+    /// A start-up probe the link cannot carry (900 kbit/s into 700, the media at 400) finds a bottleneck rate
+    /// without a push-back: it caps the pacer, the burst kept. With a push-back memory of
+    /// 10 s it is forgotten 10 s of feedback after it was found, as a push-back is (issue
+    /// #37: on a busy host a stall of the viewer's timing read as such a probe, and the
+    /// pacer of a 50 Mbit/s link held every scene cut near 5 Mbit/s for the session);
+    /// remembered for good (the default), it caps for the rest of the session.
+    #[test]
+    fn a_bottleneck_a_probe_found_is_forgotten_after_the_push_back_memory() {
+        let t0 = Instant::now();
+        let cfg = GccConfig {
+            start_bitrate: Bitrate::kbps(150),
+            max_bitrate: Bitrate::mbps(2),
+            push_back_memory: Some(Duration::from_secs(10)),
+            ..GccConfig::send_side()
+        };
+        THROUGH_BYTES.with(|b| b.set(500));
+        let run = |cfg: &GccConfig| {
+            let mut c = GccController::new(cfg, t0);
+            let mut last = 0;
+            through(&mut c, 0, 500, t0, Bitrate::kbps(700), &mut last, |_| 0);
+            let found = c.gcc_stats().delay.unwrap().bottleneck_rate;
+            let at_5 = (c.pacing_rate(), c.pacing_burst(), c.target_bitrate());
+            through(&mut c, 500, 700, t0, Bitrate::kbps(700), &mut last, |_| 0);
+            let at_12 = (c.pacing_rate(), c.target_bitrate());
+            (c, found, at_5, at_12)
+        };
+        let (c, found, (paced, burst, a), (paced_12, a_12)) = run(&cfg);
+        let found = found.expect("the probe found the link full");
+        assert!(
+            found > Bitrate::kbps(450) && found < Bitrate::kbps(700),
+            "{found}"
+        );
+        assert_eq!(extra(&c, "probes_saturated"), 1.0);
+        assert_eq!(c.gcc_stats().delay.unwrap().overuses, 0, "no push-back");
+        let cap = found
+            .mul_f64(cfg.pacing_link_capacity_factor.unwrap())
+            .max(a);
+        assert!(
+            cap < a.mul_f64(cfg.pacing_factor_unbounded),
+            "the cap matters"
+        );
+        assert_eq!(
+            (paced, burst),
+            (cap, cfg.pacing_burst),
+            "capped, the burst kept"
+        );
+        assert_eq!(
+            paced_12,
+            a_12.mul_f64(cfg.pacing_factor_unbounded),
+            "forgotten by 12 s"
+        );
+
+        let forever = GccConfig {
+            push_back_memory: None,
+            ..cfg
+        };
+        let (c, found, _, (paced_12, a_12)) = run(&forever);
+        let cap = found
+            .unwrap()
+            .mul_f64(cfg.pacing_link_capacity_factor.unwrap())
+            .max(a_12);
+        assert_eq!(c.gcc_stats().delay.unwrap().bottleneck_rate, found);
+        assert_eq!(paced_12, cap, "held for good");
     }
 
     /// REMB mode: a gap of [`REMB_SILENCE`] between REMBs restarts the stall clock too, so
