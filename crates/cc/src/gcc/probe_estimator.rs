@@ -7,17 +7,15 @@
 //! discarded (compressed feedback, not capacity).
 //!
 //! A cg rule on top: a receive span stretched past the send span does not count as
-//! saturation when packets arrived compressed (closer than half their send gap, which a
-//! link that cannot carry the cluster never does) and the one-way delay does not grow
-//! through the cluster (the robust slope of [`delay_slope`], under `1/0.9 − 1`), as a queue
-//! at a bottleneck makes it grow. Reason:
-//! a receiving host's scheduling stall stamps the cluster's last packets late all at once,
-//! which stretches the span as a bottleneck would; libwebrtc's first-to-last span reads
-//! that as the link's rate, and cg then held the pacer to it (a busy host's viewer saw a
-//! 50 Mbit/s link capped near 5 Mbit/s, every large frame paced over most of a frame
-//! interval: issue #37). A stall moves a few packets; a bottleneck moves them all, so the
-//! median of the pairwise slopes tells them apart. Such a cluster is a lower bound
-//! (`saturated` false) at the send rate over that slope.
+//! saturation when packets arrived bunched (closer than half their send gap, which a link
+//! that cannot carry the cluster never does) and the one-way delay does not grow through
+//! the cluster (the robust slope of [`delay_slope`], under `1/0.9 − 1`), as a queue at a
+//! bottleneck makes it grow. Such a cluster is a lower bound (`saturated` false) at the send
+//! rate over `1 +` that slope. Reason: a receiving host's scheduling stall stamps the
+//! cluster's last packets late, all at once, which stretches the span as a bottleneck
+//! would, and a bottleneck rate caps the pacer (issue #37). A stall moves a few packets, a
+//! bottleneck all of them, so the median of the pairwise slopes tells them apart; a link
+//! shared with other traffic may stretch the span in a few gaps too, but never bunches.
 //!
 //! Beyond the papers (MMSys16 has no probing); send-side mode and the REMB receiver's
 //! detector ([`super::probe_detector`]).
@@ -134,22 +132,21 @@ impl ClusterStats {
             return None;
         }
         let mut saturated = recv < SATURATED_RATIO * send;
-        let mut recv = recv;
+        let mut rate = if saturated {
+            SATURATED_SHARE * recv
+        } else {
+            send.min(recv)
+        };
         if saturated
-            && compressed(&self.times)
+            && bunched(&self.times)
             && let Some(slope) = delay_slope(&self.times)
             && slope < 1.0 / SATURATED_RATIO - 1.0
         {
             // The span was stretched at the receiver, not by a queue: the link carried the
             // bulk of the cluster at the send rate over `1 + slope`.
             saturated = false;
-            recv = send / (1.0 + slope.max(0.0));
+            rate = send / (1.0 + slope.max(0.0));
         }
-        let rate = if saturated {
-            SATURATED_SHARE * recv
-        } else {
-            send.min(recv)
-        };
         Some(ProbeResult {
             rate: Bitrate::from_bps_f64(rate),
             saturated,
@@ -161,7 +158,7 @@ impl ClusterStats {
 /// than half their send gap: what a receiving host that read them late, together, makes of
 /// them. A link that could not carry the cluster spreads every packet at least as far as it
 /// was sent, so a saturated cluster does not show it.
-fn compressed(times: &[(i64, i64)]) -> bool {
+fn bunched(times: &[(i64, i64)]) -> bool {
     times
         .windows(2)
         .any(|w| w[1].0 > w[0].0 && 2 * (w[1].1 - w[0].1) < w[1].0 - w[0].0)
@@ -174,7 +171,7 @@ fn compressed(times: &[(i64, i64)]) -> bool {
 /// `send rate / bottleneck rate − 1`; a stall at the receiver stamps a few packets late at
 /// once and moves few pairs (the median stands as long as under about 29 % of the packets
 /// are moved).
-pub(crate) fn delay_slope(times: &[(i64, i64)]) -> Option<f64> {
+fn delay_slope(times: &[(i64, i64)]) -> Option<f64> {
     let mut slopes = Vec::with_capacity(times.len() * times.len().saturating_sub(1) / 2);
     for (i, &(s1, a1)) in times.iter().enumerate() {
         for &(s2, a2) in &times[i + 1..] {
@@ -271,6 +268,22 @@ mod tests {
                 .unwrap()
                 .saturated
         );
+    }
+
+    #[test]
+    fn a_link_busy_with_other_traffic_inside_the_cluster_is_the_links_stretch() {
+        // The cluster of the stall test, but the link sends others' packets for 4 ms after
+        // the eighth: the last two arrive 4 ms late, spread as they were sent (no bunching),
+        // so the span's verdict stands although few pairs' delay grows.
+        let mut c = ClusterStats::new(1);
+        for i in 0..10 {
+            let send = i * 1500;
+            let hole = if i >= 8 { 4000 } else { 0 };
+            c.on_packet(send, send + 25_000 + hole, DataSize::bytes(1000));
+        }
+        assert!(delay_slope(&c.times).unwrap() < 1.0 / SATURATED_RATIO - 1.0);
+        let r = c.result().unwrap();
+        assert!(r.saturated, "{r:?}");
     }
 
     #[test]

@@ -46,15 +46,15 @@ impl PushBack {
         }
     }
 
-    /// A sign of the link pushing back.
+    /// A sign of the link pushing back; the bottleneck rate found with it caps the pacer
+    /// (see [`Self::on_finding`]).
     pub(super) fn on_sign(&mut self) {
         self.pushed = true;
-        self.calm = Duration::ZERO;
-        self.stale = None;
+        self.on_finding();
     }
 
-    /// A bottleneck rate found without a sign of push-back (a saturated probe): it caps the
-    /// pacer from now until the memory of calm feedback has passed.
+    /// A bottleneck rate found (with a sign, or alone: a saturated probe): it caps the pacer
+    /// from now until the memory of calm feedback has passed.
     pub(super) fn on_finding(&mut self) {
         self.calm = Duration::ZERO;
         self.stale = None;
