@@ -99,6 +99,22 @@ impl Encoder {
         }
     }
 
+    /// Rebuilds the pipeline, for an encoder that has stopped making frames (a pipeline
+    /// wedged in an element, or stopped by an element's error). Returns at once: the
+    /// rebuild runs in a thread of its own and does nothing if one is under way or the
+    /// encoder is stopped. The new pipeline starts at the adapted size and the applied
+    /// target, its first frame a key frame; the counters, the adaptation and
+    /// [`EncodedFrame::seq`] carry on, and [`EncodedFrame::pts`] carries on past the last
+    /// frame. A live source is opened again; a file or a test pattern starts again from its
+    /// first frame. [`EncoderStats::restarts`] counts the rebuilds; one that fails leaves
+    /// its reason in [`EncoderStats::error`] and no pipeline (a later call tries again).
+    /// The model encoder does not wedge: nothing to do.
+    pub fn restart(&self) {
+        if let Backend::Gst(e) = &self.0 {
+            e.restart();
+        }
+    }
+
     /// The counters now.
     pub fn stats(&self) -> EncoderStats {
         match &self.0 {
@@ -107,10 +123,20 @@ impl Encoder {
         }
     }
 
+    /// The running pipeline's encoder element (none for the model encoder, or while a
+    /// restart builds the next pipeline).
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn element(&self) -> Option<gst::Element> {
+        match &self.0 {
+            Backend::Gst(e) => lock(&e.inner.run).as_ref().map(|r| r.encoder.clone()),
+            Backend::Model { .. } => None,
+        }
+    }
+
     /// The encoder in use.
     pub fn kind(&self) -> EncoderKind {
         match &self.0 {
-            Backend::Gst(e) => e.kind,
+            Backend::Gst(e) => e.inner.kind,
             Backend::Model { encoder, .. } => encoder.kind(),
         }
     }
@@ -133,15 +159,35 @@ impl std::fmt::Debug for Encoder {
     }
 }
 
-/// The GStreamer pipeline behind an [`Encoder`].
+/// The GStreamer pipeline behind an [`Encoder`]: its counters and adaptation (`shared`),
+/// which outlive a restart, and the running pipeline (`run`), which a restart replaces.
 struct GstEncoder {
-    pipeline: gst::Pipeline,
-    encoder: gst::Element,
+    inner: Arc<Inner>,
+}
+
+/// What a restart needs, shared with its worker thread.
+struct Inner {
+    config: EncoderConfig,
     kind: EncoderKind,
     shared: Arc<Shared>,
-    source: Mutex<BuiltSource>,
-    bus_thread: Mutex<Option<JoinHandle<()>>>,
-    stopping: Arc<AtomicBool>,
+    /// The sending end every pipeline's output gets a clone of; taken by [`GstEncoder::stop`].
+    tx: Mutex<Option<SyncSender<EncodedFrame>>>,
+    /// The pipeline running now; `None` while a restart builds the next one, and after stop.
+    run: Mutex<Option<Run>>,
+    stopping: AtomicBool,
+    restarting: AtomicBool,
+}
+
+/// One built and started pipeline.
+struct Run {
+    pipeline: gst::Pipeline,
+    encoder: gst::Element,
+    source: BuiltSource,
+    bus_thread: Option<JoinHandle<()>>,
+    bus_stop: Arc<AtomicBool>,
+    /// Whether this pipeline's probes and output may touch the shared state and send. A
+    /// retired pipeline's streaming threads, should they wake, drop what they carry.
+    live: Arc<AtomicBool>,
 }
 
 struct Shared {
@@ -183,6 +229,8 @@ struct State {
     /// A key frame was asked for while a down-switch was due: the switch, in front of the
     /// next frame, makes it (see [`Adapter::poll_key_frame`]).
     key_frame_by_switch: bool,
+    /// Pipelines rebuilt by [`Encoder::restart`].
+    restarts: u64,
 }
 
 impl GstEncoder {
@@ -191,9 +239,6 @@ impl GstEncoder {
         crate::init()?;
         config.validate()?;
         let kind = EncoderKind::from_name(&config.encoder)?;
-        let encoder = kind.make(&config)?;
-        props::set(&encoder, "name", "encoder")?;
-        let pipeline = gst::Pipeline::with_name("cg-encoder");
         let adapter = Adapter::new(
             config.top_format(),
             config.adaptation.clone(),
@@ -203,45 +248,10 @@ impl GstEncoder {
         if start != config.top_format() {
             tracing::info!(target: "cg_media", format = %start, start_bitrate = %config.start_bitrate, "start format chosen from the start bit rate");
         }
-        let mut source = BuiltSource::build(&pipeline, &config, (start.width, start.height))?;
-
-        // One frame of slack between source and encoder, in its own thread: a slow encoder
-        // drops the oldest raw frame instead of blocking (and delaying) capture.
-        let queue = props::make("queue", "core")?;
-        props::set(&queue, "max-size-buffers", 1u32)?;
-        props::set(&queue, "max-size-bytes", 0u32)?;
-        props::set(&queue, "max-size-time", 0u64)?;
-        props::set_str(&queue, "leaky", "downstream")?;
-        let captured = Arc::new(AtomicU64::new(0));
-        if let Some(pad) = queue.static_pad("sink") {
-            let captured = captured.clone();
-            pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
-                captured.fetch_add(1, Ordering::Relaxed);
-                gst::PadProbeReturn::Ok
-            });
-        }
-        let mut chain = vec![queue, encoder.clone()];
-        if let Some(parser) = kind.parser() {
-            let p = props::make(parser, "gstreamer1.0-plugins-bad (videoparsers)")?;
-            props::set(&p, "config-interval", -1i32)?;
-            chain.push(p);
-        }
-        let out_caps = props::make("capsfilter", "core")?;
-        props::set(&out_caps, "caps", kind.output_caps())?;
-        chain.push(out_caps);
-        let appsink = gst_app::AppSink::builder()
-            .sync(false)
-            .max_buffers(4)
-            .build();
-        chain.push(appsink.clone().upcast());
-        pipeline.add_many(&chain)?;
-        source.tail.link(&chain[0])?;
-        gst::Element::link_many(&chain)?;
-
         let frame_interval = config.frame_interval();
         let shared = Arc::new(Shared {
             kind,
-            captured,
+            captured: Arc::new(AtomicU64::new(0)),
             wanted_bps: AtomicU64::new(config.start_bitrate.as_bps()),
             state: Mutex::new(State {
                 pending: VecDeque::new(),
@@ -271,55 +281,76 @@ impl GstEncoder {
                 dropped_rate: 0,
                 skipped_frame_rate: 0,
                 key_frame_by_switch: false,
+                restarts: 0,
             }),
         });
-
-        install_input_probe(&encoder, &source.tail, &shared)?;
         let (tx, rx) = sync_channel(config.frame_queue);
-        install_output(&appsink, &encoder, &shared, tx, kind.codec());
-
-        let bus = pipeline
-            .bus()
-            .ok_or_else(|| Error::Pipeline("no bus".to_owned()))?;
-        start_pipeline(&pipeline, &bus)?;
-        if let Err(e) = source.start() {
-            let _ = pipeline.set_state(gst::State::Null);
-            return Err(e);
-        }
-        let stopping = Arc::new(AtomicBool::new(false));
-        let bus_thread = spawn_bus_watch(bus, shared.clone(), stopping.clone())?;
-        Ok((
-            GstEncoder {
-                pipeline,
-                encoder,
-                kind,
-                shared,
-                source: Mutex::new(source),
-                bus_thread: Mutex::new(Some(bus_thread)),
-                stopping,
-            },
-            rx,
-        ))
+        let run = Run::start(
+            &config,
+            kind,
+            &shared,
+            tx.clone(),
+            (start.width, start.height),
+            Duration::ZERO,
+            true,
+        )?;
+        let inner = Arc::new(Inner {
+            config,
+            kind,
+            shared,
+            tx: Mutex::new(Some(tx)),
+            run: Mutex::new(Some(run)),
+            stopping: AtomicBool::new(false),
+            restarting: AtomicBool::new(false),
+        });
+        Ok((GstEncoder { inner }, rx))
     }
 
     /// Sets the target bit rate. Non-blocking: applied by the streaming thread in front of
     /// the next raw frame, without restarting anything (see
     /// [`EncoderStats::target_applied_at_pts`]).
     pub fn set_target_bitrate(&self, rate: Bitrate) {
-        self.shared
+        self.inner
+            .shared
             .wanted_bps
             .store(rate.as_bps(), Ordering::Release);
     }
 
     /// Asks for a key frame (an upstream `force-key-unit` event with all headers): the next
-    /// raw frame to enter the encoder is coded as a key frame.
+    /// raw frame to enter the encoder is coded as a key frame. While a restart builds the
+    /// next pipeline there is no encoder to ask: its first frame is a key frame anyway.
     pub fn request_key_frame(&self) -> Result<(), Error> {
-        request_key_frame(&self.encoder, &self.shared)
+        let encoder = lock(&self.inner.run).as_ref().map(|r| r.encoder.clone());
+        request_key_frame(encoder.as_ref(), &self.inner.shared)
+    }
+
+    /// See [`Encoder::restart`].
+    fn restart(&self) {
+        if self.inner.stopping.load(Ordering::Acquire)
+            || self.inner.restarting.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let inner = self.inner.clone();
+        let spawned = std::thread::Builder::new()
+            .name("cg-media-restart".to_owned())
+            .spawn(move || {
+                if let Err(e) = inner.restart() {
+                    tracing::warn!(target: "cg_media", %e, "the encoder pipeline could not be rebuilt");
+                    lock(&inner.shared.state).error.get_or_insert(e.to_string());
+                }
+                inner.restarting.store(false, Ordering::Release);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(target: "cg_media", %e, "cannot spawn the encoder's restart");
+            self.inner.restarting.store(false, Ordering::Release);
+        }
     }
 
     /// The counters now.
     pub fn stats(&self) -> EncoderStats {
-        let s = lock(&self.shared.state);
+        let shared = &self.inner.shared;
+        let s = lock(&shared.state);
         let lat: Vec<Duration> = s.latencies.iter().map(|&(_, l)| l).collect();
         let mean = if lat.is_empty() {
             Duration::ZERO
@@ -327,10 +358,10 @@ impl GstEncoder {
             lat.iter().sum::<Duration>() / u32::try_from(lat.len()).unwrap_or(u32::MAX)
         };
         EncoderStats {
-            codec: self.kind.codec(),
+            codec: self.inner.kind.codec(),
             target_bitrate: s.applied,
             produced_bitrate: s.rate.rate(),
-            frames_captured: self.shared.captured.load(Ordering::Relaxed),
+            frames_captured: shared.captured.load(Ordering::Relaxed),
             frames_in: s.frames_in,
             frames_out: s.frames_out,
             key_frames: s.key_frames,
@@ -350,21 +381,207 @@ impl GstEncoder {
             mean_qp: s.adapter.mean_qp(),
             dropped_rate: s.dropped_rate,
             skipped_frame_rate: s.skipped_frame_rate,
+            restarts: s.restarts,
             error: s.error.clone(),
         }
     }
 
     /// Stops the pipeline (idempotent; also done on drop). No frame is sent after it
-    /// returns; the channel reports disconnection once the handle is dropped.
+    /// returns; the channel reports disconnection once every pipeline is gone (a retired
+    /// one whose teardown hangs keeps it open).
     pub fn stop(&self) {
-        if self.stopping.swap(true, Ordering::AcqRel) {
-            return;
+        let run = {
+            let mut run = lock(&self.inner.run);
+            if self.inner.stopping.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            run.take()
+        };
+        if let Some(run) = run {
+            run.stop();
         }
+        lock(&self.inner.tx).take();
+    }
+}
+
+impl Inner {
+    /// Replaces the running pipeline with a new one built from the configuration at the
+    /// adapted size and the applied rate. The counters, the adaptation and the frame
+    /// numbering carry on; PTS carries on one frame interval after the last raw frame, so
+    /// that every window keyed on it stays ordered.
+    ///
+    /// The old pipeline is retired first (its threads, should they wake, drop what they
+    /// carry) and torn down in a thread of its own: a pipeline wedged in an element may
+    /// never reach NULL, and its device (a camera) is free only once it does, so the new
+    /// one is built when the old is down or after [`RESTART_TEARDOWN_WAIT`], whichever is
+    /// first.
+    fn restart(&self) -> Result<(), Error> {
+        let old = lock(&self.run).take();
+        let (size, offset, rate) = {
+            let mut s = lock(&self.shared.state);
+            if let Some(old) = &old {
+                old.live.store(false, Ordering::Release);
+            }
+            s.pending.clear();
+            s.next_due = None;
+            if let Some(d) = s.dropper.as_mut() {
+                d.reset();
+            }
+            let f = s.adapter.format();
+            let offset = s
+                .last_input_pts
+                .map_or(Duration::ZERO, |p| p + s.input_interval);
+            ((f.width, f.height), offset, s.applied)
+        };
+        if let Some(old) = old {
+            let (down_tx, down) = std::sync::mpsc::channel();
+            std::thread::Builder::new()
+                .name("cg-media-retire".to_owned())
+                .spawn(move || {
+                    old.stop();
+                    let _ = down_tx.send(());
+                })
+                .map_err(|e| Error::Pipeline(format!("cannot spawn the teardown: {e}")))?;
+            if down.recv_timeout(RESTART_TEARDOWN_WAIT).is_err() {
+                tracing::warn!(target: "cg_media", "the wedged pipeline has not stopped in {RESTART_TEARDOWN_WAIT:?}: building the new one beside it");
+            }
+        }
+        let Some(tx) = lock(&self.tx).clone() else {
+            return Ok(());
+        };
+        let config = EncoderConfig {
+            start_bitrate: rate,
+            ..self.config.clone()
+        };
+        let new = Run::start(&config, self.kind, &self.shared, tx, size, offset, false)?;
+        let mut run = lock(&self.run);
+        if self.stopping.load(Ordering::Acquire) {
+            drop(run);
+            new.stop();
+            return Ok(());
+        }
+        new.live.store(true, Ordering::Release);
+        *run = Some(new);
+        drop(run);
+        let mut s = lock(&self.shared.state);
+        s.restarts += 1;
+        tracing::warn!(target: "cg_media", restarts = s.restarts, width = size.0, height = size.1, %rate, "encoder pipeline rebuilt");
+        Ok(())
+    }
+}
+
+/// How long a restart waits for the retired pipeline to reach NULL before it builds the new
+/// one anyway.
+const RESTART_TEARDOWN_WAIT: Duration = Duration::from_secs(1);
+
+impl Run {
+    /// Builds and starts a pipeline for `config` with the scaler at `size`, its output on
+    /// `tx`, its PTS `offset` later than its running time. Its probes and output do nothing
+    /// while its `live` flag (set to `live`) is down.
+    fn start(
+        config: &EncoderConfig,
+        kind: EncoderKind,
+        shared: &Arc<Shared>,
+        tx: SyncSender<EncodedFrame>,
+        (width, height): (u32, u32),
+        offset: Duration,
+        live: bool,
+    ) -> Result<Run, Error> {
+        let encoder = kind.make(config)?;
+        props::set(&encoder, "name", "encoder")?;
+        let pipeline = gst::Pipeline::with_name("cg-encoder");
+        let mut source = BuiltSource::build(&pipeline, config, (width, height))?;
+
+        // One frame of slack between source and encoder, in its own thread: a slow encoder
+        // drops the oldest raw frame instead of blocking (and delaying) capture.
+        let queue = props::make("queue", "core")?;
+        props::set(&queue, "max-size-buffers", 1u32)?;
+        props::set(&queue, "max-size-bytes", 0u32)?;
+        props::set(&queue, "max-size-time", 0u64)?;
+        props::set_str(&queue, "leaky", "downstream")?;
+        let live = Arc::new(AtomicBool::new(live));
+        if let Some(pad) = queue.static_pad("sink") {
+            let captured = shared.captured.clone();
+            let live = live.clone();
+            pad.add_probe(gst::PadProbeType::BUFFER, move |_, _| {
+                if live.load(Ordering::Acquire) {
+                    captured.fetch_add(1, Ordering::Relaxed);
+                }
+                gst::PadProbeReturn::Ok
+            });
+        }
+        let mut chain = vec![queue, encoder.clone()];
+        if let Some(parser) = kind.parser() {
+            let p = props::make(parser, "gstreamer1.0-plugins-bad (videoparsers)")?;
+            props::set(&p, "config-interval", -1i32)?;
+            chain.push(p);
+        }
+        let out_caps = props::make("capsfilter", "core")?;
+        props::set(&out_caps, "caps", kind.output_caps())?;
+        chain.push(out_caps);
+        let appsink = gst_app::AppSink::builder()
+            .sync(false)
+            .max_buffers(4)
+            .build();
+        chain.push(appsink.clone().upcast());
+        pipeline.add_many(&chain)?;
+        source.tail.link(&chain[0])?;
+        gst::Element::link_many(&chain)?;
+
+        let clock = Clock {
+            live: live.clone(),
+            offset,
+        };
+        install_input_probe(&encoder, &source.tail, shared, clock.clone())?;
+        install_output(&appsink, &encoder, shared, tx, kind.codec(), clock);
+
+        let bus = pipeline
+            .bus()
+            .ok_or_else(|| Error::Pipeline("no bus".to_owned()))?;
+        start_pipeline(&pipeline, &bus)?;
+        if let Err(e) = source.start() {
+            let _ = pipeline.set_state(gst::State::Null);
+            return Err(e);
+        }
+        let bus_stop = Arc::new(AtomicBool::new(false));
+        let bus_thread = spawn_bus_watch(bus, shared.clone(), bus_stop.clone())?;
+        Ok(Run {
+            pipeline,
+            encoder,
+            source,
+            bus_thread: Some(bus_thread),
+            bus_stop,
+            live,
+        })
+    }
+
+    /// Takes the pipeline to NULL and ends its threads.
+    fn stop(mut self) {
+        self.live.store(false, Ordering::Release);
+        self.bus_stop.store(true, Ordering::Release);
         let _ = self.pipeline.set_state(gst::State::Null);
-        lock(&self.source).stop();
-        if let Some(t) = lock(&self.bus_thread).take() {
+        self.source.stop();
+        if let Some(t) = self.bus_thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// A pipeline's view of the shared state's time: whether it is the live pipeline, and how
+/// much later than its running time its frames' PTS is.
+#[derive(Clone)]
+struct Clock {
+    live: Arc<AtomicBool>,
+    offset: Duration,
+}
+
+impl Clock {
+    fn is_live(&self) -> bool {
+        self.live.load(Ordering::Acquire)
+    }
+
+    fn pts(&self, running: gst::ClockTime) -> Duration {
+        Duration::from_nanos(running.nseconds()) + self.offset
     }
 }
 
@@ -387,7 +604,9 @@ fn running_time(
     }
 }
 
-fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), Error> {
+/// Counts a key-frame request and forces a key unit on `encoder` (none while a restart
+/// builds the next pipeline, whose first frame is a key frame).
+fn request_key_frame(encoder: Option<&gst::Element>, shared: &Shared) -> Result<(), Error> {
     {
         let mut s = lock(&shared.state);
         s.key_frame_requests += 1;
@@ -402,7 +621,7 @@ fn request_key_frame(encoder: &gst::Element, shared: &Shared) -> Result<(), Erro
             return Ok(());
         }
     }
-    force_key_unit(encoder)
+    encoder.map_or(Ok(()), force_key_unit)
 }
 
 /// Sends the encoder an upstream `force-key-unit` event with all headers.
@@ -430,6 +649,7 @@ fn install_input_probe(
     encoder: &gst::Element,
     scaler: &gst::Element,
     shared: &Arc<Shared>,
+    clock: Clock,
 ) -> Result<(), Error> {
     let pad = encoder
         .static_pad("sink")
@@ -441,11 +661,15 @@ fn install_input_probe(
         let Some(buffer) = info.buffer() else {
             return gst::PadProbeReturn::Ok;
         };
+        if !clock.is_live() {
+            drop(info.take_buffer());
+            return gst::PadProbeReturn::Handled;
+        }
         let now = HostTime::now();
         let segment = pad.sticky_event::<gst::event::Segment>(0);
         let pts = running_time(segment.as_ref().map(|e| e.segment()), buffer.pts());
         let wanted = Bitrate::bps(shared.wanted_bps.load(Ordering::Acquire));
-        let pts_d = pts.map(|p| Duration::from_nanos(p.nseconds()));
+        let pts_d = pts.map(|p| clock.pts(p));
         // GStreamer is called with the state unlocked: an element's call that waits (on its
         // object lock, a renegotiation) must not hold `stats()`, which the session loop reads.
         let applied = lock(&shared.state).applied;
@@ -485,7 +709,7 @@ fn install_input_probe(
             lock(&shared.state).error = Some(e.to_string());
         }
         let mut s = lock(&shared.state);
-        if admission.drop {
+        if admission.drop || !clock.is_live() {
             // Consumed here and `Handled`: returning `Drop` made GStreamer 1.22 print a
             // `gst_mini_object_unref: assertion 'mini_object != NULL'` CRITICAL for every
             // dropped frame.
@@ -586,6 +810,7 @@ fn install_output(
     shared: &Arc<Shared>,
     tx: SyncSender<EncodedFrame>,
     codec: Codec,
+    clock: Clock,
 ) {
     let shared = shared.clone();
     let enc = encoder.downgrade();
@@ -605,6 +830,10 @@ fn install_output(
                 let key_frame = !buffer.flags().contains(gst::BufferFlags::DELTA_UNIT);
                 let pts = running_time(sample.segment(), buffer.pts());
                 let mut s = lock(&shared.state);
+                // Checked under the lock a restart retires the pipeline under.
+                if !clock.is_live() {
+                    return Ok(gst::FlowSuccess::Ok);
+                }
                 // Frames the encoder dropped leave their entries in front of ours.
                 let mut found = None;
                 while let Some(&(p, t, i)) = s.pending.front() {
@@ -618,7 +847,7 @@ fn install_output(
                     }
                 }
                 let (capture_time, index) = found.unwrap_or((now, s.frames_in.saturating_sub(1)));
-                let pts_d = pts.map_or(Duration::ZERO, |p| Duration::from_nanos(p.nseconds()));
+                let pts_d = pts.map_or(clock.offset, |p| clock.pts(p));
                 let latency = now.checked_duration_since(capture_time).unwrap_or_default();
                 let size = data.len() as u64;
                 s.frames_out += 1;
@@ -671,9 +900,7 @@ fn install_output(
                         lock(&shared.state).dropped_backpressure += 1;
                         // The receiver will see a sequence gap and need a key frame anyway:
                         // ask for it now rather than after a round trip.
-                        if let Some(enc) = enc.upgrade() {
-                            let _ = request_key_frame(&enc, &shared);
-                        }
+                        let _ = request_key_frame(enc.upgrade().as_ref(), &shared);
                     }
                     Err(TrySendError::Disconnected(_)) => {
                         lock(&shared.state).dropped_backpressure += 1;
@@ -750,4 +977,96 @@ fn spawn_bus_watch(
             }
         })
         .map_err(|e| Error::Pipeline(format!("cannot spawn bus thread: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::time::Instant;
+
+    use super::*;
+
+    /// A VP8 pipeline at 320×240.
+    fn wedgeable() -> (Encoder, Receiver<EncodedFrame>) {
+        Encoder::start(EncoderConfig {
+            width: 320,
+            height: 240,
+            start_bitrate: Bitrate::kbps(500),
+            ..EncoderConfig::default()
+        })
+        .expect("a VP8 pipeline starts")
+    }
+
+    /// Frames until none has come for `quiet`.
+    fn until_quiet(rx: &Receiver<EncodedFrame>, quiet: Duration) -> Vec<EncodedFrame> {
+        let mut frames = Vec::new();
+        while let Ok(f) = rx.recv_timeout(quiet) {
+            frames.push(f);
+        }
+        frames
+    }
+
+    #[test]
+    fn a_wedged_pipeline_is_rebuilt_and_the_stream_carries_on() {
+        let (encoder, rx) = wedgeable();
+        let before: Vec<EncodedFrame> = (0..15)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).expect("frames"))
+            .collect();
+        let release = crate::testing::wedge(&encoder).expect("a running pipeline");
+        let mut before = before;
+        before.extend(until_quiet(&rx, Duration::from_millis(500)));
+        let last = before.last().unwrap().clone();
+        let wedged = encoder.stats();
+        std::thread::sleep(Duration::from_millis(300));
+        let still = encoder.stats();
+        assert_eq!(still.frames_out, wedged.frames_out, "wedged: nothing made");
+        assert!(
+            still.frames_captured > wedged.frames_captured,
+            "the source goes on capturing"
+        );
+
+        encoder.restart();
+        let first = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the rebuilt pipeline makes frames");
+        assert!(
+            first.key_frame,
+            "the rebuilt encoder starts with a key frame"
+        );
+        assert_eq!(first.seq, last.seq + 1, "frame numbering carries on");
+        assert!(
+            first.pts > last.pts,
+            "PTS carries on: {first:?} after {last:?}"
+        );
+        let after: Vec<EncodedFrame> = (0..30)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).expect("frames"))
+            .collect();
+        for pair in std::iter::once(&first)
+            .chain(&after)
+            .collect::<Vec<_>>()
+            .windows(2)
+        {
+            assert_eq!(pair[1].seq, pair[0].seq + 1);
+            assert!(pair[1].pts > pair[0].pts);
+        }
+        let stats = encoder.stats();
+        assert_eq!(stats.restarts, 1);
+        assert_eq!(stats.frames_out, last.seq + 1 + 31);
+
+        // Stopping does not wait for the wedged pipeline, and once that one is let go
+        // nothing of it reaches the channel, which then closes.
+        let t = Instant::now();
+        encoder.stop();
+        let stopped_in = t.elapsed();
+        drop(release);
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(f) => panic!("a frame after stop: {f:?}"),
+            Err(RecvTimeoutError::Disconnected) => {}
+            Err(RecvTimeoutError::Timeout) => panic!("the channel never closed"),
+        }
+        assert!(
+            stopped_in < RESTART_TEARDOWN_WAIT,
+            "stop waited {stopped_in:?} for the wedged pipeline"
+        );
+    }
 }

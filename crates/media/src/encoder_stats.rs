@@ -62,6 +62,9 @@ pub struct EncoderStats {
     pub dropped_rate: u64,
     /// Raw frames skipped to lower the frame rate (the adaptation's choice).
     pub skipped_frame_rate: u64,
-    /// The first error the pipeline posted, if any (the pipeline stops producing).
+    /// Pipelines rebuilt by [`crate::Encoder::restart`].
+    pub restarts: u64,
+    /// The first error the pipeline posted, if any (the pipeline stops producing), or why
+    /// a restart failed.
     pub error: Option<String>,
 }

@@ -22,7 +22,8 @@ pub struct EncodedFrame {
     /// Whether the frame decodes on its own (no DELTA_UNIT flag from the encoder).
     pub key_frame: bool,
     /// Presentation time: the raw frame's running time in the sender pipeline (starts near
-    /// zero when the pipeline starts; one frame interval apart at a steady frame rate).
+    /// zero when the pipeline starts; one frame interval apart at a steady frame rate;
+    /// carries on past the last frame when [`crate::Encoder::restart`] rebuilds it).
     pub pts: Duration,
     /// Index of the raw frame at the encoder input (0, 1, 2, …). Gaps mean the encoder
     /// dropped frames (rate control or overload).

@@ -176,6 +176,8 @@ mod source;
 mod stamp;
 mod sync;
 mod synth;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod vp8_header;
 
 pub use adapt::{AdaptationConfig, DegradationPreference, Format};

@@ -250,6 +250,7 @@ impl ModelEncoder {
             mean_qp: None,
             dropped_rate: 0,
             skipped_frame_rate: 0,
+            restarts: 0,
             error: None,
         }
     }

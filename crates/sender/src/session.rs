@@ -134,7 +134,7 @@ impl Sender {
                 _ = tick.tick() => {
                     beat("tick: key frame");
                     steering.serve_key_frame(&encoder);
-                    steering.watch_encoder(progress(&encoder), Instant::now());
+                    steering.watch(&encoder, Instant::now());
                     beat("tick: sample");
                     let sampled = sampler.sample(&handle, &feed, &encoder, &steering).await;
                     if let Some(mut stats) = sampled {
@@ -236,12 +236,19 @@ pub(crate) struct Steering {
     /// The encoder's output and capture counts when its output last moved, and when.
     last_output: (u64, u64, Instant),
     stalled: bool,
+    /// When the stalled encoder was last restarted.
+    last_restart: Option<Instant>,
 }
 
 /// An encoder that has made no frame for this long while its source captured frames is
 /// stalled: a pipeline wedged in renegotiation, or a CPU too starved to encode. Thirty frame
 /// intervals at 30 fps; the frame dropper and a lower frame rate never skip that many in a row.
 pub(crate) const ENCODER_STALL: Duration = Duration::from_secs(1);
+
+/// A stalled encoder is restarted when the stall is noticed and again this often while it
+/// stays stalled (a rebuild that did not take, a host still starved): each rebuild costs a
+/// pipeline's start and a key frame, and a second of nothing is already a freeze.
+pub(crate) const ENCODER_RESTART_RETRY: Duration = Duration::from_secs(5);
 
 impl Steering {
     pub(crate) fn new(config: &SenderConfig) -> Steering {
@@ -254,18 +261,29 @@ impl Steering {
             encoder_stalls: 0,
             last_output: (0, 0, Instant::now()),
             stalled: false,
+            last_restart: None,
         }
     }
 
-    /// Checks the encoder's progress (once a statistics interval) on its counters of
-    /// frames made and captured, read `now`: a stall is counted and logged, with what every
-    /// thread of the process is doing, once when it is noticed. A source that captured
-    /// nothing (a paused camera, a file at its end) stalls nothing.
+    /// Watches the encoder (once a statistics interval) and restarts it when
+    /// [`Self::watch_encoder`] says so.
+    pub(crate) fn watch(&mut self, encoder: &Encoder, now: Instant) {
+        let e = encoder.stats();
+        if self.watch_encoder((e.frames_out, e.frames_captured), now) {
+            encoder.restart();
+        }
+    }
+
+    /// Checks the encoder's progress on its counters of frames made and captured, read
+    /// `now`: a stall is counted and logged, with what every thread of the process is
+    /// doing, once when it is noticed. A source that captured nothing (a paused camera, a
+    /// file at its end) stalls nothing. Returns whether to restart the encoder: when the
+    /// stall is noticed, and every [`ENCODER_RESTART_RETRY`] while it lasts.
     pub(crate) fn watch_encoder(
         &mut self,
         (frames_out, frames_captured): (u64, u64),
         now: Instant,
-    ) {
+    ) -> bool {
         let (out, captured, at) = self.last_output;
         if frames_out != out || frames_captured == captured {
             // Frames made, or none to make: the clock starts again.
@@ -277,6 +295,7 @@ impl Steering {
             }
             self.last_output = (frames_out, frames_captured, now);
             self.stalled = false;
+            false
         } else if !self.stalled && now.saturating_duration_since(at) >= ENCODER_STALL {
             self.stalled = true;
             self.encoder_stalls += 1;
@@ -284,8 +303,20 @@ impl Steering {
                 frames_out,
                 captured_since = frames_captured.saturating_sub(captured),
                 threads = %cg_app::watch::thread_picture(None),
-                "the encoder has made no frame for {ENCODER_STALL:?} while its source captured frames"
+                "the encoder has made no frame for {ENCODER_STALL:?} while its source captured frames: restarting it"
             );
+            self.last_restart = Some(now);
+            true
+        } else if self.stalled
+            && self
+                .last_restart
+                .is_some_and(|t| now.saturating_duration_since(t) >= ENCODER_RESTART_RETRY)
+        {
+            tracing::warn!("the encoder is still stalled: restarting it again");
+            self.last_restart = Some(now);
+            true
+        } else {
+            false
         }
     }
 
@@ -346,12 +377,6 @@ impl Steering {
             }
         }
     }
-}
-
-/// The encoder's frames made and captured, what [`Steering::watch_encoder`] watches.
-pub(crate) fn progress(encoder: &Encoder) -> (u64, u64) {
-    let e = encoder.stats();
-    (e.frames_out, e.frames_captured)
 }
 
 /// A session whose [`SenderSession`] the sampler can read: the plain session, or one behind
@@ -646,6 +671,7 @@ impl Sampler {
             feedback_timeouts: s.feedback_timeouts,
             rss_kib: cg_host::rss_kib(None),
             encoder_stalls: steering.encoder_stalls,
+            encoder_restarts: enc.restarts,
             loop_stalls: self.last.loop_stalls,
             longest_loop_stall_ms: self.last.longest_loop_stall_ms,
             driver_skips: feed.skipped,
@@ -703,7 +729,8 @@ mod tests {
     }
 
     #[test]
-    fn an_encoder_that_makes_no_frame_for_a_second_while_frames_are_captured_stalls_once() {
+    fn an_encoder_that_makes_no_frame_for_a_second_while_frames_are_captured_stalls_once_and_is_restarted()
+     {
         let mut steering = Steering::new(&SenderConfig::default());
         let t0 = steering.last_output.2;
         let at = |ms: u64| t0 + Duration::from_millis(ms);
@@ -714,18 +741,20 @@ mod tests {
         }
         assert_eq!(steering.encoder_stalls, 0);
         // Nothing made from 2 s on while frames are captured: one stall once a second has
-        // passed, not one per check.
-        for i in 21..=40 {
-            steering.watch_encoder(counts(60, i * 3), at(i * 100));
+        // passed, not one per check; a restart then, and again every 5 s while it lasts.
+        for i in 21..=100 {
+            let restart = steering.watch_encoder(counts(60, i * 3), at(i * 100));
             let want = u64::from(i >= 30);
             assert_eq!(steering.encoder_stalls, want, "at {} ms", i * 100);
+            assert_eq!(restart, [30, 80].contains(&i), "restart at {} ms", i * 100);
         }
-        // Frames again, then a second stall is a second count.
-        steering.watch_encoder(counts(61, 123), at(4_100));
-        for i in 42..=60 {
-            steering.watch_encoder(counts(61, i * 3), at(i * 100));
-        }
+        // Frames again, then a second stall is a second count, restarted when noticed.
+        assert!(!steering.watch_encoder(counts(61, 303), at(10_100)));
+        let restarts: Vec<u64> = (102..=120)
+            .filter(|&i| steering.watch_encoder(counts(61, i * 3), at(i * 100)))
+            .collect();
         assert_eq!(steering.encoder_stalls, 2);
+        assert_eq!(restarts, [111]);
         // A source that captured nothing for seconds: nothing to encode, no stall.
         let mut idle = Steering::new(&SenderConfig::default());
         let t0 = idle.last_output.2;
@@ -737,6 +766,40 @@ mod tests {
         assert_eq!(idle.encoder_stalls, 0);
         idle.watch_encoder(counts(0, 33), t0 + Duration::from_millis(6_100));
         assert_eq!(idle.encoder_stalls, 1);
+    }
+
+    #[test]
+    fn the_watch_restarts_a_wedged_encoder_and_the_frames_come_back() {
+        let (encoder, rx) = Encoder::start(cg_media::EncoderConfig {
+            width: 320,
+            height: 240,
+            start_bitrate: Bitrate::kbps(500),
+            ..cg_media::EncoderConfig::default()
+        })
+        .expect("a VP8 pipeline starts");
+        let wait = Duration::from_secs(10);
+        for _ in 0..10 {
+            rx.recv_timeout(wait).expect("frames");
+        }
+        let wedge = cg_media::testing::wedge(&encoder).expect("a running pipeline");
+        while rx.recv_timeout(Duration::from_millis(500)).is_ok() {}
+        let mut steering = Steering::new(&SenderConfig::default());
+        let t0 = Instant::now();
+        steering.watch(&encoder, t0);
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            rx.try_recv().is_err(),
+            "wedged: no frame ({:?})",
+            encoder.stats()
+        );
+        // Read a second and a half later: the stall is noticed and the encoder restarted.
+        steering.watch(&encoder, t0 + Duration::from_millis(1_500));
+        assert_eq!(steering.encoder_stalls, 1);
+        let first = rx.recv_timeout(wait).expect("frames after the restart");
+        assert!(first.key_frame);
+        assert_eq!(encoder.stats().restarts, 1);
+        encoder.stop();
+        drop(wedge);
     }
 
     #[tokio::test]

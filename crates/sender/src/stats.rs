@@ -116,6 +116,10 @@ pub struct Stats {
     /// logged with what every thread was doing).
     #[serde(default)]
     pub encoder_stalls: u64,
+    /// Times the encoder's pipeline was rebuilt: once when a stall is noticed, and every 5 s
+    /// while it lasts.
+    #[serde(default)]
+    pub encoder_restarts: u64,
     /// Times the session loop stopped turning for at least its watch's threshold (the larger
     /// of 250 ms and two statistics intervals; each is logged with what held it, see
     /// `cg_app::watch`), and the longest, ms.

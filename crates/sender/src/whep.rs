@@ -271,7 +271,7 @@ impl WhepSender {
                     drain_events(&mut viewers, &mut steering, &encoder, whep.connect_timeout).await;
                     beat("tick: key frame");
                     steering.serve_key_frame(&encoder);
-                    steering.watch_encoder(crate::session::progress(&encoder), Instant::now());
+                    steering.watch(&encoder, Instant::now());
                     beat("tick: sample");
                     for (id, v) in viewers.iter_mut() {
                         let sampled = v.sampler.sample(&v.handle, &v.feed, &encoder, &steering).await;
