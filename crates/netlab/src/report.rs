@@ -322,13 +322,29 @@ pub fn table(s: &Summary) -> String {
     if let Some(fw) = &s.forwarder {
         let _ = writeln!(
             t,
-            "forwarder ({}): {} wake-ups, CPU {:.1} % of a core, timer lateness p50 {:.0} µs p99 {:.0} µs max {:.0} µs",
+            "forwarder ({}): {} wake-ups, CPU {:.1} % of a core, timer lateness p50 {:.0} µs p99 {:.0} µs max {:.0} µs; packets read p99 {:.0} µs max {:.0} µs after they were sent, {:.1} % arriving at their kernel send stamp; the hypervisor took {} of the machine's CPU",
             fw.scheduling,
             fw.wakeups,
             (fw.cpu_user_s + fw.cpu_sys_s) / fw.wall_s.max(1e-9) * 100.0,
             fw.lateness_us[0],
             fw.lateness_us[1],
-            fw.lateness_us[3]
+            fw.lateness_us[3],
+            fw.read_delay_us[1],
+            fw.read_delay_us[3],
+            {
+                let stamped = (fw.stamped[0] + fw.stamped[1]) as f64;
+                let all = stamped + (fw.unstamped[0] + fw.unstamped[1]) as f64;
+                if all > 0.0 {
+                    100.0 * stamped / all
+                } else {
+                    0.0
+                }
+            },
+            fw.steal_share
+                .map_or("an unknown share".to_owned(), |x| format!(
+                    "{:.1} %",
+                    100.0 * x
+                ))
         );
     }
     t

@@ -85,3 +85,18 @@ pub fn cpu_times() -> (f64, f64) {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     (tv(ru.ru_utime), tv(ru.ru_stime))
 }
+
+/// The machine's stolen CPU time and all its CPU time so far, in ticks (the `cpu` line of
+/// `/proc/stat`: steal is the eighth field); `None` where it cannot be read.
+pub fn cpu_steal() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest and guest_nice are in user).
+    let all: u64 = fields.iter().take(8).sum();
+    Some((*fields.get(7)?, all))
+}

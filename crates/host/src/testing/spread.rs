@@ -47,6 +47,20 @@ struct Figure {
     values: Vec<f64>,
 }
 
+/// A point in a [`Spread`]'s record ([`Spread::mark`]).
+#[derive(Debug, Clone)]
+pub struct Mark {
+    values: Vec<usize>,
+    failures: usize,
+}
+
+impl Mark {
+    /// The misses recorded at the mark.
+    pub fn misses(&self) -> usize {
+        self.failures
+    }
+}
+
 /// The judged figures of one scenario, seed by seed or run by run.
 pub struct Spread {
     scenario: String,
@@ -151,6 +165,26 @@ impl Spread {
         self.failures.len()
     }
 
+    /// What is recorded so far, to [`roll back`](Self::roll_back) to.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            values: self.figures.iter().map(|f| f.values.len()).collect(),
+            failures: self.failures.len(),
+        }
+    }
+
+    /// Forgets everything recorded since `mark` (a run that is not judged); returns the
+    /// misses forgotten.
+    pub fn roll_back(&mut self, mark: Mark) -> Vec<String> {
+        // Figures first recorded after the mark go with it.
+        self.figures.truncate(mark.values.len());
+        for (f, &n) in self.figures.iter_mut().zip(&mark.values) {
+            f.values.truncate(n);
+        }
+        self.failures
+            .split_off(mark.failures.min(self.failures.len()))
+    }
+
     /// Prints every figure's spread beside its range, then fails with every miss.
     pub fn judge(self) {
         for f in &self.figures {
@@ -221,6 +255,25 @@ mod tests {
         let mut s = Spread::new("case");
         s.check(1, "u", 0.9, 0.8..=1.0);
         s.check(2, "u", 0.9, 0.7..=1.0);
+    }
+
+    #[test]
+    fn a_run_rolled_back_leaves_no_figure_and_no_miss() {
+        let mut s = Spread::over_runs("case");
+        s.check(1, "u", 0.9, 0.8..=1.0);
+        let mark = s.mark();
+        s.check(2, "u", 0.5, 0.8..=1.0);
+        s.check(2, "q", 9.0, 0.0..=5.0);
+        s.require(2, false, "no statistics");
+        assert_eq!(s.misses(), 3);
+        let forgotten = s.roll_back(mark);
+        assert_eq!(forgotten.len(), 3, "{forgotten:?}");
+        assert_eq!(s.misses(), 0);
+        assert_eq!(s.figures.len(), 1);
+        assert_eq!(s.figures[0].values, [0.9]);
+        // Its second attempt is recorded as the run.
+        s.check(2, "q", 1.0, 0.0..=5.0);
+        s.judge();
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //! checksum fixed, [`crate::packet::set_ecn`]).
 //!
 //! Time model: the links are sans-IO and compute every dequeue and delivery at its exact
-//! instant; the forwarder only decides when to wake. It drains all readable packets (up to a
+//! instant; the forwarder only decides when to wake. A packet arrives at its link when the
+//! kernel sent it into the TUN ([`super::stamps`]), not when the forwarder read it: a
+//! forwarder that did not run for a while (a host taking its CPU away) then reads a burst of
+//! packets but the link sees them arrive as they were sent, and builds no queue the path
+//! never had; they leave late by the stall, which the lateness below measures. It drains all readable packets (up to a
 //! batch) and releases every due delivery in one wake-up, and wakes at most once per
 //! `coalesce` interval (default 100 µs), so the wake-up rate stays bounded at high packet
 //! rates. A packet therefore leaves at most `coalesce` + scheduler lateness after its
@@ -40,6 +44,7 @@ use cg_types::{DataSize, Ecn};
 use serde::{Deserialize, Serialize};
 
 use super::record::{Dir, FlowEntry, Kind, Record, reason};
+use super::stamps::{SentStamps, realtime_ns};
 use super::tun::Tun;
 use crate::packet;
 use crate::{Error, Result};
@@ -98,6 +103,21 @@ pub struct ForwarderStats {
     /// promote it, see [`crate::rt`]).
     #[serde(default)]
     pub scheduling: String,
+    /// Packets (forward, reverse) that arrived at their link when the kernel sent them
+    /// ([`super::stamps`]), and those that arrived when read (no stamp matched).
+    #[serde(default)]
+    pub stamped: [u64; 2],
+    #[serde(default)]
+    pub unstamped: [u64; 2],
+    /// How long after being sent packets were read, µs: p50, p99, p99.9, max (a stall of
+    /// the forwarder shows here, not as a queue).
+    #[serde(default)]
+    pub read_delay_us: [f64; 4],
+    /// The share of the machine's CPU time its hypervisor took (steal, `/proc/stat`) from
+    /// t0 to the end: on a starved virtual machine every process, this one included, runs
+    /// late, and the run measures the host more than the flows.
+    #[serde(default)]
+    pub steal_share: Option<f64>,
 }
 
 /// Histogram of lateness in microseconds (1 µs buckets up to 100 ms, then one overflow).
@@ -126,6 +146,16 @@ impl Lateness {
         self.n += 1;
     }
 
+    /// p50, p99, p99.9 and the maximum.
+    fn summary(&self) -> [f64; 4] {
+        [
+            self.quantile(0.5),
+            self.quantile(0.99),
+            self.quantile(0.999),
+            self.max_us,
+        ]
+    }
+
     fn quantile(&self, q: f64) -> f64 {
         if self.n == 0 {
             return 0.0;
@@ -146,6 +176,9 @@ struct Side {
     link: Link<Vec<u8>>,
     dir: Dir,
     copies: Copies,
+    /// Send stamps of the packets read from this side's TUN (`None` where the packet
+    /// socket could not be opened: arrivals are then read times).
+    stamps: Option<SentStamps>,
 }
 
 /// Tells the second delivery of a duplicated packet from the first: cg-link reports
@@ -223,6 +256,16 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
     // SAFETY: PR_SET_TIMERSLACK takes a nanosecond value; 1 ns asks for precise timers.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     let mut tuns = [Tun::open(&cfg.tun_forward)?, Tun::open(&cfg.tun_reverse)?];
+    let stamps = |tun: &Tun| match SentStamps::open(tun.name()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!(
+                "netlab forwarder: no send stamps on {} ({e}): packets arrive at the link when read",
+                tun.name()
+            );
+            None
+        }
+    };
     let new_link = |c: &LinkConfig, epoch: Instant| -> Result<Link<Vec<u8>>> {
         let mut l = Link::new(c.clone()).map_err(|e| Error::Process(format!("link: {e}")))?;
         l.start(epoch);
@@ -233,11 +276,13 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
             link: new_link(&super::linkcfg::probe_config(&cfg.forward), started)?,
             dir: Dir::Forward,
             copies: Copies::default(),
+            stamps: stamps(&tuns[0]),
         },
         Side {
             link: new_link(&super::linkcfg::probe_config(&cfg.reverse), started)?,
             dir: Dir::Reverse,
             copies: Copies::default(),
+            stamps: stamps(&tuns[1]),
         },
     ];
     let mut probing = true;
@@ -251,6 +296,8 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
     let mut table: Vec<FlowEntry> = Vec::new();
     let mut stats = ForwarderStats::default();
     let mut late = Lateness::new();
+    let mut read_delay = Lateness::new();
+    let mut steal_at_t0 = None;
     let mut next_id: u64 = 0;
     let mut buf = vec![0u8; 65536];
     let mut last_status = Instant::now();
@@ -261,6 +308,7 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
     let mut stdin_open = true;
     while stdin_open {
         let now = Instant::now();
+        let now_real = realtime_ns();
         stats.wakeups += 1;
         if probing && now >= t0 && sides.iter().all(|s| s.link.poll_timeout().is_none()) {
             sides[0].link = new_link(&cfg.forward, t0)?;
@@ -268,6 +316,7 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
             sides[0].copies = Copies::default();
             sides[1].copies = Copies::default();
             probing = false;
+            steal_at_t0 = crate::sys::cpu_steal();
         }
         // Batched reads: drain each TUN (bounded per wake-up).
         for (i, side) in sides.iter_mut().enumerate() {
@@ -300,11 +349,18 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
                     });
                 }
                 next_id += 1;
+                let arrival = side
+                    .stamps
+                    .as_mut()
+                    .and_then(|s| s.age(&bytes, now_real))
+                    .and_then(|age| now.checked_sub(age))
+                    .unwrap_or(now);
+                read_delay.add(now - arrival);
                 let size = DataSize::bytes(n as u64 + u64::from(cfg.overhead));
-                let pkt = Packet::new(PacketId(next_id), flow, size, now, bytes)
+                let pkt = Packet::new(PacketId(next_id), flow, size, arrival, bytes)
                     .with_ecn(ecn)
                     .with_dscp(cg_link::Dscp::new(dscp).unwrap_or_default());
-                side.link.handle_packet(pkt, now);
+                side.link.handle_packet(pkt, arrival);
             }
         }
         // Releases and events.
@@ -422,12 +478,20 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
     stats.cpu_sys_s = s;
     stats.wall_s = started.elapsed().as_secs_f64();
     stats.scheduling = crate::rt::own_policy();
-    stats.lateness_us = [
-        late.quantile(0.5),
-        late.quantile(0.99),
-        late.quantile(0.999),
-        late.max_us,
-    ];
+    stats.lateness_us = late.summary();
+    stats.read_delay_us = read_delay.summary();
+    stats.steal_share =
+        steal_at_t0
+            .zip(crate::sys::cpu_steal())
+            .and_then(|((s0, t0), (s1, t1))| {
+                (t1 > t0).then(|| s1.saturating_sub(s0) as f64 / (t1 - t0) as f64)
+            });
+    for (i, side) in sides.iter().enumerate() {
+        if let Some(s) = &side.stamps {
+            stats.stamped[i] = s.stamped;
+            stats.unstamped[i] = s.unstamped;
+        }
+    }
     write_json(&cfg.out.join("flows.json"), &table)?;
     write_json(&cfg.out.join("forwarder.json"), &stats)?;
     Ok(())

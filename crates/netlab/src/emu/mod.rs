@@ -2,6 +2,7 @@
 pub mod forwarder;
 pub mod linkcfg;
 pub mod record;
+pub mod stamps;
 pub mod tun;
 
 pub use forwarder::ForwarderStatus;

@@ -50,8 +50,41 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// Runs `toml` with netlab; `during` runs while netlab does (given the output dir). netlab's
-/// standard error, with its processes', is kept as `stderr.log` in the output dir.
+/// standard error, with its processes', is kept as `stderr.log` in the output dir. A run
+/// during which the machine's hypervisor took more than [`MAX_STEAL`] of its CPU is counted
+/// as starved ([`judge_runs`] runs again a starved run that missed).
 pub fn run_netlab(
+    name: &str,
+    toml: &str,
+    during: impl FnOnce(&Path),
+) -> Result<(Value, PathBuf), String> {
+    let (summary, out) = run_netlab_once(name, toml, during)?;
+    if let Some(steal) = summary["forwarder"]["steal_share"].as_f64()
+        && steal > MAX_STEAL
+    {
+        STARVED_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        eprintln!(
+            "{name}: the hypervisor took {:.1} % of the machine's CPU during the run (more than {:.0} %): a starved host",
+            100.0 * steal,
+            100.0 * MAX_STEAL
+        );
+    }
+    Ok((summary, out))
+}
+
+/// The share of the machine's CPU its hypervisor may take during a run that is judged as a
+/// measurement of cg. Measured on the L4S test's flow (SCReAM, 20 Mbit/s DualPI2, VP8): with
+/// under 3 % taken it held 0.87–0.94 of the link, with 12 % or more 0.2–0.65
+/// (`docs/notes/2026-12-03-steal.md`).
+pub const MAX_STEAL: f64 = 0.05;
+
+/// Runs [`run_netlab`] found starved, so far in this process.
+static STARVED_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Attempts at a run that missed on a starved host ([`judge_runs`]).
+pub const STARVED_ATTEMPTS: u32 = 3;
+
+fn run_netlab_once(
     name: &str,
     toml: &str,
     during: impl FnOnce(&Path),
@@ -148,11 +181,34 @@ pub fn with_seed(toml: &str, run: u64) -> String {
 
 /// Makes every run of [`runs`] with `each` (given the run's number and the spread to record
 /// into), then judges the spread: every figure's range printed beside its spread, and one
-/// failure listing every run that missed. No re-run.
+/// failure listing every run that missed.
+///
+/// A run that missed while its host was starved (the hypervisor took more than
+/// [`MAX_STEAL`] of the machine's CPU, see [`run_netlab`]) is forgotten and run again, up to
+/// [`STARVED_ATTEMPTS`] times, each time printed with what it missed. The bounds judge cg on
+/// the machine the test runs on, busy or idle (load beside the endpoints is part of the
+/// scenarios that want it); a virtual machine whose host withholds its CPU stops the emulated
+/// link and every endpoint alike at random, and a miss then says more of the host than of
+/// cg. A run that missed on a host that was not starved is never run again.
 pub fn judge_runs(name: &str, mut each: impl FnMut(u64, &mut Spread)) {
+    use std::sync::atomic::Ordering;
     let mut spread = Spread::over_runs(name);
     for run in runs() {
-        each(run, &mut spread);
+        for attempt in 1..=STARVED_ATTEMPTS {
+            let mark = spread.mark();
+            let starved_before = STARVED_RUNS.load(Ordering::Relaxed);
+            each(run, &mut spread);
+            let starved = STARVED_RUNS.load(Ordering::Relaxed) > starved_before;
+            if spread.misses() == mark.misses() || !starved || attempt == STARVED_ATTEMPTS {
+                break;
+            }
+            let missed = spread.roll_back(mark);
+            eprintln!(
+                "{name}: run {run} missed on a starved host, not judged; attempt {} of {STARVED_ATTEMPTS} follows. It missed:\n{}",
+                attempt + 1,
+                missed.join("\n")
+            );
+        }
     }
     spread.judge();
 }

@@ -465,3 +465,118 @@ bin = "500ms"
         },
     );
 }
+
+/// The emulated link is the path, not the forwarder that runs it: packets sent while the
+/// forwarder is stopped (as a host stops a virtual CPU) arrive at the link when the kernel
+/// sent them, so its stalls build no queue. A 10 Mbit/s flow through a 20 Mbit/s DropTail
+/// link, the forwarder stopped for 80 ms five times: without the send stamps each stall reads
+/// as an 80 ms burst and queues up to 40 ms of it.
+#[test]
+fn packets_sent_while_the_forwarder_is_stopped_arrive_at_the_link_when_they_were_sent() {
+    let _g = lock();
+    let name = "fwd-stall";
+    let dir = scratch(name);
+    let file = dir.join("s.toml");
+    std::fs::write(
+        &file,
+        r#"
+duration = "14s"
+[forward]
+capacity = "20Mbit"
+delay = "5ms"
+qdisc = { kind = "droptail", limit = "300ms" }
+[reverse]
+capacity = "100Mbit"
+delay = "5ms"
+[[flows]]
+name = "udp"
+kind = "udp"
+rate = "10Mbit"
+size = 1200
+from = "s1"
+to = "r1"
+[metrics]
+warmup = "2s"
+"#,
+    )
+    .expect("write scenario");
+    let out = dir.join("out");
+    let child = netlab()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("netlab runs");
+    // The forwarder: the process running `__forward` into this run's output.
+    let raw = out.join("raw");
+    let needle = raw.to_str().unwrap().to_owned();
+    let start = Instant::now();
+    let forwarder = loop {
+        let pid = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (cmd.contains("__forward") && cmd.contains(&needle)).then_some(pid)
+        });
+        if let Some(pid) = pid {
+            break pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no forwarder");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Past the RTT check and the warm-up, into the measured window.
+    std::thread::sleep(Duration::from_secs(7));
+    for _ in 0..5 {
+        // SAFETY: kill(2) on a pid of this run's own forwarder.
+        unsafe { libc::kill(forwarder, libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_millis(80));
+        // SAFETY: as above.
+        unsafe { libc::kill(forwarder, libc::SIGCONT) };
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    let o = child.wait_with_output().expect("netlab ends");
+    assert!(
+        o.status.success(),
+        "netlab failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    // The stalls happened: the forwarder woke that late.
+    let late_ms = f(&s, &["forwarder", "lateness_us", "3"]) / 1e3;
+    assert!(
+        late_ms >= 60.0,
+        "the forwarder was never late ({late_ms} ms): it was not stopped"
+    );
+    let stamped = f(&s, &["forwarder", "stamped", "0"]);
+    let unstamped = f(&s, &["forwarder", "unstamped", "0"]);
+    assert!(
+        unstamped <= 0.001 * stamped,
+        "{unstamped} of {stamped} forward packets unstamped"
+    );
+    // And the link queued none of it: five stalls read as bursts queue 3–4 % of the
+    // packets over 20 ms; what is left is the generator's own bursts on a busy host.
+    let over_20ms = f(
+        &s,
+        &[
+            "metrics",
+            "flows",
+            "0",
+            "qdelay_ms",
+            "share_above_10_20_50_100",
+            "1",
+        ],
+    );
+    assert!(
+        over_20ms <= 0.002,
+        "{:.2} % of the packets queued over 20 ms at a link run at half its capacity",
+        100.0 * over_20ms
+    );
+    cleanup(name);
+}
