@@ -464,11 +464,11 @@ qdisc = { kind = "dualpi2" }"#;
             let v = if mode == "plain" { "off" } else { "cg" };
             webrtc_run(&name, run, fwd, "15ms", "scream", "ect1", video, v, 30, "")
         };
+        let misses = spread.misses();
         let (plain, p_out) = match mode_run("plain") {
             Ok(r) => r,
             Err(e) => return spread.require(run, false, e),
         };
-        let _ = std::fs::remove_dir_all(p_out.parent().unwrap());
         let (up, qp) = u_and_q95(&plain);
         let median = plain["metrics"]["flows"][0]["qdelay_ms"]["p50"]
             .as_f64()
@@ -476,6 +476,9 @@ qdisc = { kind = "dualpi2" }"#;
         eprintln!("SCReAM L4S 20 Mb/s DualPI2, plain: U {up:.3}, median qdelay {median:.2} ms");
         spread.check(run, "plain: median queue delay (ms)", median, 0.0..=2.0);
         spread.check(run, "plain: utilisation", up, L4S_20MBIT_U);
+        // A plain run that missed keeps its output.
+        remove_unless_missed(spread, misses, &p_out);
+        let misses = spread.misses();
         let (webrtc, w_out) = match mode_run("webrtc") {
             Ok(r) => r,
             Err(e) => return spread.require(run, false, e),
@@ -496,7 +499,6 @@ qdisc = { kind = "dualpi2" }"#;
         eprintln!(
             "SCReAM L4S 20 Mb/s DualPI2: plain U {up:.3} q95 {qp:.2} ms; WebRTC U {uw:.3} q95 {qw:.2} ms, ECT(1) {ect1_received} and CE {ce_received} received, CE in the controller {ce_seen}, CE at the link {link_ce}"
         );
-        let _ = std::fs::remove_dir_all(w_out.parent().unwrap());
         spread.require(
             run,
             ce_received > 0.0 && ce_seen > 0.0,
@@ -520,6 +522,7 @@ qdisc = { kind = "dualpi2" }"#;
             uw / up - 1.0,
             -0.10..=0.10,
         );
+        remove_unless_missed(spread, misses, &w_out);
     });
 }
 
