@@ -44,9 +44,10 @@ use cg_types::{DataSize, Ecn};
 use serde::{Deserialize, Serialize};
 
 use super::record::{Dir, FlowEntry, Kind, Record, reason};
-use super::stamps::{SentStamps, realtime_ns};
+use super::stamps::SentStamps;
 use super::tun::Tun;
 use crate::packet;
+use crate::sys::realtime_ns;
 use crate::{Error, Result};
 
 /// Forwarder settings.

@@ -239,17 +239,6 @@ fn setsockopt(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, v: libc::c_in
     Ok(())
 }
 
-/// `CLOCK_REALTIME` now, ns.
-pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -466,20 +466,9 @@ bin = "500ms"
     );
 }
 
-/// The emulated link is the path, not the forwarder that runs it: packets sent while the
-/// forwarder is stopped (as a host stops a virtual CPU) arrive at the link when the kernel
-/// sent them, so its stalls build no queue. A 10 Mbit/s flow through a 20 Mbit/s DropTail
-/// link, the forwarder stopped for 80 ms five times: without the send stamps each stall reads
-/// as an 80 ms burst and queues up to 40 ms of it.
-#[test]
-fn packets_sent_while_the_forwarder_is_stopped_arrive_at_the_link_when_they_were_sent() {
-    let _g = lock();
-    let name = "fwd-stall";
-    let dir = scratch(name);
-    let file = dir.join("s.toml");
-    std::fs::write(
-        &file,
-        r#"
+/// [`packets_sent_while_the_forwarder_is_stopped_arrive_at_the_link_when_they_were_sent`]'s
+/// scenario.
+const FWD_STALL: &str = r#"
 duration = "14s"
 [forward]
 capacity = "20Mbit"
@@ -497,57 +486,45 @@ from = "s1"
 to = "r1"
 [metrics]
 warmup = "2s"
-"#,
-    )
-    .expect("write scenario");
-    let out = dir.join("out");
-    let child = netlab()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("netlab runs");
-    // The forwarder: the process running `__forward` into this run's output.
-    let raw = out.join("raw");
-    let needle = raw.to_str().unwrap().to_owned();
-    let start = Instant::now();
-    let forwarder = loop {
-        let pid = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
-            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            (cmd.contains("__forward") && cmd.contains(&needle)).then_some(pid)
-        });
-        if let Some(pid) = pid {
-            break pid;
+"#;
+
+/// The emulated link is the path, not the forwarder that runs it: packets sent while the
+/// forwarder is stopped (as a host stops a virtual CPU) arrive at the link when the kernel
+/// sent them, so its stalls build no queue. A 10 Mbit/s flow through a 20 Mbit/s DropTail
+/// link, the forwarder stopped for 80 ms five times: without the send stamps each stall reads
+/// as an 80 ms burst and queues up to 40 ms of it.
+#[test]
+fn packets_sent_while_the_forwarder_is_stopped_arrive_at_the_link_when_they_were_sent() {
+    let _g = lock();
+    let name = "fwd-stall";
+    let stop_the_forwarder = |out: &Path| {
+        // The forwarder: the process running `__forward` into this run's output.
+        let needle = out.join("raw").to_str().unwrap().to_owned();
+        let start = Instant::now();
+        let forwarder = loop {
+            let pid = processes_mentioning(&needle)
+                .iter()
+                .find(|p| p.contains("__forward"))
+                .and_then(|p| p.split(':').next()?.parse::<i32>().ok());
+            if let Some(pid) = pid {
+                break pid;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "no forwarder");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Past the RTT check and the warm-up, into the measured window.
+        std::thread::sleep(Duration::from_secs(7));
+        for _ in 0..5 {
+            // SAFETY: kill(2) on the pid of this run's own forwarder.
+            unsafe { libc::kill(forwarder, libc::SIGSTOP) };
+            std::thread::sleep(Duration::from_millis(80));
+            // SAFETY: as above.
+            unsafe { libc::kill(forwarder, libc::SIGCONT) };
+            std::thread::sleep(Duration::from_millis(700));
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "no forwarder");
-        std::thread::sleep(Duration::from_millis(20));
     };
-    // Past the RTT check and the warm-up, into the measured window.
-    std::thread::sleep(Duration::from_secs(7));
-    for _ in 0..5 {
-        // SAFETY: kill(2) on a pid of this run's own forwarder.
-        unsafe { libc::kill(forwarder, libc::SIGSTOP) };
-        std::thread::sleep(Duration::from_millis(80));
-        // SAFETY: as above.
-        unsafe { libc::kill(forwarder, libc::SIGCONT) };
-        std::thread::sleep(Duration::from_millis(700));
-    }
-    let o = child.wait_with_output().expect("netlab ends");
-    assert!(
-        o.status.success(),
-        "netlab failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let s: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let (s, _out) =
+        try_run_with(name, FWD_STALL, stop_the_forwarder).unwrap_or_else(|e| panic!("{e}"));
     // The stalls happened: the forwarder woke that late.
     let late_ms = f(&s, &["forwarder", "lateness_us", "3"]) / 1e3;
     assert!(

@@ -43,11 +43,20 @@ fn cleanup(name: &str) {
 }
 
 fn try_run(name: &str, toml: &str) -> Result<(Value, PathBuf), String> {
+    try_run_with(name, toml, |_| {})
+}
+
+/// [`try_run`], with `during` run while netlab does (given the output directory).
+fn try_run_with(
+    name: &str,
+    toml: &str,
+    during: impl FnOnce(&Path),
+) -> Result<(Value, PathBuf), String> {
     let dir = scratch(name);
     let file = dir.join("s.toml");
     std::fs::write(&file, toml).expect("write scenario");
     let out = dir.join("out");
-    let o: Output = netlab()
+    let child = netlab()
         .args([
             "run",
             file.to_str().unwrap(),
@@ -55,8 +64,12 @@ fn try_run(name: &str, toml: &str) -> Result<(Value, PathBuf), String> {
             out.to_str().unwrap(),
             "--quiet",
         ])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("netlab runs");
+    during(&out);
+    let o: Output = child.wait_with_output().expect("netlab ends");
     if !o.status.success() {
         return Err(format!(
             "netlab failed: {}\n{}",
