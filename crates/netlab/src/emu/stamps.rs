@@ -51,10 +51,31 @@ impl Copy {
     }
 }
 
+/// Copies waiting for their packet, oldest first.
+#[derive(Default)]
+struct Pending(VecDeque<Copy>);
+
+impl Pending {
+    fn push(&mut self, copy: Copy) {
+        if self.0.len() >= MAX_PENDING {
+            self.0.pop_front();
+        }
+        self.0.push_back(copy);
+    }
+
+    /// The send stamp of `pkt`'s copy, taken with the copies in front of it (their packets
+    /// the TUN dropped); `None`, taking nothing, when it is not among the first [`SEARCH`].
+    fn take(&mut self, pkt: &[u8]) -> Option<u64> {
+        let i = self.0.iter().take(SEARCH).position(|c| c.matches(pkt))?;
+        self.0.drain(..i);
+        self.0.pop_front().map(|c| c.sent_ns)
+    }
+}
+
 /// The kernel's send stamps of the packets going out of one TUN interface.
 pub struct SentStamps {
     fd: OwnedFd,
-    pending: VecDeque<Copy>,
+    pending: Pending,
     buf: Vec<u8>,
     /// Packets given their send stamp, and those that kept their read time.
     pub stamped: u64,
@@ -111,7 +132,7 @@ impl SentStamps {
         }
         Ok(SentStamps {
             fd,
-            pending: VecDeque::new(),
+            pending: Pending::default(),
             buf: vec![0u8; 65_536],
             stamped: 0,
             unstamped: 0,
@@ -121,10 +142,7 @@ impl SentStamps {
     /// Reads every copy waiting on the socket.
     pub fn drain(&mut self) {
         while let Some(copy) = self.recv() {
-            if self.pending.len() >= MAX_PENDING {
-                self.pending.pop_front();
-            }
-            self.pending.push_back(copy);
+            self.pending.push(copy);
         }
     }
 
@@ -132,31 +150,21 @@ impl SentStamps {
     /// packet `pkt`, just read from the TUN, was sent into it; `None` when its copy is not
     /// among those waiting, even after reading what the socket has.
     pub fn age(&mut self, pkt: &[u8], now_real_ns: u64) -> Option<Duration> {
-        let mut found = self
-            .pending
-            .iter()
-            .take(SEARCH)
-            .position(|c| c.matches(pkt));
-        if found.is_none() {
+        let sent_ns = self.pending.take(pkt).or_else(|| {
             // Its copy may have come after the last drain.
             self.drain();
-            found = self
-                .pending
-                .iter()
-                .take(SEARCH)
-                .position(|c| c.matches(pkt));
+            self.pending.take(pkt)
+        });
+        match sent_ns {
+            Some(ns) => {
+                self.stamped += 1;
+                Some(Duration::from_nanos(now_real_ns.saturating_sub(ns)))
+            }
+            None => {
+                self.unstamped += 1;
+                None
+            }
         }
-        let Some(i) = found else {
-            self.unstamped += 1;
-            return None;
-        };
-        // Copies in front of the match are of packets the TUN dropped.
-        self.pending.drain(..i);
-        let copy = self.pending.pop_front()?;
-        self.stamped += 1;
-        Some(Duration::from_nanos(
-            now_real_ns.saturating_sub(copy.sent_ns),
-        ))
     }
 
     /// One copy of an outgoing packet, or `None` when none is waiting.
@@ -256,26 +264,23 @@ mod tests {
 
     #[test]
     fn a_packet_gets_its_own_copys_stamp_and_copies_of_dropped_packets_are_skipped() {
-        // A socket on loopback only to have a value; the copies are put in by hand.
-        let Ok(mut s) = SentStamps::open("lo") else {
-            eprintln!("no packet socket here (needs CAP_NET_RAW): skipped");
-            return;
-        };
+        let mut p = Pending::default();
         let a = [1u8; 100];
         let b = [2u8; 100];
         let c = [3u8; 80];
-        s.pending
-            .extend([copy(&a, 1_000), copy(&b, 2_000), copy(&c, 3_000)]);
-        assert_eq!(s.age(&a, 10_000), Some(Duration::from_nanos(9_000)));
+        for (bytes, ns) in [(&a[..], 1_000), (&b[..], 2_000), (&c[..], 3_000)] {
+            p.push(copy(bytes, ns));
+        }
+        assert_eq!(p.take(&a), Some(1_000));
         // `b` was dropped by the TUN: `c` skips its copy.
-        assert_eq!(s.age(&c, 10_000), Some(Duration::from_nanos(7_000)));
-        assert!(s.pending.is_empty());
-        // A packet whose copy never came keeps its read time, and takes nothing.
-        s.pending.push_back(copy(&b, 4_000));
-        assert_eq!(s.age(&a, 10_000), None);
-        assert_eq!(s.pending.len(), 1);
-        // Same first bytes, other length: not its copy.
-        assert_eq!(s.age(&b[..99], 10_000), None);
-        assert_eq!((s.stamped, s.unstamped), (2, 2));
+        assert_eq!(p.take(&c), Some(3_000));
+        assert!(p.0.is_empty());
+        // A packet whose copy never came takes nothing.
+        p.push(copy(&b, 4_000));
+        assert_eq!(p.take(&a), None);
+        assert_eq!(p.0.len(), 1);
+        // Same first bytes, another length: not its copy.
+        assert_eq!(p.take(&b[..99]), None);
+        assert_eq!(p.take(&b), Some(4_000));
     }
 }
