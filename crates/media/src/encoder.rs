@@ -136,7 +136,7 @@ impl Encoder {
     /// The encoder in use.
     pub fn kind(&self) -> EncoderKind {
         match &self.0 {
-            Backend::Gst(e) => e.inner.kind,
+            Backend::Gst(e) => e.inner.shared.kind,
             Backend::Model { encoder, .. } => encoder.kind(),
         }
     }
@@ -168,7 +168,6 @@ struct GstEncoder {
 /// What a restart needs, shared with its worker thread.
 struct Inner {
     config: EncoderConfig,
-    kind: EncoderKind,
     shared: Arc<Shared>,
     /// The sending end every pipeline's output gets a clone of; taken by [`GstEncoder::stop`].
     tx: Mutex<Option<SyncSender<EncodedFrame>>>,
@@ -287,7 +286,6 @@ impl GstEncoder {
         let (tx, rx) = sync_channel(config.frame_queue);
         let run = Run::start(
             &config,
-            kind,
             &shared,
             tx.clone(),
             (start.width, start.height),
@@ -296,7 +294,6 @@ impl GstEncoder {
         )?;
         let inner = Arc::new(Inner {
             config,
-            kind,
             shared,
             tx: Mutex::new(Some(tx)),
             run: Mutex::new(Some(run)),
@@ -358,7 +355,7 @@ impl GstEncoder {
             lat.iter().sum::<Duration>() / u32::try_from(lat.len()).unwrap_or(u32::MAX)
         };
         EncoderStats {
-            codec: self.inner.kind.codec(),
+            codec: shared.kind.codec(),
             target_bitrate: s.applied,
             produced_bitrate: s.rate.rate(),
             frames_captured: shared.captured.load(Ordering::Relaxed),
@@ -453,7 +450,7 @@ impl Inner {
             start_bitrate: rate,
             ..self.config.clone()
         };
-        let new = Run::start(&config, self.kind, &self.shared, tx, size, offset, false)?;
+        let new = Run::start(&config, &self.shared, tx, size, offset, false)?;
         let mut run = lock(&self.run);
         if self.stopping.load(Ordering::Acquire) {
             drop(run);
@@ -480,13 +477,13 @@ impl Run {
     /// while its `live` flag (set to `live`) is down.
     fn start(
         config: &EncoderConfig,
-        kind: EncoderKind,
         shared: &Arc<Shared>,
         tx: SyncSender<EncodedFrame>,
         (width, height): (u32, u32),
         offset: Duration,
         live: bool,
     ) -> Result<Run, Error> {
+        let kind = shared.kind;
         let encoder = kind.make(config)?;
         props::set(&encoder, "name", "encoder")?;
         let pipeline = gst::Pipeline::with_name("cg-encoder");
@@ -986,15 +983,21 @@ mod tests {
 
     use super::*;
 
-    /// A VP8 pipeline at 320×240.
-    fn wedgeable() -> (Encoder, Receiver<EncodedFrame>) {
+    /// A pipeline of `encoder` at `width`×`height` on `pattern`.
+    fn wedgeable(
+        encoder: &str,
+        (width, height): (u32, u32),
+        pattern: crate::TestPattern,
+    ) -> (Encoder, Receiver<EncodedFrame>) {
         Encoder::start(EncoderConfig {
-            width: 320,
-            height: 240,
-            start_bitrate: Bitrate::kbps(500),
+            encoder: encoder.to_owned(),
+            source: crate::SourceConfig::TestPattern { pattern },
+            width,
+            height,
+            start_bitrate: Bitrate::kbps(2_000),
             ..EncoderConfig::default()
         })
-        .expect("a VP8 pipeline starts")
+        .expect("a pipeline starts")
     }
 
     /// Frames until none has come for `quiet`.
@@ -1007,8 +1010,19 @@ mod tests {
     }
 
     #[test]
-    fn a_wedged_pipeline_is_rebuilt_and_the_stream_carries_on() {
-        let (encoder, rx) = wedgeable();
+    fn a_wedged_vp8_pipeline_is_rebuilt_and_the_stream_carries_on() {
+        wedged_and_rebuilt("vp8", (320, 240), crate::TestPattern::MovingZonePlate);
+    }
+
+    /// The hard case: H.264 (a parser in the chain, SPS/PPS in front of the new key frame)
+    /// on the camera picture at 720p.
+    #[test]
+    fn a_wedged_x264_pipeline_on_the_720p_camera_is_rebuilt_and_the_stream_carries_on() {
+        wedged_and_rebuilt("x264", (1280, 720), crate::TestPattern::Camera);
+    }
+
+    fn wedged_and_rebuilt(name: &str, size: (u32, u32), pattern: crate::TestPattern) {
+        let (encoder, rx) = wedgeable(name, size, pattern);
         let before: Vec<EncodedFrame> = (0..15)
             .map(|_| rx.recv_timeout(Duration::from_secs(10)).expect("frames"))
             .collect();
@@ -1033,6 +1047,14 @@ mod tests {
             first.key_frame,
             "the rebuilt encoder starts with a key frame"
         );
+        if encoder.kind().codec() == Codec::H264 {
+            // Annex B: an SPS (NAL type 7) in front of the IDR, or a decoder cannot start.
+            let sps = first
+                .data
+                .windows(4)
+                .any(|w| w[..3] == [0, 0, 1] && w[3] & 0x1f == 7);
+            assert!(sps, "the rebuilt H.264 stream starts with its SPS");
+        }
         assert_eq!(first.seq, last.seq + 1, "frame numbering carries on");
         assert!(
             first.pts > last.pts,
