@@ -331,15 +331,7 @@ pub fn table(s: &Summary) -> String {
             fw.lateness_us[3],
             fw.read_delay_us[1],
             fw.read_delay_us[3],
-            {
-                let stamped = (fw.stamped[0] + fw.stamped[1]) as f64;
-                let all = stamped + (fw.unstamped[0] + fw.unstamped[1]) as f64;
-                if all > 0.0 {
-                    100.0 * stamped / all
-                } else {
-                    0.0
-                }
-            },
+            100.0 * fw.stamped_share(),
             fw.steal_share
                 .map_or("an unknown share".to_owned(), |x| format!(
                     "{:.1} %",

@@ -13,8 +13,8 @@
 //! kernel sent it into the TUN ([`super::stamps`]), not when the forwarder read it: a
 //! forwarder that did not run for a while (a host taking its CPU away) then reads a burst of
 //! packets but the link sees them arrive as they were sent, and builds no queue the path
-//! never had; they leave late by the stall, which the lateness below measures. It drains all readable packets (up to a
-//! batch) and releases every due delivery in one wake-up, and wakes at most once per
+//! never had; they leave late by the stall, which the lateness below measures. It drains
+//! all readable packets (up to a batch) and releases every due delivery in one wake-up, and wakes at most once per
 //! `coalesce` interval (default 100 µs), so the wake-up rate stays bounded at high packet
 //! rates. A packet therefore leaves at most `coalesce` + scheduler lateness after its
 //! computed instant; both are measured ([`ForwarderStats`]).
@@ -119,6 +119,15 @@ pub struct ForwarderStats {
     /// late, and the run measures the host more than the flows.
     #[serde(default)]
     pub steal_share: Option<f64>,
+}
+
+impl ForwarderStats {
+    /// The share of the packets read that arrived at their kernel send stamp (0 with none).
+    pub fn stamped_share(&self) -> f64 {
+        let stamped = (self.stamped[0] + self.stamped[1]) as f64;
+        let all = stamped + (self.unstamped[0] + self.unstamped[1]) as f64;
+        if all > 0.0 { stamped / all } else { 0.0 }
+    }
 }
 
 /// Histogram of lateness in microseconds (1 µs buckets up to 100 ms, then one overflow).

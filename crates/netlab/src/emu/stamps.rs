@@ -1,10 +1,10 @@
 //! When each packet the forwarder reads from a TUN was sent into it, as the kernel stamped it.
 //!
-//! The forwarder stamps a packet's arrival at the emulated link when it reads it. When the
-//! forwarder itself does not run for a while (on these machines a virtual CPU is taken away
-//! by the host for 10–100 ms at times, whatever the thread's priority), the packets sent
-//! meanwhile wait in the TUN and are read together: the link would see them arrive as one
-//! burst and queue it, a queue the path never had (an L4S AQM marks all of it). The
+//! A packet's arrival at the emulated link is when it was sent, not when the forwarder read
+//! it. A forwarder can be kept from running whatever its priority (a hypervisor takes its
+//! virtual CPU away); the packets sent meanwhile wait in the TUN and are read together, and
+//! stamped with the read time they would reach the link as one burst and queue, a queue the
+//! path never had (an L4S AQM marks all of it). The
 //! kernel's own record of when each packet left for the TUN does not stall with the
 //! forwarder: a packet socket bound to the TUN sees every packet sent out of it
 //! (`dev_queue_xmit_nit`, the hook tcpdump uses), stamped with `CLOCK_REALTIME` as it
@@ -24,7 +24,7 @@ use std::time::Duration;
 use crate::{Error, Result};
 
 /// Bytes of a packet compared when matching a copy to it.
-pub const PREFIX: usize = 64;
+const PREFIX: usize = 64;
 
 /// Copies kept waiting for their packet (more than a stall's worth at 100 Mbit/s).
 const MAX_PENDING: usize = 16_384;
@@ -140,7 +140,7 @@ impl SentStamps {
     }
 
     /// Reads every copy waiting on the socket.
-    pub fn drain(&mut self) {
+    fn drain(&mut self) {
         while let Some(copy) = self.recv() {
             self.pending.push(copy);
         }
