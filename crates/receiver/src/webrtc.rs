@@ -294,6 +294,7 @@ pub(crate) async fn serve_whip(
 fn peer_config(config: &ReceiverConfig, local: SocketAddr) -> PeerConfig {
     PeerConfig {
         codec: config.codec,
+        model: config.model,
         ..PeerConfig::new(local)
     }
 }

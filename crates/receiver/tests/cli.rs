@@ -587,13 +587,6 @@ fn the_model_encoder_at_30_mbps_over_loopback_is_received_and_counted() {
 
 #[test]
 fn the_model_encoder_is_refused_where_pictures_are_needed() {
-    let o = run(&send_bin(), &["--webrtc", "whep", "--codec", "model"]);
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("cannot decode the model"),
-        "{}",
-        stderr(&o)
-    );
     let o = run(
         &send_bin(),
         &[

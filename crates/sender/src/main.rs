@@ -62,8 +62,8 @@ struct Args {
     /// Encoder: vp8, x264, nvh264, nvh265 (NVENC needs an NVIDIA GPU), or model: frames whose
     /// sizes follow RFC 8593's video model, no pictures, for rates this machine cannot encode
     /// (`--pattern camera` or `game`: the camera-like size profile; the receiver runs
-    /// `cg-recv --codec model`; not with --webrtc). Also `--encoder`. Default vp8 (x264 with
-    /// --profile gaming).
+    /// `cg-recv --codec model`, also as a WHEP viewer; a browser is refused). Also `--encoder`.
+    /// Default vp8 (x264 with --profile gaming).
     #[arg(long, alias = "encoder")]
     codec: Option<String>,
     /// Picture source: videotest (videotestsrc), file (--file), screen (X11), camera (V4L2).
@@ -215,13 +215,6 @@ async fn run_whep(args: &Args, mode: &str, config: SenderConfig) -> Result<(), E
         return Err(Error::Config(format!(
             "unknown --webrtc mode {mode:?}; cg-send serves `whep`"
         )));
-    }
-    if config.codec.eq_ignore_ascii_case("model") {
-        return Err(Error::Config(
-            "--codec model with --webrtc: a viewer cannot decode the model encoder's frames \
-             (they carry sizes, not pictures); use plain RTP and cg-recv --codec model"
-                .into(),
-        ));
     }
     let http = cg_sender::cli::resolve("--http", &args.http)?;
     let media_ip = match &args.bind {

@@ -148,6 +148,7 @@ impl WhepSender {
         let start = Instant::now();
         let (encoder, frames) = Encoder::start(config.encoder_config())?;
         let codec = encoder.kind().codec();
+        let model = encoder.kind() == cg_media::EncoderKind::Model;
         let (cmd_tx, mut cmds) = mpsc::channel::<Command>(16);
         let host = Host {
             cmds: cmd_tx,
@@ -156,6 +157,7 @@ impl WhepSender {
             media_ip: whep.media_ip,
             ice_timeouts: whep.ice_timeouts,
             codec,
+            model,
             scorer: config
                 .encoder_config()
                 .reference()
@@ -486,6 +488,9 @@ struct Host {
     media_ip: IpAddr,
     ice_timeouts: IceTimeouts,
     codec: cg_rtp::Codec,
+    /// The model encoder's frames: answered only to a viewer that offers them (cg-recv
+    /// `--codec model`; see `cg_webrtc::media::MODEL_ENCODING`).
+    model: bool,
     /// Scores the pictures viewer pages post back, when the source can be made again.
     scorer: Option<Arc<cg_media::Scorer>>,
 }
@@ -516,6 +521,7 @@ impl SessionHost for Host {
         let now = Instant::now();
         let peer_cfg = PeerConfig {
             codec: self.codec,
+            model: self.model,
             ssrc: c.ssrc,
             rtx_ssrc: c.ssrc.wrapping_add(1),
             media_ecn: c.ecn,

@@ -34,6 +34,12 @@ pub const VIDEO_TIMING_URI: &str = "http://www.webrtc.org/experiments/rtp-hdrext
 pub const H264_FMTP: &str =
     "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f";
 
+/// The encoding name under which the model encoder's frames (RFC 8593 sizes, framed as VP8)
+/// are offered and answered. It is cg's own: no browser offers it, so a browser viewer is
+/// refused at the offer instead of being handed frames that carry no picture, while cg-recv
+/// (`--codec model`) views them in WebRTC mode as it does in plain RTP.
+pub const MODEL_ENCODING: &str = "CG-MODEL";
+
 /// Default payload types, the ones Chromium 156 offers for the same codecs (only used when
 /// cg makes the offer; an answer takes the offer's numbers).
 const VP8_PT: u8 = 96;
@@ -60,9 +66,17 @@ fn feedback() -> Vec<RTCPFeedback> {
     .collect()
 }
 
-/// The codec as `rtc` names it.
-pub(crate) fn rtp_codec(codec: Codec) -> Result<RTCRtpCodec, Error> {
+/// The codec as `rtc` names it; with `model`, [`MODEL_ENCODING`] (the model's frames are
+/// framed as VP8 and `codec` must be VP8).
+pub(crate) fn rtp_codec(codec: Codec, model: bool) -> Result<RTCRtpCodec, Error> {
+    let model_mime = format!("video/{MODEL_ENCODING}");
     let (mime, fmtp) = match codec {
+        Codec::Vp8 if model => (model_mime.as_str(), ""),
+        _ if model => {
+            return Err(Error::UnsupportedCodec(
+                "the model encoder's frames in H.264",
+            ));
+        }
         Codec::Vp8 => (MIME_TYPE_VP8, ""),
         Codec::H264 => (MIME_TYPE_H264, H264_FMTP),
         Codec::H265 => return Err(Error::UnsupportedCodec("H.265")),
@@ -76,8 +90,9 @@ pub(crate) fn rtp_codec(codec: Codec) -> Result<RTCRtpCodec, Error> {
     })
 }
 
-/// A media engine with `codec` and its RTX, cg's feedback and cg-rtp's header extensions.
-pub(crate) fn media_engine(codec: Codec) -> Result<MediaEngine, Error> {
+/// A media engine with `codec` (or the model's encoding) and its RTX, cg's feedback and
+/// cg-rtp's header extensions.
+pub(crate) fn media_engine(codec: Codec, model: bool) -> Result<MediaEngine, Error> {
     let (pt, rtx_pt) = match codec {
         Codec::H264 => (H264_PT, H264_RTX_PT),
         _ => (VP8_PT, VP8_RTX_PT),
@@ -85,7 +100,7 @@ pub(crate) fn media_engine(codec: Codec) -> Result<MediaEngine, Error> {
     let mut me = MediaEngine::default();
     me.register_codec(
         RTCRtpCodecParameters {
-            rtp_codec: rtp_codec(codec)?,
+            rtp_codec: rtp_codec(codec, model)?,
             payload_type: pt,
         },
         RtpCodecKind::Video,

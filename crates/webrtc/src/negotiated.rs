@@ -5,7 +5,8 @@ use cg_rtp::{Codec, ExtensionIds, ReceiverConfig, SenderConfig};
 
 use crate::Error;
 use crate::media::{
-    ABS_CAPTURE_TIME_URI, ABS_SEND_TIME_URI, PLAYOUT_DELAY_URI, TRANSPORT_CC_URI, VIDEO_TIMING_URI,
+    ABS_CAPTURE_TIME_URI, ABS_SEND_TIME_URI, MODEL_ENCODING, PLAYOUT_DELAY_URI, TRANSPORT_CC_URI,
+    VIDEO_TIMING_URI,
 };
 
 /// The RTCP feedback both sides agreed on for the media payload type (`a=rtcp-fb`).
@@ -28,8 +29,11 @@ pub struct Feedback {
 /// The negotiated video stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Negotiated {
-    /// The codec.
+    /// The codec (VP8 for the model's frames).
     pub codec: Codec,
+    /// Whether the stream is the model encoder's frames, framed as VP8
+    /// ([`crate::media::MODEL_ENCODING`]).
+    pub model: bool,
     /// Its payload type.
     pub payload_type: u8,
     /// The RTX payload type whose `apt` is `payload_type`, if RTX was agreed.
@@ -84,11 +88,12 @@ impl Negotiated {
             })
         };
         let codec_of = |name: &str| match name.split('/').next() {
-            Some("VP8") => Some(Codec::Vp8),
-            Some("H264") => Some(Codec::H264),
+            Some("VP8") => Some((Codec::Vp8, false)),
+            Some("H264") => Some((Codec::H264, false)),
+            Some(MODEL_ENCODING) => Some((Codec::Vp8, true)),
             _ => None,
         };
-        let (payload_type, codec) = pts
+        let (payload_type, (codec, model)) = pts
             .iter()
             .find_map(|&pt| Some((pt, codec_of(&rtpmap(pt)?)?)))
             .ok_or(Error::NoCommonCodec("video codec"))?;
@@ -139,6 +144,7 @@ impl Negotiated {
             ssrc: fid.map(|(m, _)| m).or(first_ssrc),
             rtx_ssrc: fid.map(|(_, r)| r),
             codec,
+            model,
             payload_type,
             rtx_payload_type,
             extensions: ExtensionIds {

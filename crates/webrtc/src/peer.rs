@@ -53,6 +53,10 @@ pub struct PeerConfig {
     /// The video codec to offer or answer. VP8 or H.264 (Constrained Baseline,
     /// packetization-mode 1).
     pub codec: Codec,
+    /// Carry the model encoder's frames (framed as VP8; `codec` must be VP8) under cg's own
+    /// encoding name, [`crate::media::MODEL_ENCODING`]: only a peer configured the same way
+    /// agrees, so a browser is refused at the offer. Default off.
+    pub model: bool,
     /// Media SSRC announced in the SDP (`a=ssrc`); must be cg-rtp's `SenderConfig::ssrc`.
     pub ssrc: u32,
     /// RTX SSRC announced with `a=ssrc-group:FID`; cg-rtp's `SenderConfig::rtx_ssrc`.
@@ -95,6 +99,7 @@ impl PeerConfig {
         Self {
             local_addr,
             codec: Codec::Vp8,
+            model: false,
             ssrc: s.ssrc,
             rtx_ssrc: s.rtx_ssrc,
             media_ecn: Ecn::NotEct,
@@ -136,6 +141,7 @@ pub struct WebRtcPeer {
     tap: TapHandle,
     local_addr: SocketAddr,
     codec: Codec,
+    model: bool,
     media_ecn: Ecn,
     negotiated: Option<Negotiated>,
     state: PeerState,
@@ -196,8 +202,8 @@ impl WebRtcPeer {
             .map(|d| d.sdp)
             .ok_or_else(|| Error::BadSdp("no local description after answering".into()))?;
         let mut negotiated = Negotiated::from_sdp(&sdp)?;
-        if negotiated.codec != cfg.codec {
-            return Err(Error::NoCommonCodec(codec_name(cfg.codec)));
+        if (negotiated.codec, negotiated.model) != (cfg.codec, cfg.model) {
+            return Err(Error::NoCommonCodec(codec_name(cfg.codec, cfg.model)));
         }
         if !send {
             // The media comes from the offerer: its SSRCs are in the offer.
@@ -238,8 +244,8 @@ impl WebRtcPeer {
     /// is an error and leaves the peer unconnected.
     pub fn accept_answer(&mut self, answer: &str, now: Instant) -> Result<(), Error> {
         let negotiated = Negotiated::from_sdp(answer)?;
-        if negotiated.codec != self.codec {
-            return Err(Error::NoCommonCodec(codec_name(self.codec)));
+        if (negotiated.codec, negotiated.model) != (self.codec, self.model) {
+            return Err(Error::NoCommonCodec(codec_name(self.codec, self.model)));
         }
         let answer = RTCSessionDescription::answer(answer.to_owned())
             .map_err(|e| Error::BadSdp(e.to_string()))?;
@@ -257,6 +263,7 @@ impl WebRtcPeer {
             tap,
             local_addr: cfg.local_addr,
             codec: cfg.codec,
+            model: cfg.model,
             media_ecn: cfg.media_ecn,
             negotiated: n,
             state: PeerState::Connecting,
@@ -449,7 +456,7 @@ fn connection(cfg: &PeerConfig, now: Instant) -> Result<(RTCPeerConnection, TapH
                 ])
                 .build(),
         )
-        .with_media_engine(media_engine(cfg.codec)?)
+        .with_media_engine(media_engine(cfg.codec, cfg.model)?)
         .with_interceptor_registry(
             Registry::new().with(Slot::from(TAP_SLOT), Tap::new(tap.clone())),
         )
@@ -470,14 +477,14 @@ fn add_video_track(pc: &mut RTCPeerConnection, cfg: &PeerConfig) -> Result<(), E
                 rtx: Some(RTCRtpRtxParameters { ssrc: cfg.rtx_ssrc }),
                 ..Default::default()
             },
-            codec: rtp_codec(cfg.codec)?,
+            codec: rtp_codec(cfg.codec, cfg.model)?,
             active: true,
             ..Default::default()
         }],
     ))
     .map_err(|e| match e {
         rtc::shared::error::Error::ErrRTPTransceiverCodecUnsupported => {
-            Error::NoCommonCodec(codec_name(cfg.codec))
+            Error::NoCommonCodec(codec_name(cfg.codec, cfg.model))
         }
         e => Error::Rtc(e),
     })?;
@@ -507,7 +514,10 @@ fn is_srtp_media(b: &[u8]) -> bool {
     b.len() >= 2 && (128..=191).contains(&b[0]) && !(192..=223).contains(&b[1])
 }
 
-fn codec_name(c: Codec) -> &'static str {
+fn codec_name(c: Codec, model: bool) -> &'static str {
+    if model {
+        return "CG-MODEL (the model encoder's frames, which only cg-recv --codec model views)";
+    }
     match c {
         Codec::Vp8 => "VP8",
         Codec::H264 => "H.264",

@@ -123,3 +123,37 @@ fn bad_offers_get_a_clear_error() {
         Err(Error::UnsupportedCodec(_))
     ));
 }
+
+/// The model encoder's frames are answered only to an offer of `CG-MODEL`: a browser (which
+/// never offers it) is refused with that reason, and a cg peer that offered VP8 is not given
+/// frames without a picture, nor one that offered the model a picture.
+#[test]
+fn the_model_is_answered_only_to_a_model_offer() {
+    let model = PeerConfig {
+        model: true,
+        ..cfg(Codec::Vp8)
+    };
+    let Err(e) = WebRtcPeer::answer(&model, CHROME_OFFER, Instant::now()) else {
+        panic!("Chromium's offer answered with the model");
+    };
+    assert!(matches!(e, Error::NoCommonCodec(_)), "{e}");
+    assert!(e.to_string().contains("CG-MODEL"), "{e}");
+    let now = Instant::now();
+    let viewer = |model| PeerConfig {
+        model,
+        ..PeerConfig::new("10.77.0.1:5000".parse().unwrap())
+    };
+    let (_, vp8_offer) = WebRtcPeer::offer(&viewer(false), now).unwrap();
+    assert!(!vp8_offer.contains(cg_webrtc::media::MODEL_ENCODING));
+    assert!(WebRtcPeer::answer(&model, &vp8_offer, now).is_err());
+    let (mut model_viewer, model_offer) = WebRtcPeer::offer(&viewer(true), now).unwrap();
+    assert!(
+        model_offer.contains(&format!("{}/90000", cg_webrtc::media::MODEL_ENCODING)),
+        "{model_offer}"
+    );
+    assert!(WebRtcPeer::answer(&cfg(Codec::Vp8), &model_offer, now).is_err());
+    let (peer, answer) = WebRtcPeer::answer(&model, &model_offer, now).unwrap();
+    assert!(peer.negotiated().unwrap().model);
+    model_viewer.accept_answer(&answer, now).unwrap();
+    assert!(model_viewer.negotiated().unwrap().model);
+}

@@ -38,12 +38,17 @@ struct Pair {
 }
 
 impl Pair {
-    fn new(kind: FeedbackKind, cc: &dyn ControllerConfig, ecn: Ecn) -> Self {
+    /// With `model`, both peers carry the model encoder's frames (`CG-MODEL`).
+    fn new(kind: FeedbackKind, cc: &dyn ControllerConfig, ecn: Ecn, model: bool) -> Self {
         let now = Instant::now();
-        let (mut rx_peer, offer) =
-            WebRtcPeer::offer(&PeerConfig::new(RECV.parse().unwrap()), now).unwrap();
+        let rx_cfg = PeerConfig {
+            model,
+            ..PeerConfig::new(RECV.parse().unwrap())
+        };
+        let (mut rx_peer, offer) = WebRtcPeer::offer(&rx_cfg, now).unwrap();
         let tx_cfg = PeerConfig {
             media_ecn: ecn,
+            model,
             ..PeerConfig::new(SEND.parse().unwrap())
         };
         let (tx_peer, answer) = WebRtcPeer::answer(&tx_cfg, &offer, now).unwrap();
@@ -60,6 +65,8 @@ impl Pair {
             ..ReceiverConfig::default()
         };
         let n = rx_peer.negotiated().unwrap().clone();
+        assert_eq!((n.codec, n.model), (Codec::Vp8, model));
+        assert_eq!(tx_peer.negotiated().unwrap().model, model);
         n.apply_to_receiver(&mut r);
         assert_eq!((r.media_ssrc, r.rtx_ssrc), (tx_cfg.ssrc, tx_cfg.rtx_ssrc));
         let est: Option<Box<dyn cg_cc::ReceiveSideEstimator>> = (kind == FeedbackKind::Remb)
@@ -176,7 +183,11 @@ fn source(sent: &mut Vec<Bytes>) -> impl FnMut(Instant, Bitrate) -> Option<Encod
 }
 
 fn check(kind: FeedbackKind, cc: &dyn ControllerConfig, ecn: Ecn) -> Pair {
-    let mut p = Pair::new(kind, cc, ecn);
+    check_as(kind, cc, ecn, false)
+}
+
+fn check_as(kind: FeedbackKind, cc: &dyn ControllerConfig, ecn: Ecn, model: bool) -> Pair {
+    let mut p = Pair::new(kind, cc, ecn, model);
     let t0 = p.now;
     let mut sent = vec![];
     p.run(t0 + Duration::from_secs(3), &mut source(&mut sent));
@@ -238,4 +249,16 @@ fn scream_runs_on_rfc8888_with_the_ect1_marks() {
     // Every media packet arrived ECT(1), and the receiver saw it through the tap.
     assert!(s.ecn[Ecn::Ect1 as usize] >= s.media_packets, "{:?}", s.ecn);
     assert!(p.tx.inner().controller().stats().queue_delay.is_some());
+}
+
+/// The model encoder's frames (framed as VP8) cross under `CG-MODEL` when both ends ask for
+/// it, with the controller's feedback as for a picture.
+#[test]
+fn the_model_encoders_frames_cross_as_cg_model() {
+    let cc = ScreamConfig {
+        ecn: Ecn::Ect1,
+        ..ScreamConfig::default()
+    };
+    let p = check_as(FeedbackKind::Rfc8888, &cc, Ecn::Ect1, true);
+    assert!(p.rx.inner().stats().ccfb_sent > 20);
 }

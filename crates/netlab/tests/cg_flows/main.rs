@@ -63,6 +63,9 @@ fn webrtc_run(
     } else if send_args.contains(r#""--stamp""#) {
         // Stamped pictures here are the 720p camera's: cg-recv scores them against it.
         format!(r#"recv_args = ["--start-bitrate", "300k", "--reference", "{CAMERA_720P_SOURCE}"]"#)
+    } else if send_args.contains(r#""--codec", "model""#) {
+        // The model encoder's frames: cg-recv counts them instead of decoding.
+        r#"recv_args = ["--start-bitrate", "300k", "--codec", "model"]"#.to_owned()
     } else {
         r#"recv_args = ["--start-bitrate", "300k"]"#.to_owned()
     };

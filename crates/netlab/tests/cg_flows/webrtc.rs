@@ -442,12 +442,17 @@ const CHROMIUM_2MBIT_Q95_MS: std::ops::RangeInclusive<f64> = 0.0..=100.0;
 /// assembly at 2 Mbit/s and Chromium's own playout delay (no `--profile gaming` here).
 const CHROMIUM_2MBIT_JITTER_BUFFER_MS: std::ops::RangeInclusive<f64> = 10.0..=100.0;
 
-/// SCReAM with ECT(1) through DualPI2 at 20 Mbit/s, RTT 30 ms, 640×360 snow (a picture whose
-/// rate follows any target), in plain RTP mode and then in WebRTC mode. Plain mode: U
-/// 0.80–1.0 and a median queue delay of at most 2 ms. WebRTC mode (issue #15): the CE marks
-/// must cross SRTP and the tap into cg-recv's RFC 8888 reports and reach the controller, and
-/// U and the queue delay p95 stay within 10 % and 20 % of plain mode's (or 1 ms: both are
-/// around 1–2 ms, where one run differs from the next by more than 20 %).
+/// SCReAM with ECT(1) through DualPI2 at 20 Mbit/s, RTT 30 ms, in plain RTP mode and then in
+/// WebRTC mode. Plain mode: U 0.80–1.0 and a median queue delay of at most 2 ms. WebRTC mode
+/// (issue #15): the CE marks must cross SRTP and the tap into cg-recv's RFC 8888 reports and
+/// reach the controller, and U and the queue delay p95 stay within 10 % and 20 % of plain
+/// mode's (or 1 ms: both are around 1–2 ms, where one run differs from the next by more than
+/// 20 %).
+///
+/// The frames are the model encoder's (RFC 8593 sizes at 30 fps, `CG-MODEL` in WebRTC mode):
+/// the test judges the controller's L4S loop, and at 20 Mbit/s a real encoder and decoder
+/// keep both of this machine's vCPUs busy, which is when its hypervisor takes CPU away from the
+/// whole run (issue #38 asks for the model at these rates).
 #[test]
 #[cfg_attr(
     unoptimized,
@@ -457,7 +462,7 @@ fn scream_l4s_through_dualpi2_20mbps_rtt30_plain_and_in_webrtc_mode() {
     let fwd = r#"capacity = "20Mbit"
 delay = "15ms"
 qdisc = { kind = "dualpi2" }"#;
-    let video = r#""--width", "640", "--height", "360", "--fps", "30", "--pattern", "snow", "--start-bitrate", "5M", "--max-bitrate", "30M""#;
+    let video = r#""--codec", "model", "--width", "1280", "--height", "720", "--fps", "30", "--start-bitrate", "5M", "--max-bitrate", "30M""#;
     judge_runs("l4s", |run, spread| {
         let mode_run = |mode: &str| {
             let name = format!("l4s-{mode}-{run}");
