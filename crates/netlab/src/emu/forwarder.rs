@@ -318,7 +318,6 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
     let mut stdin_open = true;
     while stdin_open {
         let now = Instant::now();
-        let now_real = realtime_ns();
         stats.wakeups += 1;
         if probing && now >= t0 && sides.iter().all(|s| s.link.poll_timeout().is_none()) {
             sides[0].link = new_link(&cfg.forward, t0)?;
@@ -359,13 +358,17 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
                     });
                 }
                 next_id += 1;
+                // The clocks are read after the packet was: the wake-up's `now` may be long
+                // past when the host took the CPU away inside this loop, and a stamp later
+                // than it would read as no age at all.
+                let (read_at, read_real) = (Instant::now(), realtime_ns());
                 let arrival = side
                     .stamps
                     .as_mut()
-                    .and_then(|s| s.age(&bytes, now_real))
-                    .and_then(|age| now.checked_sub(age))
-                    .unwrap_or(now);
-                read_delay.add(now - arrival);
+                    .and_then(|s| s.age(&bytes, read_real))
+                    .and_then(|age| read_at.checked_sub(age))
+                    .unwrap_or(read_at);
+                read_delay.add(read_at - arrival);
                 let size = DataSize::bytes(n as u64 + u64::from(cfg.overhead));
                 let pkt = Packet::new(PacketId(next_id), flow, size, arrival, bytes)
                     .with_ecn(ecn)
@@ -373,7 +376,8 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
                 side.link.handle_packet(pkt, arrival);
             }
         }
-        // Releases and events.
+        // Releases and events, at the time the reads ended (packets may have arrived up to it).
+        let now = Instant::now();
         for (i, side) in sides.iter_mut().enumerate() {
             side.link.handle_timeout(now);
             while let Some(mut p) = side.link.poll_delivery(now) {

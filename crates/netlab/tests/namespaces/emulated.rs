@@ -3,6 +3,7 @@
 //! reordering, DualPI2 beside CUBIC, an on/off flow.
 
 use super::*;
+use cg_netlab::emu::record;
 
 #[test]
 fn udp_2mbit_into_1mbit_droptail300_leaves_at_capacity_with_half_lost() {
@@ -493,10 +494,16 @@ warmup = "2s"
 /// sent them, so its stalls build no queue. A 10 Mbit/s flow through a 20 Mbit/s DropTail
 /// link, the forwarder stopped for 80 ms five times: without the send stamps each stall reads
 /// as an 80 ms burst and queues up to 40 ms of it.
+///
+/// Judged on the packets that reach the link around each stop only: the generator runs on
+/// the same starved host, and its own catch-up bursts after a stall of its thread queue
+/// packets at other times.
 #[test]
 fn packets_sent_while_the_forwarder_is_stopped_arrive_at_the_link_when_they_were_sent() {
     let _g = lock();
     let name = "fwd-stall";
+    // The stops, (SIGSTOP, SIGCONT) in CLOCK_MONOTONIC ns.
+    let mut stops: Vec<(u64, u64)> = vec![];
     let stop_the_forwarder = |out: &Path| {
         // The forwarder: the process running `__forward` into this run's output.
         let needle = out.join("raw").to_str().unwrap().to_owned();
@@ -515,15 +522,17 @@ fn packets_sent_while_the_forwarder_is_stopped_arrive_at_the_link_when_they_were
         // Past the RTT check and the warm-up, into the measured window.
         std::thread::sleep(Duration::from_secs(7));
         for _ in 0..5 {
+            let stopped = cg_netlab::sys::mono_ns();
             // SAFETY: kill(2) on the pid of this run's own forwarder.
             unsafe { libc::kill(forwarder, libc::SIGSTOP) };
             std::thread::sleep(Duration::from_millis(80));
             // SAFETY: as above.
             unsafe { libc::kill(forwarder, libc::SIGCONT) };
+            stops.push((stopped, cg_netlab::sys::mono_ns()));
             std::thread::sleep(Duration::from_millis(700));
         }
     };
-    let (s, _out) =
+    let (s, out) =
         try_run_with(name, FWD_STALL, stop_the_forwarder).unwrap_or_else(|e| panic!("{e}"));
     // The stalls happened: the forwarder woke that late.
     let late_ms = f(&s, &["forwarder", "lateness_us", "3"]) / 1e3;
@@ -537,23 +546,43 @@ fn packets_sent_while_the_forwarder_is_stopped_arrive_at_the_link_when_they_were
         stamped > 0.0 && unstamped <= 0.001 * stamped,
         "{unstamped} of {stamped} forward packets unstamped"
     );
-    // And the link queued none of it: five stalls read as bursts queue 3–4 % of the
-    // packets over 20 ms; what is left is the generator's own bursts on a busy host.
-    let over_20ms = f(
-        &s,
-        &[
-            "metrics",
-            "flows",
-            "0",
-            "qdelay_ms",
-            "share_above_10_20_50_100",
-            "1",
-        ],
+    // And the link queued none of it: the packets that reached the link from each stop to
+    // 20 ms after its restart.
+    let t0: u64 = serde_json::from_str::<Value>(
+        &std::fs::read_to_string(out.join("raw/run.json")).expect("run.json"),
+    )
+    .expect("run.json parses")["t0_ns"]
+        .as_u64()
+        .expect("run.json has t0_ns");
+    let log = std::fs::File::open(out.join("raw/bottleneck.log")).expect("bottleneck.log");
+    let records = record::read_all(&mut std::io::BufReader::new(log)).expect("records");
+    let around: Vec<(usize, f64)> = stops
+        .iter()
+        .map(|&(stop, cont)| {
+            let sojourns: Vec<f64> = records
+                .iter()
+                .filter(|r| r.kind == record::Kind::Dequeued && r.dir == record::Dir::Forward)
+                .filter(|r| (stop..cont + 20_000_000).contains(&(t0 + r.t_ns - r.dur_ns)))
+                .map(|r| r.dur_ns as f64 / 1e6)
+                .collect();
+            (sojourns.len(), sojourns.iter().copied().fold(0.0, f64::max))
+        })
+        .collect();
+    eprintln!(
+        "forwarder stopped 5 × 80 ms: (packets that reached the link from a stop to 20 ms after it, their longest sojourn in ms) {around:?}"
     );
+    // 100 ms of a 10 Mbit/s flow is about 100 packets a stop.
     assert!(
-        over_20ms <= 0.002,
-        "{:.2} % of the packets queued over 20 ms at a link run at half its capacity",
-        100.0 * over_20ms
+        around.iter().all(|&(n, _)| n >= 50),
+        "too few packets around the stops: {around:?}"
+    );
+    // Without the stamps every stop queues 40 ms. With them about one stop in twenty still
+    // does (the netlab README's "Emulator design"): at most two of the five may, as three
+    // would at that rate in one run in a thousand.
+    let queued = around.iter().filter(|&&(_, max)| max > 20.0).count();
+    assert!(
+        queued <= 2,
+        "{queued} of the forwarder's 5 stops queued packets over 20 ms: {around:?}"
     );
     cleanup(name);
 }
