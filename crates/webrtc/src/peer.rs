@@ -202,9 +202,7 @@ impl WebRtcPeer {
             .map(|d| d.sdp)
             .ok_or_else(|| Error::BadSdp("no local description after answering".into()))?;
         let mut negotiated = Negotiated::from_sdp(&sdp)?;
-        if (negotiated.codec, negotiated.model) != (cfg.codec, cfg.model) {
-            return Err(Error::NoCommonCodec(codec_name(cfg.codec, cfg.model)));
-        }
+        same_format(&negotiated, cfg.codec, cfg.model)?;
         if !send {
             // The media comes from the offerer: its SSRCs are in the offer.
             let theirs = Negotiated::from_sdp(&offer_sdp)?;
@@ -244,9 +242,7 @@ impl WebRtcPeer {
     /// is an error and leaves the peer unconnected.
     pub fn accept_answer(&mut self, answer: &str, now: Instant) -> Result<(), Error> {
         let negotiated = Negotiated::from_sdp(answer)?;
-        if (negotiated.codec, negotiated.model) != (self.codec, self.model) {
-            return Err(Error::NoCommonCodec(codec_name(self.codec, self.model)));
-        }
+        same_format(&negotiated, self.codec, self.model)?;
         let answer = RTCSessionDescription::answer(answer.to_owned())
             .map_err(|e| Error::BadSdp(e.to_string()))?;
         self.pc
@@ -512,6 +508,15 @@ fn add_host_candidate(pc: &mut RTCPeerConnection, addr: SocketAddr) -> Result<()
 /// 192–223 is RTCP).
 fn is_srtp_media(b: &[u8]) -> bool {
     b.len() >= 2 && (128..=191).contains(&b[0]) && !(192..=223).contains(&b[1])
+}
+
+/// Whether the negotiation settled on the codec (and model framing) this peer was set up for.
+fn same_format(n: &Negotiated, codec: Codec, model: bool) -> Result<(), Error> {
+    if (n.codec, n.model) == (codec, model) {
+        Ok(())
+    } else {
+        Err(Error::NoCommonCodec(codec_name(codec, model)))
+    }
 }
 
 fn codec_name(c: Codec, model: bool) -> &'static str {

@@ -361,11 +361,11 @@ pub fn run(cfg: ForwarderConfig) -> Result<()> {
                 // The clocks are read after the packet was: the wake-up's `now` may be long
                 // past when the host took the CPU away inside this loop, and a stamp later
                 // than it would read as no age at all.
-                let (read_at, read_real) = (Instant::now(), realtime_ns());
+                let read_at = Instant::now();
                 let arrival = side
                     .stamps
                     .as_mut()
-                    .and_then(|s| s.age(&bytes, read_real))
+                    .and_then(|s| s.age(&bytes, realtime_ns()))
                     .and_then(|age| read_at.checked_sub(age))
                     .unwrap_or(read_at);
                 read_delay.add(read_at - arrival);

@@ -147,8 +147,8 @@ impl SentStamps {
     }
 
     /// How long before `now_real_ns` (`CLOCK_REALTIME`, read after `pkt` was read, so no
-    /// stamp is later) packet `pkt`, just read from the TUN, was sent into it; `None` when its copy is not
-    /// among those waiting, even after reading what the socket has.
+    /// stamp is later) packet `pkt`, just read from the TUN, was sent into it; `None` when its
+    /// copy is not among those waiting, even after reading what the socket has.
     pub fn age(&mut self, pkt: &[u8], now_real_ns: u64) -> Option<Duration> {
         let sent_ns = self.pending.take(pkt).or_else(|| {
             // Its copy may have come after the last drain.

@@ -548,12 +548,9 @@ fn packets_sent_while_the_forwarder_is_stopped_arrive_at_the_link_when_they_were
     );
     // And the link queued none of it: the packets that reached the link from each stop to
     // 20 ms after its restart.
-    let t0: u64 = serde_json::from_str::<Value>(
-        &std::fs::read_to_string(out.join("raw/run.json")).expect("run.json"),
-    )
-    .expect("run.json parses")["t0_ns"]
-        .as_u64()
-        .expect("run.json has t0_ns");
+    let t0 = cg_netlab::runner::read_info(&out)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .t0_ns;
     let log = std::fs::File::open(out.join("raw/bottleneck.log")).expect("bottleneck.log");
     let records = record::read_all(&mut std::io::BufReader::new(log)).expect("records");
     let around: Vec<(usize, f64)> = stops
