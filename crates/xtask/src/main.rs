@@ -9,7 +9,9 @@
 //!   (`crates/netlab/tests/cg_flows/`: real cg-send/cg-recv through namespaces, judged on
 //!   rate, delay and frames; `crates/netlab/tests/faults/`: the same under outages,
 //!   reordering, burst loss and jitter) are ignored in an unoptimised build; they print the
-//!   figures they judge (`--nocapture`), so the log holds every run's numbers. `test --long`
+//!   figures they judge, and every test's output is shown after its binary's run
+//!   (`--show-output`): the log holds every run's numbers, and ends with the failed tests'
+//!   output and what each missed. `test --long`
 //!   also runs the 200 s scenarios of issue #14 (the papers' schedules on camera and game
 //!   content, about 40 minutes), ignored otherwise.
 //! - `demo`: setup, then the project's main job.
@@ -260,8 +262,10 @@ fn test(extra: &[String]) -> Result<(), String> {
             c.arg("--");
         }
         // Every end-to-end test prints the figures it judged: keep them in the log, passed
-        // or not.
-        c.arg("--nocapture");
+        // or not. Captured and shown after the run, the passed tests' output first: a log
+        // read from its end (CI's is) then ends with each failed test's figures and what it
+        // missed, where `--nocapture` left a miss among the later tests' lines.
+        c.arg("--show-output");
         c
     };
     run(&mut tests(&[]))?;
