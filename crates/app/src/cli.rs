@@ -51,12 +51,7 @@ impl tracing_subscriber::fmt::time::FormatTime for MonotonicTimer {
     }
 }
 
-/// The nice value cg-send and cg-recv raise themselves to unless told otherwise (`--nice`).
-/// A frame must not wait for whatever else the host runs — a game beside the encoder, a
-/// build beside the viewer — so the real-time path runs above normal priority, as libwebrtc
-/// runs its encoder queue at high priority. A nice value rather than a real-time policy: a
-/// runaway encoder then slows the host down instead of stalling it.
-pub const REALTIME_NICE: i32 = -10;
+pub use cg_host::REALTIME_NICE;
 
 /// Options both programs take about how long they run and where their statistics go.
 #[derive(Debug, Clone, clap::Args)]

@@ -8,6 +8,9 @@
 //! - [`is_per_package_cargo_var`] — which of the variables in a process's environment cargo
 //!   set for one package's build, run or test, so that a cargo started from such a process
 //!   (xtask, an end-to-end test) starts without them.
+//! - [`REALTIME_NICE`] — the priority cg-send and cg-recv raise themselves to, which netlab
+//!   must know to start them there inside its user namespace (where no process may raise
+//!   its own).
 //! - [`testing`] — for the workspace's tests: the cg programs an end-to-end test runs, built
 //!   by cargo from the code under test next to the test's own binary, and the judge of a
 //!   scenario's figures over many seeds or runs ([`testing::Spread`]).
@@ -25,3 +28,10 @@ pub mod testing;
 
 pub use cargo_env::is_per_package_cargo_var;
 pub use proc_stat::{ProcStat, USER_HZ, rss_kib, threads, vm_rss_kib};
+
+/// The nice value cg-send and cg-recv raise themselves to unless told otherwise (`--nice`).
+/// A frame must not wait for whatever else the host runs — a game beside the encoder, a
+/// build beside the viewer — so the real-time path runs above normal priority, as libwebrtc
+/// runs its encoder queue at high priority. A nice value rather than a real-time policy: a
+/// runaway encoder then slows the host down instead of stalling it.
+pub const REALTIME_NICE: i32 = -10;

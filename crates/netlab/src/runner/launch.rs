@@ -19,6 +19,44 @@ const PAGE_SCORES_PER_SECOND: u32 = 2;
 /// How long after the WHEP/WHIP server starts its client offers: the server binds its HTTP
 /// listener first thing, well within this.
 const WHEP_VIEWER_DELAY: Duration = Duration::from_millis(1000);
+/// How a media endpoint sets its own priority once it runs.
+#[derive(Debug, Clone, Copy)]
+enum Priority<'a> {
+    /// Chromium: it runs at the priority it was started at.
+    AsStarted,
+    /// cg-send or cg-recv with these arguments: it raises itself to its `--nice`
+    /// ([`cg_host::REALTIME_NICE`] unless they give one), and never lowers itself.
+    Raises(&'a [String]),
+}
+
+/// The nice value a media endpoint starts at on a loaded host: `endpoint_nice`, as a user
+/// starts it, or the priority a cg program raises itself to where that is higher. The run is
+/// inside a user namespace (`isolate`), where no process may raise its priority (that takes
+/// CAP_SYS_NICE in the host's namespace), so cg-send's and cg-recv's own raise fails there:
+/// starting them where it would have taken them runs them as they run on a host, as root.
+fn start_nice(endpoint_nice: i32, priority: Priority<'_>) -> i32 {
+    match priority {
+        Priority::AsStarted => endpoint_nice,
+        Priority::Raises(args) => endpoint_nice.min(nice_arg(args)),
+    }
+}
+
+/// The `--nice N` (or `--nice=N`) among a cg program's arguments; its default otherwise, or
+/// where the value does not read (the program then refuses to start, and says why).
+fn nice_arg(args: &[String]) -> i32 {
+    let value = args
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.strip_prefix("--nice") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(v) => v.strip_prefix('='),
+            None => None,
+        });
+    value
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cg_host::REALTIME_NICE)
+}
+
 /// Starts each flow's processes in its hosts' namespaces, timed from t0.
 pub(super) struct Launch<'a> {
     pub(super) sc: &'a Scenario,
@@ -42,18 +80,18 @@ impl Launch<'_> {
         ]);
     }
 
-    /// The prefix that runs a media endpoint (cg-send, cg-recv, Chromium) at `start` after
-    /// t0, at `[load] endpoint_nice` when the scenario loads the host.
-    fn exec_at(&self, start: Duration) -> Vec<String> {
-        self.exec_prefix(self.t0_ns, start)
+    /// The prefix that runs a media endpoint at `start` after t0, at the priority
+    /// [`start_nice`] gives when the scenario loads the host.
+    fn exec_at(&self, start: Duration, priority: Priority<'_>) -> Vec<String> {
+        self.exec_prefix(self.t0_ns, start, priority)
     }
 
     /// The same, started at once (before t0: a receiver listening when its sender starts).
-    fn exec_now(&self) -> Vec<String> {
-        self.exec_prefix(0, Duration::ZERO)
+    fn exec_now(&self, priority: Priority<'_>) -> Vec<String> {
+        self.exec_prefix(0, Duration::ZERO, priority)
     }
 
-    fn exec_prefix(&self, t0_ns: u64, start: Duration) -> Vec<String> {
+    fn exec_prefix(&self, t0_ns: u64, start: Duration, priority: Priority<'_>) -> Vec<String> {
         let mut v = vec![
             s("__exec-at"),
             s("--t0-ns"),
@@ -62,7 +100,7 @@ impl Launch<'_> {
             s(start.as_secs_f64()),
         ];
         if let Some(l) = self.sc.load {
-            v.extend([s("--nice"), s(l.endpoint_nice)]);
+            v.extend([s("--nice"), s(start_nice(l.endpoint_nice, priority))]);
         }
         v.push(s("--"));
         v
@@ -77,7 +115,7 @@ impl Launch<'_> {
             FlowKind::Cg if f.webrtc != WebRtcMode::Off => return Ok(()),
             FlowKind::Cg => {
                 let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-                let mut a = self.exec_now();
+                let mut a = self.exec_now(Priority::Raises(&f.recv_args));
                 a.push(recv.display().to_string());
                 a.extend(self.cg_recv_args(f, format!("0.0.0.0:{}", f.port)));
                 procs.cg_receivers.push(spawn_in(
@@ -136,7 +174,7 @@ impl Launch<'_> {
     /// cg-recv in the receiving host at `start`, in WebRTC `mode`, on the flow's port.
     fn cg_recv_at(&self, f: &Flow, start: Duration, mode: Vec<String>) -> Result<Helper> {
         let (_, recv) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-        let mut r = self.exec_at(start);
+        let mut r = self.exec_at(start, Priority::Raises(&f.recv_args));
         r.push(recv.display().to_string());
         r.extend(mode);
         r.extend(self.cg_recv_args(f, format!("{}:{}", self.sc.hosts[f.to].addr, f.port)));
@@ -160,7 +198,7 @@ impl Launch<'_> {
     ) -> Result<Helper> {
         let browser = crate::traffic::cg::chromium().map_err(Error::NotAvailable)?;
         let profile = self.raw.join(format!("chromium-{}", f.name));
-        let mut v = self.exec_at(start);
+        let mut v = self.exec_at(start, Priority::AsStarted);
         v.push(browser.display().to_string());
         v.extend(crate::traffic::cg::chromium_args(&profile));
         v.extend(extra.iter().cloned());
@@ -211,7 +249,7 @@ impl Launch<'_> {
     /// started once the WHEP server is up).
     fn cg_send(&self, f: &Flow, procs: &mut Procs) -> Result<()> {
         let (send, _) = crate::traffic::cg::binaries().map_err(Error::NotAvailable)?;
-        let mut a = self.exec_at(f.start);
+        let mut a = self.exec_at(f.start, Priority::Raises(&f.send_args));
         a.push(send.display().to_string());
         let from_addr = self.sc.hosts[f.from].addr;
         let http = format!("{from_addr}:{}", f.port);
@@ -314,5 +352,38 @@ impl Launch<'_> {
             false,
         )?);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_cg_program_starts_where_it_would_raise_itself_and_chromium_as_a_user_starts_it() {
+        let none = args(&["--codec", "vp8"]);
+        assert_eq!(
+            start_nice(0, Priority::Raises(&none)),
+            cg_host::REALTIME_NICE
+        );
+        assert_eq!(start_nice(0, Priority::AsStarted), 0);
+        for given in [args(&["--nice", "-3"]), args(&["--nice=-3"])] {
+            assert_eq!(start_nice(0, Priority::Raises(&given)), -3);
+        }
+        // Started higher than it asks, it stays there: a program only ever raises itself.
+        assert_eq!(
+            start_nice(-15, Priority::Raises(&args(&["--nice", "5"]))),
+            -15
+        );
+        assert_eq!(start_nice(0, Priority::Raises(&args(&["--nice", "5"]))), 0);
+        // An unreadable value: the program refuses it; the default stands meanwhile.
+        assert_eq!(
+            start_nice(0, Priority::Raises(&args(&["--nice", "x"]))),
+            cg_host::REALTIME_NICE
+        );
     }
 }

@@ -12,6 +12,12 @@ const G2G_MEDIAN_MS: RangeInclusive<f64> = 5.0..=50.0;
 /// #37's 100 ms above.
 const G2G_P99_MS: RangeInclusive<f64> = 5.0..=100.0;
 
+/// The median share of the frame interval cg-send's encoder is busy from 15 s: what it needs
+/// on an idle host, so nothing beside it takes the encoder's CPU (0.43–0.45 beside a game at
+/// normal priority; 0.72–0.89 there when cg-send runs at the game's priority), well under
+/// the CPU adaptation's [`OVERUSE`].
+const ENCODER_BUSY: RangeInclusive<f64> = 0.05..=0.65;
+
 /// Chromium's mean jitter-buffer delay from 10 s (ms): issue #37's 30 ms above.
 const JITTER_BUFFER_MS: RangeInclusive<f64> = 0.0..=30.0;
 
@@ -38,6 +44,31 @@ fn camera_720p_on_a_busy_host_keeps_glass_to_glass_latency_low() {
             "gcc",
             40,
             BUSY_HOST,
+            run,
+            spread,
+        );
+    });
+}
+
+/// The same beside a game at normal priority ([`GAME_AT_NORMAL_PRIORITY`]), on the same
+/// bounds: cg-send and cg-recv raise themselves above the game (`--nice`), so the encoder
+/// keeps its frames' cadence. It guards netlab starting them where they raise themselves,
+/// which inside its user namespace they cannot do themselves: started at the game's
+/// priority instead, the encoder is busy for nearly the whole frame interval. (Chromium at
+/// the game's priority on the same two cores is the viewer's host falling behind, which a
+/// viewer on its own machine is not: `docs/notes/2026-12-04.md`.)
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn camera_720p_beside_a_game_at_normal_priority_keeps_glass_to_glass_latency_low() {
+    judge_runs("beside-game", |run, spread| {
+        plain_glass_to_glass(
+            &format!("beside-game-{run}"),
+            "gcc",
+            30,
+            GAME_AT_NORMAL_PRIORITY,
             run,
             spread,
         );
@@ -71,7 +102,8 @@ fn plain_judged_matrix_every_controller_idle_and_busy() {
 /// path must hold no backlog. From 15 s to the end: the median of cg-recv's per-report
 /// glass-to-glass medians within issue #37's 50 ms, and the 99th percentile of its last 256
 /// frames within 100 ms at every report (the worst 8-s window, stricter than the issue's
-/// p99 over the run); at most 3 frames dropped by the sender; at least 97 % decoded; the
+/// p99 over the run); the encoder's median busy share within [`ENCODER_BUSY`]; at most 3
+/// frames dropped by the sender; at least 97 % decoded; the
 /// pictures' luma PSNR against the source (`--stamp`, `--reference`) 30–50 dB. Records run
 /// `run`'s figures into `spread`, each named after the controller and the load.
 fn plain_glass_to_glass(
@@ -122,6 +154,16 @@ fn plain_glass_to_glass(
         .iter()
         .map(|l| num(l, "g2g_max_ms"))
         .fold(f64::NEG_INFINITY, f64::max);
+    // The encoder's busy share of the frame interval (cg-send's `encode_usage`, the CPU
+    // adaptation's signal) from 15 s, median.
+    let mut usage: Vec<f64> = sent
+        .iter()
+        .filter(|l| run_t(l, t0) >= 15.0)
+        .map(|l| num(l, "encode_usage"))
+        .filter(|u| !u.is_nan())
+        .collect();
+    usage.sort_by(f64::total_cmp);
+    let usage = usage.get(usage.len() / 2).copied().unwrap_or(f64::NAN);
     let (dropped, frames) = (num(ls, "frames_dropped"), num(ls, "frames_encoded"));
     let decoded = num(lr, "frames_decoded");
     let stages = late
@@ -172,6 +214,12 @@ fn plain_glass_to_glass(
     );
     spread.check(
         run,
+        figure("encoder's busy share of the frame interval, median"),
+        usage,
+        ENCODER_BUSY,
+    );
+    spread.check(
+        run,
         figure("frames dropped by the sender"),
         dropped,
         0.0..=3.0,
@@ -195,16 +243,16 @@ fn plain_glass_to_glass(
 }
 
 /// Issue #37 in the browser: Chromium views a 1280×720 stream capped at 5 Mbit/s over a clean
-/// 50 Mbit/s link, send-side GCC, `--profile gaming`, on a busy host (two busy loops at nice
-/// 19), judged from 10 s on what Chromium's `getStats()` says (netlab's viewer summary): no
+/// 50 Mbit/s link, send-side GCC, `--profile gaming`, on a host loaded by `load` (a `[load]`
+/// table), judged from 10 s on what Chromium's `getStats()` says (netlab's viewer summary): no
 /// freeze by WebRTC's rule, the full frame rate, 720p held without a switch, and a mean
 /// jitter-buffer delay within issue #37's 30 ms (it holds each frame's assembly time, so a
 /// frame paced over most of a frame interval shows in it). Runs and their figures:
 /// `docs/notes/2026-11-28.md`.
-fn chromium_views_gaming_on_a_busy_host(name: &str, picture: &str, codec: &str) {
+fn chromium_views_gaming_on_a_busy_host(name: &str, picture: &str, codec: &str, load: &str) {
     judge_runs(name, |run, spread| {
         let name = format!("{name}-{run}");
-        chromium_views_gaming(&name, "gcc", picture, codec, 30, BUSY_HOST, 0, run, spread);
+        chromium_views_gaming(&name, "gcc", picture, codec, 30, load, 0, run, spread);
     });
 }
 
@@ -402,7 +450,7 @@ fn chromium_judged_matrix_every_controller_idle_and_busy() {
     ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
-    chromium_views_gaming_on_a_busy_host("chromium-gaming-busy", "camera", "vp8");
+    chromium_views_gaming_on_a_busy_host("chromium-gaming-busy", "camera", "vp8", BUSY_HOST);
 }
 
 /// The game picture cuts to a new scene every 4 s; a scene cut's frame is many times the
@@ -414,7 +462,7 @@ fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
     ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_views_an_h264_game_on_a_busy_host_without_a_freeze_at_scene_cuts() {
-    chromium_views_gaming_on_a_busy_host("chromium-game-busy-h264", "game", "x264");
+    chromium_views_gaming_on_a_busy_host("chromium-game-busy-h264", "game", "x264", BUSY_HOST);
 }
 
 /// The same game in VP8 (`--codec vp8` under the profile), whose cuts are as large and which
@@ -427,7 +475,7 @@ fn chromium_views_an_h264_game_on_a_busy_host_without_a_freeze_at_scene_cuts() {
     ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
 )]
 fn chromium_views_a_vp8_game_on_a_busy_host_without_a_freeze_at_scene_cuts() {
-    chromium_views_gaming_on_a_busy_host("chromium-game-busy-vp8", "game", "vp8");
+    chromium_views_gaming_on_a_busy_host("chromium-game-busy-vp8", "game", "vp8", BUSY_HOST);
 }
 
 /// cg-send's CPU adaptation steps the picture down when its encoder is busy this share of

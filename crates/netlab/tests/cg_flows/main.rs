@@ -36,8 +36,13 @@ const CAMERA_720P: &str = r#""--width", "1280", "--height", "720", "--fps", "30"
 /// [`CAMERA_720P`]'s source, as `cg-recv --reference` names it.
 const CAMERA_720P_SOURCE: &str = "camera:1280x720@30";
 
-/// Issue #37's busy host: two busy loops at the lowest priority, the endpoints at nice 0.
+/// Issue #37's busy host: two busy loops at the lowest priority, the endpoints started at
+/// nice 0 (cg-send and cg-recv then raise themselves).
 const BUSY_HOST: &str = "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
+
+/// A heavier load: the game beside the encoder at the priority a game runs at, two busy
+/// loops at nice 0 on the two cores, as the endpoints start.
+const GAME_AT_NORMAL_PRIORITY: &str = "\n[load]\nhogs = 2\nnice = 0\nendpoint_nice = 0\n";
 
 /// One cg flow through `fwd` (one-way delay `delay`) for `secs`, warm-up 10 s, on seed `run`;
 /// `webrtc` is its WebRTC mode (`off`, `cg`, `chromium`, `chromium_publisher`); `extra` is
