@@ -7,9 +7,9 @@
 //!   answer is complete (its host candidate included): no trickle, so `PATCH` is refused
 //!   (`405`).
 //! - `DELETE {path}/{id}` ends the session (`200`; `404` if unknown).
-//! - `OPTIONS` answers CORS pre-flights, and every response carries
-//!   `Access-Control-Allow-Origin: *` and exposes `Location`, so a page from anywhere can use
-//!   it.
+//! - `OPTIONS` answers CORS pre-flights (`PATCH` included, so that a trickling page gets its
+//!   `405`), and every response carries `Access-Control-Allow-Origin: *` and exposes
+//!   `Location`, so a page from anywhere can use it.
 //! - `POST {path}/{id}/stats` takes a JSON statistics report from the viewer page (`204`).
 //! - `POST {path}/{id}/picture?width=W&height=H` takes a picture the page showed, its luma
 //!   plane (`W`×`H` bytes, rows packed), for the application to score against its source:
@@ -238,17 +238,21 @@ fn picture_size(query: &str) -> Option<(usize, usize)> {
     Some((w?, h?))
 }
 
+/// A CORS pre-flight's answer. `PATCH` and the headers a trickling client sends with it
+/// (`If-Match`) are allowed here so that a page's `PATCH` reaches the resource and gets its
+/// `405` (RFC 9725 §4.3.1: how a client learns that the server does not trickle); refused
+/// at the pre-flight, it would fail as a network error instead.
 async fn preflight() -> Response {
     (
         StatusCode::NO_CONTENT,
         [
             (
                 header::ACCESS_CONTROL_ALLOW_METHODS,
-                "POST, DELETE, OPTIONS",
+                "POST, PATCH, DELETE, OPTIONS",
             ),
             (
                 header::ACCESS_CONTROL_ALLOW_HEADERS,
-                "Content-Type, Authorization",
+                "Content-Type, Authorization, If-Match",
             ),
             (header::HeaderName::from_static("accept-post"), SDP),
         ],

@@ -199,7 +199,7 @@ impl WebRtcPeer {
         pc.set_local_description(now, answer)?;
         let sdp = pc
             .local_description()
-            .map(|d| d.sdp)
+            .map(|d| candidates_where_accepted(&d.sdp))
             .ok_or_else(|| Error::BadSdp("no local description after answering".into()))?;
         let mut negotiated = Negotiated::from_sdp(&sdp)?;
         same_format(&negotiated, cfg.codec, cfg.model)?;
@@ -460,31 +460,77 @@ fn connection(cfg: &PeerConfig, now: Instant) -> Result<(RTCPeerConnection, TapH
     Ok((pc, tap))
 }
 
-/// cg's video track with its SSRCs, to send.
+/// cg's video track with its SSRCs, to send only: a viewer that offers `sendrecv` video (as
+/// some WHEP players do) is answered `sendonly`, as WHEP means it, rather than `sendrecv`.
 fn add_video_track(pc: &mut RTCPeerConnection, cfg: &PeerConfig) -> Result<(), Error> {
-    pc.add_track(MediaStreamTrack::new(
-        STREAM_ID.into(),
-        TRACK_ID.into(),
-        TRACK_ID.into(),
-        RtpCodecKind::Video,
-        vec![RTCRtpEncodingParameters {
-            rtp_coding_parameters: RTCRtpCodingParameters {
-                ssrc: Some(cfg.ssrc),
-                rtx: Some(RTCRtpRtxParameters { ssrc: cfg.rtx_ssrc }),
+    let sender = pc
+        .add_track(MediaStreamTrack::new(
+            STREAM_ID.into(),
+            TRACK_ID.into(),
+            TRACK_ID.into(),
+            RtpCodecKind::Video,
+            vec![RTCRtpEncodingParameters {
+                rtp_coding_parameters: RTCRtpCodingParameters {
+                    ssrc: Some(cfg.ssrc),
+                    rtx: Some(RTCRtpRtxParameters { ssrc: cfg.rtx_ssrc }),
+                    ..Default::default()
+                },
+                codec: rtp_codec(cfg.codec, cfg.model)?,
+                active: true,
                 ..Default::default()
-            },
-            codec: rtp_codec(cfg.codec, cfg.model)?,
-            active: true,
-            ..Default::default()
-        }],
-    ))
-    .map_err(|e| match e {
-        rtc::shared::error::Error::ErrRTPTransceiverCodecUnsupported => {
-            Error::NoCommonCodec(codec_name(cfg.codec, cfg.model))
-        }
-        e => Error::Rtc(e),
-    })?;
+            }],
+        ))
+        .map_err(|e| match e {
+            rtc::shared::error::Error::ErrRTPTransceiverCodecUnsupported => {
+                Error::NoCommonCodec(codec_name(cfg.codec, cfg.model))
+            }
+            e => Error::Rtc(e),
+        })?;
+    if let Some(mut t) = pc.rtp_transceiver(sender.into()) {
+        t.set_direction(RTCRtpTransceiverDirection::Sendonly);
+    }
     Ok(())
+}
+
+/// `answer` with its ICE candidates in the first media section it accepts.
+///
+/// webrtc-rs's `rtc` core (0.21) writes the candidates into the answer's first media section
+/// whatever it answered there. An offer whose first section cg rejects (audio before the
+/// video, as most WHEP players offer) then had them only in a section with port 0, which a
+/// browser does not read (RFC 8843 §7.3.1: the answerer's transport is the BUNDLE-tagged,
+/// accepted section), so it had no address of ours to check and never connected. Moving them
+/// is the one repair: nothing else in the answer names a transport address.
+fn candidates_where_accepted(answer: &str) -> String {
+    let is_candidate = |l: &str| l.starts_with("a=candidate:") || l == "a=end-of-candidates";
+    let rejected = |section: &[&str]| section[0].split(' ').nth(1) == Some("0");
+    let mut sections: Vec<Vec<&str>> = vec![Vec::new()];
+    for line in answer.split("\r\n").filter(|l| !l.is_empty()) {
+        if line.starts_with("m=") {
+            sections.push(Vec::new());
+        }
+        sections.last_mut().expect("starts with one").push(line);
+    }
+    let media = &mut sections[1..];
+    let Some(accepted) = media.iter().position(|m| !rejected(m)) else {
+        return answer.to_owned();
+    };
+    let mut moved: Vec<&str> = Vec::new();
+    for m in media.iter_mut().filter(|m| rejected(m)) {
+        moved.extend(m.iter().filter(|l| is_candidate(l)));
+        m.retain(|l| !is_candidate(l));
+    }
+    let target = &mut media[accepted];
+    for c in moved {
+        if !target.contains(&c) {
+            target.push(c);
+        }
+    }
+    let mut out = String::with_capacity(answer.len());
+    for line in sections.iter().flatten() {
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    out
 }
 
 /// The peer's one ICE candidate: the host address of its socket.

@@ -157,3 +157,26 @@ fn the_model_is_answered_only_to_a_model_offer() {
     model_viewer.accept_answer(&answer, now).unwrap();
     assert!(model_viewer.negotiated().unwrap().model);
 }
+
+/// Chromium 156's offer as medooze's whip-whep demo makes it (`addTransceiver("audio")`, then
+/// `"video"`, both `sendrecv`), posted before any candidate was gathered.
+const WHEP_JS_OFFER: &str = include_str!("data/chrome156-whep-js-offer.sdp");
+
+#[test]
+fn an_offer_with_audio_first_gets_the_host_candidate_in_the_accepted_video_section() {
+    let (peer, sdp) = WebRtcPeer::answer(&cfg(Codec::Vp8), WHEP_JS_OFFER, Instant::now()).unwrap();
+    assert_eq!(peer.negotiated().unwrap().codec, Codec::Vp8);
+    let (audio, video) = sdp.split_once("m=video ").unwrap();
+    let audio = audio.split_once("m=audio ").unwrap().1;
+    assert!(audio.starts_with("0 "), "audio is rejected: {sdp}");
+    assert!(!audio.contains("a=candidate:"), "{sdp}");
+    assert!(
+        video.contains("10.77.0.2 40000 typ host"),
+        "the browser reads the BUNDLE transport's address from the accepted section: {sdp}"
+    );
+    assert!(
+        video.contains("a=sendonly"),
+        "a sendrecv offer is answered sendonly: {sdp}"
+    );
+    assert!(sdp.contains("a=group:BUNDLE 1\r\n"), "{sdp}");
+}

@@ -129,6 +129,14 @@ async fn refusals_say_why_and_leave_nothing_behind() {
     ] {
         assert!(headers.contains(h), "{h} in {headers}");
     }
+    // A page's trickle PATCH passes its pre-flight, so the page sees the 405 above rather
+    // than a network error.
+    let (s, headers, _) = raw("OPTIONS", &format!("{whep}/v1"), None, "").await;
+    assert_eq!(s, 204);
+    assert!(
+        headers.contains("PATCH") && headers.contains("If-Match"),
+        "{headers}"
+    );
     let (s, _, page) = raw("GET", &base, None, "").await;
     assert_eq!((s, page.as_str()), (200, "<html>viewer</html>"));
     let (s, headers, js) = raw("GET", &format!("{base}/cg-webrtc.js"), None, "").await;
