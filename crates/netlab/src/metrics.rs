@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::dist::Dist;
 use crate::emu::record::{self, Dir, FlowEntry, Kind, Record};
-use crate::scenario::{Direction, FlowKind, FlowSpec, Scenario, WebRtcMode};
+use crate::scenario::{Direction, FlowKind, FlowSpec, Scenario};
 use crate::{Error, Result};
 
 /// One time-series row of a flow.
@@ -169,9 +169,10 @@ fn classify(e: &FlowEntry, sc: &Scenario) -> Option<usize> {
         };
         // Chromium picks its own port; its flow is told by the host pair (the scenario check
         // keeps that pair to the one UDP flow).
-        let port_or_hosts = match f.webrtc {
-            WebRtcMode::Chromium => e.src == IpAddr::V4(sc.hosts[f.from].addr),
-            _ => e.dport == f.port,
+        let port_or_hosts = if f.webrtc.chromium_views() {
+            e.src == IpAddr::V4(sc.hosts[f.from].addr)
+        } else {
+            e.dport == f.port
         };
         e.proto == proto_of(f.kind)
             && port_or_hosts

@@ -19,6 +19,16 @@ const PAGE_SCORES_PER_SECOND: u32 = 2;
 /// How long after the WHEP/WHIP server starts its client offers: the server binds its HTTP
 /// listener first thing, well within this.
 const WHEP_VIEWER_DELAY: Duration = Duration::from_millis(1000);
+/// The independent viewer page (`WebRtcMode::ChromiumWhepJs`) for the WHEP endpoint
+/// `endpoint`: the page with medooze's whep.js inlined (a module script from a file would be
+/// refused as cross-origin) and the endpoint written in.
+fn whep_js_page(endpoint: &str) -> String {
+    const PAGE: &str = include_str!("../../assets/whip-whep/viewer.html");
+    const WHEP_JS: &str = include_str!("../../assets/whip-whep/whep.js");
+    PAGE.replace("/*WHEP_JS*/", WHEP_JS)
+        .replace("/*ENDPOINT*/", endpoint)
+}
+
 /// How a media endpoint sets its own priority once it runs.
 #[derive(Debug, Clone, Copy)]
 enum Priority<'a> {
@@ -261,7 +271,7 @@ impl Launch<'_> {
             viewer => {
                 a.extend([s("--webrtc"), s("whep"), s("--http"), http.clone()]);
                 a.extend([s("--bind"), s(from_addr)]);
-                if viewer == WebRtcMode::Chromium {
+                if viewer.chromium_views() {
                     a.push(s("--viewer-reports"));
                     a.push(self.raw_file(format!("viewer-{}.jsonl", f.name)));
                 }
@@ -289,6 +299,15 @@ impl Launch<'_> {
             }
             WebRtcMode::Chromium => {
                 let page = format!("http://{http}/?report=1&score={PAGE_SCORES_PER_SECOND}");
+                procs
+                    .cg_receivers
+                    .push(self.chromium_at(f, f.to, view_at, &f.recv_args, page)?);
+            }
+            WebRtcMode::ChromiumWhepJs => {
+                let page = self.raw.join(format!("whep-js-viewer-{}.html", f.name));
+                std::fs::write(&page, whep_js_page(&url))
+                    .map_err(|e| Error::io(format!("writing {}", page.display()), e))?;
+                let page = format!("file://{}", page.display());
                 procs
                     .cg_receivers
                     .push(self.chromium_at(f, f.to, view_at, &f.recv_args, page)?);
@@ -361,6 +380,14 @@ mod tests {
 
     fn args(a: &[&str]) -> Vec<String> {
         a.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn the_independent_page_carries_the_library_whole_and_the_endpoint() {
+        let page = whep_js_page("http://10.0.0.1:5000/whep");
+        assert!(page.contains(r#"const endpoint = "http://10.0.0.1:5000/whep";"#));
+        assert!(page.contains(include_str!("../../assets/whip-whep/whep.js")));
+        assert!(!page.contains("/*WHEP_JS*/") && !page.contains("/*ENDPOINT*/"));
     }
 
     #[test]

@@ -182,10 +182,10 @@ pub(super) fn flow_instances(
         let chromium_pair = |o: &FlowSpec| {
             o.kind != FlowKind::Tcp && o.from == from && o.to == to && o.direction == direction
         };
-        if (r.webrtc == WebRtcMode::Chromium && (count > 1 || out.iter().any(chromium_pair)))
-            || out.iter().any(|o| {
-                o.webrtc == WebRtcMode::Chromium && chromium_pair(o) && kind != FlowKind::Tcp
-            })
+        if (r.webrtc.chromium_views() && (count > 1 || out.iter().any(chromium_pair)))
+            || out
+                .iter()
+                .any(|o| o.webrtc.chromium_views() && chromium_pair(o) && kind != FlowKind::Tcp)
         {
             return Err(cx.err(
                 f.span(),

@@ -379,9 +379,10 @@ pub struct RawFlow {
     #[serde(default)]
     pub recv_args: Vec<String>,
     /// cg flows: WebRTC mode — `cg` (cg-send serves WHEP on the sending host, cg-recv views
-    /// it), `chromium` (headless Chromium views it), `chromium_publisher` (Chromium's fake
-    /// camera on the sending host publishes over WHIP to cg-recv; no cg-send); default `off`
-    /// (plain RTP).
+    /// it), `chromium` (headless Chromium views it on cg-send's page), `chromium_whep_js`
+    /// (headless Chromium views it on an independent page), `chromium_publisher` (Chromium's
+    /// fake camera on the sending host publishes over WHIP to cg-recv; no cg-send); default
+    /// `off` (plain RTP).
     #[serde(default)]
     pub webrtc: WebRtcMode,
 }
@@ -398,10 +399,23 @@ pub enum WebRtcMode {
     /// Headless Chromium playing cg-send's viewer page; its `getStats()` reports go to
     /// `raw/viewer-<flow>.jsonl`.
     Chromium,
+    /// Headless Chromium playing a page that shares no code with cg: medooze's whip-whep
+    /// client (`crates/netlab/assets/whip-whep`), opened from a file (another origin than
+    /// cg-send's), which trickles its candidates and offers audio too; its `getStats()`
+    /// reports go to `raw/viewer-<flow>.jsonl` as the cg page's do.
+    ChromiumWhepJs,
     /// Headless Chromium publishing its fake camera to cg-recv (`--webrtc whip`), which
     /// sends the feedback Chromium's own controller runs on; `send_args` are extra Chromium
     /// arguments, the page's reports go to `raw/publisher-<flow>.jsonl`.
     ChromiumPublisher,
+}
+
+impl WebRtcMode {
+    /// Chromium views cg-send's stream, on either page: it picks its own port, and its
+    /// `getStats()` reports are the viewer's figures.
+    pub fn chromium_views(self) -> bool {
+        matches!(self, Self::Chromium | Self::ChromiumWhepJs)
+    }
 }
 
 /// Metric settings.

@@ -241,33 +241,67 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// `docs/notes/2026-11-28.md`.
 fn chromium_views_gaming_on_a_busy_host(name: &str, picture: &str, codec: &str, load: &str) {
     judge_runs(name, |run, spread| {
-        let name = format!("{name}-{run}");
-        chromium_views_gaming(&name, "gcc", picture, codec, 30, load, 0, run, spread);
+        let viewing = Viewing {
+            picture,
+            codec,
+            load,
+            ..Viewing::camera("gcc", "")
+        };
+        chromium_views_gaming(&format!("{name}-{run}"), &viewing, run, spread);
     });
 }
 
-/// Chromium views `picture` at 1280×720 (`--profile gaming`, `codec`) from cg-send with
-/// `controller` over the clean 50 Mbit/s link for `secs`, `load` (a `[load]` table, or empty)
-/// beside it.
+/// What Chromium views in [`chromium_views_gaming`], and on which page.
+struct Viewing<'a> {
+    controller: &'a str,
+    /// `camera` or `game`, at 1280×720.
+    picture: &'a str,
+    /// cg-send's `--codec`.
+    codec: &'a str,
+    secs: u32,
+    /// A `[load]` table, or empty for an idle host.
+    load: &'a str,
+    /// Resolution switches allowed from 10 s.
+    switches: u32,
+    /// netlab's `webrtc` mode: `chromium` (cg's page, which also reads the pictures' stamps
+    /// and has them scored) or `chromium_whep_js` (the independent page, getStats() only).
+    page: &'a str,
+}
+
+impl<'a> Viewing<'a> {
+    /// The camera picture in VP8 for 30 s on cg's page, with no switch allowed, beside `load`.
+    fn camera(controller: &'a str, load: &'a str) -> Self {
+        Self {
+            controller,
+            picture: "camera",
+            codec: "vp8",
+            secs: 30,
+            load,
+            switches: 0,
+            page: "chromium",
+        }
+    }
+}
+
+/// Chromium views `v.picture` at 1280×720 (`--profile gaming`) from cg-send over the clean
+/// 50 Mbit/s link.
 /// Judged on Chromium's own figures from 10 s (issue #37): no freeze, at least 29 fps, a mean
-/// jitter-buffer delay of at most 30 ms, at most `switches` resolution switches and 720p held
+/// jitter-buffer delay of at most 30 ms, at most `v.switches` resolution switches and 720p held
 /// (where the host cannot encode 720p within the CPU adaptation's budget, one step down to
-/// 540p, as that rule asks), the latency's stages reported, and the page's picture-quality
-/// scores.
+/// 540p, as that rule asks), the latency's stages reported, and on cg's page the pictures'
+/// glass to glass and quality scores.
 /// Records run `run`'s figures into `spread`, each named after the controller and the load.
 /// SCReAM runs on RFC 8888, which Chromium sends behind its field trial.
-#[allow(clippy::too_many_arguments)]
-fn chromium_views_gaming(
-    name: &str,
-    controller: &str,
-    picture: &str,
-    codec: &str,
-    secs: u32,
-    load: &str,
-    switches: u32,
-    run: u64,
-    spread: &mut Spread,
-) {
+fn chromium_views_gaming(name: &str, v: &Viewing<'_>, run: u64, spread: &mut Spread) {
+    let Viewing {
+        controller,
+        picture,
+        codec,
+        secs,
+        load,
+        switches,
+        page,
+    } = *v;
     let busy = if load.is_empty() { "idle" } else { "busy" };
     let figure = |what: &str| format!("{controller} {busy}: {what}");
     let misses = spread.misses();
@@ -287,7 +321,7 @@ fn chromium_views_gaming(
             r#"{}, "--codec", "{codec}", "--profile", "gaming", "--stamp""#,
             CAMERA_720P.replace("camera", picture)
         ),
-        "chromium",
+        page,
         secs,
         &format!("{trial}\n{load}"),
     ) {
@@ -310,7 +344,7 @@ fn chromium_views_gaming(
     let cpu_bound = overused_twice(&usage);
     let v = &summary["metrics"]["flows"][0]["viewer"];
     eprintln!(
-        "Chromium, gaming profile, {picture} picture, {codec}, {controller}, {busy} host (encoder busy at 720p up to {usage_720p:.2}): {v}"
+        "Chromium ({page}), gaming profile, {picture} picture, {codec}, {controller}, {busy} host (encoder busy at 720p up to {usage_720p:.2}): {v}"
     );
     if v["viewer"] != "chromium" {
         return spread.require(
@@ -363,21 +397,6 @@ fn chromium_views_gaming(
             v["held_size"]
         )),
     );
-    // The page's picture quality: scored about twice a second, and in the range the 720p
-    // camera and game pictures score at 5 Mbit/s in VP8 and x264 (30.7–34.7 dB measured, 28 at
-    // 540p).
-    spread.check(
-        run,
-        figure("PSNR on the page (dB)"),
-        num(v, "psnr_db"),
-        26.0..=45.0,
-    );
-    spread.check(
-        run,
-        figure("pictures scored on the page"),
-        num(v, "psnr_scored"),
-        f64::from(secs - 10)..=f64::from(secs * 3),
-    );
     spread.check(
         run,
         figure("mean jitter-buffer delay (ms)"),
@@ -393,14 +412,31 @@ fn chromium_views_gaming(
         num(v, "jitter_buffer_hold_ms"),
         -1.0..=5.0,
     );
-    // The page reads each shown picture's stamp: glass to glass at display, without a
-    // backlog (the busy host's failure was half a second).
-    spread.check(
-        run,
-        figure("glass to glass on the page, median (ms)"),
-        v["g2g_ms"]["p50"].as_f64().unwrap_or(f64::NAN),
-        PAGE_G2G_MEDIAN_MS,
-    );
+    if page == "chromium" {
+        // cg's page scores the pictures about twice a second, in the range the 720p camera
+        // and game pictures score at 5 Mbit/s in VP8 and x264 (30.7–34.7 dB measured, 28 at
+        // 540p).
+        spread.check(
+            run,
+            figure("PSNR on the page (dB)"),
+            num(v, "psnr_db"),
+            26.0..=45.0,
+        );
+        spread.check(
+            run,
+            figure("pictures scored on the page"),
+            num(v, "psnr_scored"),
+            f64::from(secs - 10)..=f64::from(secs * 3),
+        );
+        // It reads each shown picture's stamp: glass to glass at display, without a
+        // backlog (the busy host's failure was half a second).
+        spread.check(
+            run,
+            figure("glass to glass on the page, median (ms)"),
+            v["g2g_ms"]["p50"].as_f64().unwrap_or(f64::NAN),
+            PAGE_G2G_MEDIAN_MS,
+        );
+    }
     // The browser hears each frame's sender stages (video-timing) and reports them.
     spread.require(
         run,
@@ -426,9 +462,12 @@ fn chromium_judged_matrix_every_controller_idle_and_busy() {
                     "matrix-{controller}-{}-{run}",
                     if load.is_empty() { "idle" } else { "busy" }
                 );
-                chromium_views_gaming(
-                    &name, controller, "camera", "vp8", 120, load, 3, run, spread,
-                );
+                let viewing = Viewing {
+                    secs: 120,
+                    switches: 3,
+                    ..Viewing::camera(controller, load)
+                };
+                chromium_views_gaming(&name, &viewing, run, spread);
             }
         }
     });
@@ -441,6 +480,26 @@ fn chromium_judged_matrix_every_controller_idle_and_busy() {
 )]
 fn chromium_views_a_gaming_stream_on_a_busy_host_smoothly_and_at_once() {
     chromium_views_gaming_on_a_busy_host("chromium-gaming-busy", "camera", "vp8", BUSY_HOST);
+}
+
+/// The same viewed on a page that shares no code with cg (netlab's `chromium_whep_js`:
+/// medooze's whip-whep client, opened from a file, so another origin than cg-send's): it
+/// offers audio as well as video, both `sendrecv`, posts its offer before it has a candidate
+/// and trickles them by `PATCH`, which cg-send refuses (`405`). Judged as on cg's page, less
+/// what only cg's page measures (the stamps' glass to glass, picture quality).
+#[test]
+#[cfg_attr(
+    unoptimized,
+    ignore = "judges speed and quality: run optimised (`--release`; `cargo xtask test` does)"
+)]
+fn an_independent_whep_page_views_a_gaming_stream_on_a_busy_host_smoothly() {
+    judge_runs("whep-js-gaming-busy", |run, spread| {
+        let viewing = Viewing {
+            page: "chromium_whep_js",
+            ..Viewing::camera("gcc", BUSY_HOST)
+        };
+        chromium_views_gaming(&format!("whep-js-gaming-busy-{run}"), &viewing, run, spread);
+    });
 }
 
 /// The game picture cuts to a new scene every 4 s; a scene cut's frame is many times the

@@ -45,7 +45,8 @@ const BUSY_HOST: &str = "\n[load]\nhogs = 2\nnice = 19\nendpoint_nice = 0\n";
 const GAME_AT_NORMAL_PRIORITY: &str = "\n[load]\nhogs = 2\nnice = 0\nendpoint_nice = 0\n";
 
 /// One cg flow through `fwd` (one-way delay `delay`) for `secs`, warm-up 10 s, on seed `run`;
-/// `webrtc` is its WebRTC mode (`off`, `cg`, `chromium`, `chromium_publisher`); `extra` is
+/// `webrtc` is its WebRTC mode (`off`, `cg`, `chromium`, `chromium_whep_js`,
+/// `chromium_publisher`); `extra` is
 /// appended to the flow's table. A netlab failure (an overloaded machine failing the topology
 /// check, say) is an `Err`, which the caller records as a miss of the run. Returns the summary
 /// and the output directory (removed by the caller).
@@ -62,7 +63,7 @@ fn webrtc_run(
     secs: u32,
     extra: &str,
 ) -> Result<(Value, PathBuf), String> {
-    let recv_args = if webrtc == "chromium" {
+    let recv_args = if webrtc == "chromium" || webrtc == "chromium_whep_js" {
         // The viewer is Chromium: cg-recv's arguments do not apply.
         String::new()
     } else if send_args.contains(r#""--stamp""#) {
