@@ -409,9 +409,10 @@ impl Inner {
     ///
     /// The old pipeline is retired first (its threads, should they wake, drop what they
     /// carry) and torn down in a thread of its own: a pipeline wedged in an element may
-    /// never reach NULL, and its device (a camera) is free only once it does, so the new
-    /// one is built when the old is down or after [`RESTART_TEARDOWN_WAIT`], whichever is
-    /// first.
+    /// never reach NULL. A camera is free only once its pipeline is down, so with a camera
+    /// the new one is built when the old is down or after [`RESTART_TEARDOWN_WAIT`],
+    /// whichever is first; every other source is built again at once, since each second
+    /// waited is a second more that the viewer's picture is frozen.
     fn restart(&self) -> Result<(), Error> {
         let old = lock(&self.run).take();
         let (size, offset, rate) = {
@@ -439,7 +440,8 @@ impl Inner {
                     let _ = down_tx.send(());
                 })
                 .map_err(|e| Error::Pipeline(format!("cannot spawn the teardown: {e}")))?;
-            if down.recv_timeout(RESTART_TEARDOWN_WAIT).is_err() {
+            let device = matches!(self.config.source, crate::SourceConfig::Camera { .. });
+            if device && down.recv_timeout(RESTART_TEARDOWN_WAIT).is_err() {
                 tracing::warn!(target: "cg_media", "the wedged pipeline has not stopped in {RESTART_TEARDOWN_WAIT:?}: building the new one beside it");
             }
         }
@@ -467,8 +469,8 @@ impl Inner {
     }
 }
 
-/// How long a restart waits for the retired pipeline to reach NULL before it builds the new
-/// one anyway.
+/// How long a restart waits for the retired pipeline to reach NULL, and free its camera,
+/// before it builds the new one anyway.
 const RESTART_TEARDOWN_WAIT: Duration = Duration::from_secs(1);
 
 impl Run {
