@@ -117,6 +117,13 @@ pub struct SenderConfig {
     /// otherwise holds frames in its jitter buffer for a smooth cadence. Default `None`:
     /// nothing asked.
     pub playout_delay: Option<cg_rtp::PlayoutDelay>,
+    /// Test only (feature `testing`): wedge the encoder's pipeline once, this long after the
+    /// start (`cg_media::testing::wedge`: its streaming thread held inside the encoder, as a
+    /// pipeline stuck in renegotiation), so an end-to-end test sees the stall noticed, the
+    /// encoder rebuilt and what the viewer saw of it. Default `None`.
+    #[cfg(feature = "testing")]
+    #[serde(skip)]
+    pub wedge_encoder_at: Option<Duration>,
 }
 
 impl Default for SenderConfig {
@@ -148,6 +155,8 @@ impl Default for SenderConfig {
             rate_buffer: None,
             stamp: false,
             playout_delay: None,
+            #[cfg(feature = "testing")]
+            wedge_encoder_at: None,
         }
     }
 }

@@ -123,6 +123,11 @@ struct Args {
     /// glass. Synthetic (`--pattern camera|game`) and file sources only.
     #[arg(long)]
     stamp: bool,
+    /// Test only: wedge the encoder's pipeline once, this long after the start (the stall
+    /// is noticed and the encoder rebuilt, as in the field).
+    #[cfg(feature = "testing")]
+    #[arg(long, hide = true, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    wedge_encoder_at: Option<std::time::Duration>,
     /// Start bit rate (e.g. 300k, 2.5M, 1Mbit).
     #[arg(long, default_value = "300k")]
     start_bitrate: Bitrate,
@@ -380,6 +385,8 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         frame_dropper: duration_or_off("--frame-dropper", &a.frame_dropper, "500ms")?,
         rate_buffer: a.rate_buffer,
         stamp: a.stamp,
+        #[cfg(feature = "testing")]
+        wedge_encoder_at: a.wedge_encoder_at,
         ..defaults
     };
     config.validate()?;

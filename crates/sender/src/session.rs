@@ -238,6 +238,11 @@ pub(crate) struct Steering {
     stalled: bool,
     /// When the stalled encoder was last restarted.
     last_restart: Option<Instant>,
+    /// Test only: when to wedge the encoder (`SenderConfig::wedge_encoder_at`), and the
+    /// wedge, held for good as a wedged pipeline stays wedged: only a rebuilt encoder makes
+    /// frames again.
+    #[cfg(feature = "testing")]
+    wedge: (Option<Instant>, Option<cg_media::testing::Wedge>),
 }
 
 /// An encoder that has made no frame for this long while its source captured frames is
@@ -262,12 +267,19 @@ impl Steering {
             last_output: (0, 0, Instant::now()),
             stalled: false,
             last_restart: None,
+            #[cfg(feature = "testing")]
+            wedge: (config.wedge_encoder_at.map(|d| Instant::now() + d), None),
         }
     }
 
     /// Watches the encoder (once a statistics interval) and restarts it when
     /// [`Self::watch_encoder`] says so.
     pub(crate) fn watch(&mut self, encoder: &Encoder, now: Instant) {
+        #[cfg(feature = "testing")]
+        if self.wedge.0.is_some_and(|at| now >= at) {
+            self.wedge = (None, cg_media::testing::wedge(encoder));
+            tracing::warn!(wedged = self.wedge.1.is_some(), "--wedge-encoder-at");
+        }
         let e = encoder.stats();
         if self.watch_encoder((e.frames_out, e.frames_captured), now) {
             encoder.restart();

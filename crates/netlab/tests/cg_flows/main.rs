@@ -83,3 +83,20 @@ fn webrtc_run(
     let _guard = lock();
     run_netlab(name, &with_seed(&toml, run), |_| {}).map_err(|e| format!("{name}: {e}"))
 }
+
+/// Chromium's `inbound-rtp` video statistics from `viewer-cg.jsonl`, with their report times
+/// (s since cg-send started).
+fn chromium_inbound(out: &Path) -> Vec<(f64, Value)> {
+    lines(&out.join("raw/viewer-cg.jsonl"))
+        .into_iter()
+        .filter_map(|l| {
+            let t = num(&l, "t");
+            let inbound = l["report"]["stats"]
+                .as_array()?
+                .iter()
+                .find(|s| s["type"] == "inbound-rtp" && s["kind"] == "video")?
+                .clone();
+            Some((t, inbound))
+        })
+        .collect()
+}

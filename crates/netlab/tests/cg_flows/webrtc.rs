@@ -181,22 +181,6 @@ const PLAIN_2MBIT_U: std::ops::RangeInclusive<f64> = 0.80..=1.0;
 /// the worst run measured with a margin (`docs/notes/2026-12-02-runs.md` §4).
 const WEBRTC_RELATIVE_U: std::ops::RangeInclusive<f64> = -0.15..=0.15;
 
-/// Chromium's `inbound-rtp` video statistics from `viewer-cg.jsonl`, with their report times.
-fn chromium_inbound(out: &Path) -> Vec<(f64, Value)> {
-    lines(&out.join("raw/viewer-cg.jsonl"))
-        .into_iter()
-        .filter_map(|l| {
-            let t = num(&l, "t");
-            let inbound = l["report"]["stats"]
-                .as_array()?
-                .iter()
-                .find(|s| s["type"] == "inbound-rtp" && s["kind"] == "video")?
-                .clone();
-            Some((t, inbound))
-        })
-        .collect()
-}
-
 /// The MIME type of the codec Chromium's last report says it decodes, from `viewer-cg.jsonl`.
 fn chromium_codec(out: &Path) -> Option<String> {
     let reports = lines(&out.join("raw/viewer-cg.jsonl"));
