@@ -21,20 +21,26 @@ pub const BUILD_ARGS_ENV: &str = "CG_TEST_PROGRAMS_BUILD_ARGS";
 /// date, because a binary left from an older build would test old code; once per process
 /// for each set of packages.
 ///
-/// With [`BUILD_ARGS_ENV`] set (by `cargo xtask test`),
-/// cargo gets those arguments instead of `-p` for each package: the same package selection
-/// and features as the `cargo test` that runs the test, so this build is up to date already
-/// rather than resolving features for the two packages alone and compiling most of the tree
-/// again. The arguments must build `packages`' binaries.
+/// `features` (`package/feature`) are those the test needs of the programs, e.g. a fault to
+/// inject. With [`BUILD_ARGS_ENV`] set (by `cargo xtask test`),
+/// cargo gets those arguments instead of `-p` for each package and the features: the same
+/// package selection and features as the `cargo test` that runs the test, so this build is
+/// up to date already rather than resolving features for the two packages alone and
+/// compiling most of the tree again. The arguments must build `packages`' binaries with
+/// `features`.
 ///
 /// # Panics
 /// If cargo cannot run or the build fails: the test cannot go on without the programs.
-pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf {
+pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str], features: &[&str]) -> PathBuf {
     static BUILT: Mutex<Vec<Vec<String>>> = Mutex::new(Vec::new());
     let dir = next_to
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let key: Vec<String> = packages.iter().map(|p| (*p).to_owned()).collect();
+    let key: Vec<String> = packages
+        .iter()
+        .chain(features)
+        .map(|p| (*p).to_owned())
+        .collect();
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if built.contains(&key) {
         return dir;
@@ -57,6 +63,9 @@ pub fn build_next_to(cargo: &str, next_to: &Path, packages: &[&str]) -> PathBuf 
         _ => {
             for p in packages {
                 cmd.args(["-p", p]);
+            }
+            if !features.is_empty() {
+                cmd.args(["--features", &features.join(",")]);
             }
         }
     }

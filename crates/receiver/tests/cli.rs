@@ -14,7 +14,7 @@ fn recv_bin() -> PathBuf {
 
 /// cg-send, built from the code under test next to cg-recv.
 fn send_bin() -> PathBuf {
-    cg_host::testing::build_next_to(env!("CARGO"), &recv_bin(), &["cg-sender"]).join("cg-send")
+    cg_host::testing::build_next_to(env!("CARGO"), &recv_bin(), &["cg-sender"], &[]).join("cg-send")
 }
 
 fn run(bin: &PathBuf, args: &[&str]) -> Output {

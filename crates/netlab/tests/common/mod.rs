@@ -32,12 +32,14 @@ pub fn netlab_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_netlab"))
 }
 
-/// cg-send and cg-recv, built from the code under test next to netlab.
+/// cg-send and cg-recv, built from the code under test next to netlab, cg-send with the
+/// faults a test may inject (its `testing` feature: `--wedge-encoder-at`).
 pub fn cg_binaries() -> (PathBuf, PathBuf) {
     let dir = cg_host::testing::build_next_to(
         env!("CARGO"),
         &netlab_bin(),
         &["cg-sender", "cg-receiver"],
+        &["cg-sender/testing"],
     );
     (dir.join("cg-send"), dir.join("cg-recv"))
 }
