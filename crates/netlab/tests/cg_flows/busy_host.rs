@@ -346,6 +346,13 @@ fn chromium_views_gaming(name: &str, v: &Viewing<'_>, run: u64, spread: &mut Spr
     eprintln!(
         "Chromium ({page}), gaming profile, {picture} picture, {codec}, {controller}, {busy} host (encoder busy at 720p up to {usage_720p:.2}): {v}"
     );
+    // The independent page is the one netlab wrote and Chromium opened.
+    let independent = out.join("raw/whep-js-viewer-cg.html").is_file();
+    spread.require(
+        run,
+        independent == (page == "chromium_whep_js"),
+        figure(&format!("page {page}, whep.js page written: {independent}")),
+    );
     if v["viewer"] != "chromium" {
         return spread.require(
             run,
