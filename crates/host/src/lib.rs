@@ -4,7 +4,8 @@
 //! - [`ProcStat`] — the fields cg reads from a Linux `/proc/PID/stat` line (process tree,
 //!   CPU time in [`USER_HZ`] ticks), parsed from its text, and a process's resident memory
 //!   ([`rss_kib`], from `/proc/PID/status`; [`vm_rss_kib`] parses that text), and its
-//!   threads ([`threads`], from `/proc/PID/task`).
+//!   threads ([`threads`], from `/proc/PID/task`), and the priority the calling thread runs
+//!   at ([`thread_nice`]).
 //! - [`is_per_package_cargo_var`] — which of the variables in a process's environment cargo
 //!   set for one package's build, run or test, so that a cargo started from such a process
 //!   (xtask, an end-to-end test) starts without them.
@@ -27,7 +28,7 @@ mod proc_stat;
 pub mod testing;
 
 pub use cargo_env::is_per_package_cargo_var;
-pub use proc_stat::{ProcStat, USER_HZ, rss_kib, threads, vm_rss_kib};
+pub use proc_stat::{ProcStat, USER_HZ, rss_kib, thread_nice, threads, vm_rss_kib};
 
 /// The nice value cg-send and cg-recv raise themselves to unless told otherwise (`--nice`).
 /// A frame must not wait for whatever else the host runs — a game beside the encoder, a

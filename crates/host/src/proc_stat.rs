@@ -20,6 +20,8 @@ pub struct ProcStat {
     pub utime_ticks: u64,
     /// Kernel-mode CPU time, in [`USER_HZ`] ticks (field 15).
     pub stime_ticks: u64,
+    /// The nice value, -20 (highest priority) to 19 (field 19).
+    pub nice: i32,
 }
 
 impl ProcStat {
@@ -29,7 +31,7 @@ impl ProcStat {
         let open = line.find('(')?;
         let close = line.rfind(')')?;
         let comm = line.get(open + 1..close)?.to_owned();
-        // From field 3 (state) on: ppid is index 1, utime 11, stime 12.
+        // From field 3 (state) on: ppid is index 1, utime 11, stime 12, nice 16.
         let fields: Vec<&str> = line[close + 1..].split_whitespace().collect();
         let field = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
         Some(ProcStat {
@@ -38,6 +40,7 @@ impl ProcStat {
             ppid: u32::try_from(field(1)?).ok()?,
             utime_ticks: field(11)?,
             stime_ticks: field(12)?,
+            nice: fields.get(16)?.parse().ok()?,
         })
     }
 
@@ -50,6 +53,12 @@ impl ProcStat {
     pub fn cpu_time(&self) -> Duration {
         Duration::from_secs_f64(self.cpu_ticks() as f64 / f64::from(USER_HZ))
     }
+}
+
+/// The nice value the calling thread runs at, which the threads it starts inherit (on Linux
+/// a priority is a thread's own); `None` where `/proc` does not tell.
+pub fn thread_nice() -> Option<i32> {
+    Some(ProcStat::parse(&std::fs::read_to_string("/proc/thread-self/stat").ok()?)?.nice)
 }
 
 /// The thread ids of process `pid` (`None`: this process), from `/proc/PID/task`.
@@ -89,7 +98,7 @@ mod tests {
     #[test]
     fn names_with_spaces_and_parentheses_parse() {
         let s = ProcStat::parse(
-            "4242 (cg send (x)) S 1 4242 4242 0 -1 4194304 100 0 0 0 1234 56 0 0 20 0 5 0 \
+            "4242 (cg send (x)) S 1 4242 4242 0 -1 4194304 100 0 0 0 1234 56 0 0 10 -10 5 0 \
              100 1000 2000\n",
         )
         .unwrap();
@@ -97,9 +106,13 @@ mod tests {
         assert_eq!(s.state, 'S');
         assert_eq!(s.ppid, 1);
         assert_eq!(s.cpu_ticks(), 1290);
+        assert_eq!(s.nice, -10);
         assert_eq!(s.cpu_time(), Duration::from_millis(12_900));
-        let t = ProcStat::parse("12 (a) b) S 34 12 12 0 0 0 0 0 0 0 7 8").unwrap();
-        assert_eq!((t.comm.as_str(), t.ppid, t.cpu_ticks()), ("a) b", 34, 15));
+        let t = ProcStat::parse("12 (a) b) S 34 12 12 0 0 0 0 0 0 0 7 8 0 0 39 19").unwrap();
+        assert_eq!(
+            (t.comm.as_str(), t.ppid, t.cpu_ticks(), t.nice),
+            ("a) b", 34, 15, 19)
+        );
     }
 
     #[test]
@@ -119,6 +132,16 @@ mod tests {
         assert_eq!(vm_rss_kib("Name:\tkthreadd\n"), None);
         assert_eq!(vm_rss_kib("VmRSS: lots kB\n"), None);
         assert!(rss_kib(None).is_some_and(|k| k > 0));
+    }
+
+    #[test]
+    fn this_threads_nice_value_is_read() {
+        // The test's thread runs at whatever the test runner started at; a thread started
+        // from it inherits that.
+        let here = thread_nice().expect("Linux /proc");
+        assert!((-20..=19).contains(&here));
+        let there = std::thread::spawn(thread_nice).join().unwrap();
+        assert_eq!(there, Some(here));
     }
 
     #[test]

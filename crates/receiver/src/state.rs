@@ -235,6 +235,7 @@ impl State {
             decoded_fps: self.decoded_at.len() as u32,
             foreign_datagrams: foreign,
             rss_kib: cg_host::rss_kib(None),
+            nice: cg_host::thread_nice(),
             ..Stats::default()
         };
         if let Some((r, est)) = session {

@@ -197,6 +197,11 @@ pub struct Stats {
     /// The receiver process's resident memory at the sample, KiB (a soak watches it stay flat).
     #[serde(default)]
     pub rss_kib: Option<u64>,
+    /// The nice value the thread that writes this record runs at, and with it the threads
+    /// the process started (`--nice` raised them there, or they run as started: a process
+    /// that may not raise its priority says so once in its log).
+    #[serde(default)]
+    pub nice: Option<i32>,
     /// Estimator quantities by name (GCC-REMB: `m`, `gamma`, `state`, `a_r`, `n_dd`…).
     pub extra: BTreeMap<String, f64>,
 }

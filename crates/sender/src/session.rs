@@ -682,6 +682,7 @@ impl Sampler {
             breaker_trips: s.breaker_trips,
             feedback_timeouts: s.feedback_timeouts,
             rss_kib: cg_host::rss_kib(None),
+            nice: cg_host::thread_nice(),
             encoder_stalls: steering.encoder_stalls,
             encoder_restarts: enc.restarts,
             loop_stalls: self.last.loop_stalls,

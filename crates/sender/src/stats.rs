@@ -112,6 +112,11 @@ pub struct Stats {
     /// The sender process's resident memory at the sample, KiB (a soak watches it stay flat).
     #[serde(default)]
     pub rss_kib: Option<u64>,
+    /// The nice value the thread that writes this record runs at, and with it the threads
+    /// the process started (`--nice` raised them there, or they run as started: a process
+    /// that may not raise its priority says so once in its log).
+    #[serde(default)]
+    pub nice: Option<i32>,
     /// Times the encoder made no frame for a second while its source captured frames (each is
     /// logged with what every thread was doing).
     #[serde(default)]

@@ -12,10 +12,12 @@ const G2G_MEDIAN_MS: RangeInclusive<f64> = 5.0..=50.0;
 /// #37's 100 ms above.
 const G2G_P99_MS: RangeInclusive<f64> = 5.0..=100.0;
 
-/// The median share of the frame interval cg-send's encoder is busy from 15 s: about what it
-/// needs on an idle host, so nothing beside it takes the encoder's CPU, and well under the
-/// CPU adaptation's [`OVERUSE`]. The runs it was set from: `docs/notes/2026-12-04.md`.
-const ENCODER_BUSY: RangeInclusive<f64> = 0.05..=0.65;
+/// The median share of the frame interval cg-send's encoder is busy from 15 s: under the CPU
+/// adaptation's [`OVERUSE`] with a margin, or the adaptation steps the picture down. What the
+/// encoder needs depends on how fast the machine runs that day, so this is no guard of the
+/// endpoints' priority above a load: the test reads that from their `nice` directly. The runs
+/// it was set from: `docs/notes/2026-12-07.md`.
+const ENCODER_BUSY: RangeInclusive<f64> = 0.05..=0.78;
 
 /// Chromium's mean jitter-buffer delay from 10 s (ms): issue #37's 30 ms above.
 const JITTER_BUFFER_MS: RangeInclusive<f64> = 0.0..=30.0;
@@ -89,8 +91,9 @@ fn plain_judged_matrix_every_controller_idle_and_busy() {
 /// path must hold no backlog. From 15 s to the end: the median of cg-recv's per-report
 /// glass-to-glass medians within issue #37's 50 ms, and the 99th percentile of its last 256
 /// frames within 100 ms at every report (the worst 8-s window, stricter than the issue's
-/// p99 over the run); the encoder's median busy share within [`ENCODER_BUSY`]; at most 3
-/// frames dropped by the sender; at least 97 % decoded; the
+/// p99 over the run); the encoder's median busy share within [`ENCODER_BUSY`]; on a loaded
+/// host, cg-send and cg-recv at [`cg_host::REALTIME_NICE`]; at most 3 frames dropped by the
+/// sender; at least 97 % decoded; the
 /// pictures' luma PSNR against the source (`--stamp`, `--reference`) 30–50 dB. Records run
 /// `run`'s figures into `spread`, each named after the controller and the load.
 fn plain_glass_to_glass(
@@ -202,6 +205,22 @@ fn plain_glass_to_glass(
         usage,
         ENCODER_BUSY,
     );
+    // On a loaded host the endpoints run above the load, as they raise themselves on a
+    // host (netlab starts them there: inside its user namespace they may not raise
+    // themselves).
+    if !load.is_empty() {
+        for (who, last) in [("cg-send", ls), ("cg-recv", lr)] {
+            let nice = last["nice"].as_i64();
+            spread.require(
+                run,
+                nice == Some(i64::from(cg_host::REALTIME_NICE)),
+                format!(
+                    "{who} ran at nice {nice:?}, not {} above the load",
+                    cg_host::REALTIME_NICE
+                ),
+            );
+        }
+    }
     spread.check(
         run,
         figure("frames dropped by the sender"),
