@@ -11,7 +11,8 @@
 //!   reordering, burst loss and jitter) are ignored in an unoptimised build; they print the
 //!   figures they judge, and every test's output is shown after its binary's run
 //!   (`--show-output`): the log holds every run's numbers, and ends with the failed tests'
-//!   output and what each missed. `test --long`
+//!   output and what each missed, and after it (each test binary run even when one failed)
+//!   every failed test's panic message again. `test --long`
 //!   also runs the 200 s scenarios of issue #14 (the papers' schedules on camera and game
 //!   content, about 40 minutes), ignored otherwise.
 //! - `demo`: setup, then the project's main job.
@@ -268,12 +269,100 @@ fn test(extra: &[String]) -> Result<(), String> {
         c.arg("--show-output");
         c
     };
-    run(&mut tests(&[]))?;
+    run_tests(&tests(&[]))?;
     if long {
-        run(tests(&["--test", "cg_flows", "--test", "faults"]).arg("--ignored"))?;
+        run_tests(tests(&["--test", "cg_flows", "--test", "faults"]).arg("--ignored"))?;
     }
     Ok(())
 }
+
+/// Runs `cmd` (a `cargo test`) with `--no-fail-fast`, every test binary run even after one
+/// failed, its standard output passed through line by line; when it fails, ends with every
+/// failed test's panic message ([`panic_messages`]). CI shows a long log's head and tail only,
+/// and its tail was the last failure's backtrace, without the figures any test missed.
+fn run_tests(cmd: &Command) -> Result<(), String> {
+    use std::io::{BufRead, BufReader, Write};
+    // `--no-fail-fast` is cargo's, before the `--` that starts the test binaries' arguments.
+    let args: Vec<_> = cmd.get_args().map(ToOwned::to_owned).collect();
+    let dashes = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let mut c = Command::new(cmd.get_program());
+    c.args(&args[..dashes])
+        .arg("--no-fail-fast")
+        .args(&args[dashes..])
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .stdout(std::process::Stdio::piped());
+    for (k, v) in cmd.get_envs() {
+        if v.is_none() {
+            c.env_remove(k);
+        }
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        c.current_dir(dir);
+    }
+    let shown = format!("{c:?}");
+    eprintln!("xtask: running {shown}");
+    let mut child = c
+        .spawn()
+        .map_err(|e| format!("cannot start {shown}: {e}"))?;
+    let out = child.stdout.take().expect("stdout is piped");
+    let mut lines = Vec::new();
+    let mut stdout = std::io::stdout().lock();
+    // Lines that are not UTF-8 are passed through lossily; a closed stdout stops the echo
+    // only, never the tests.
+    for line in BufReader::new(out).split(b'\n') {
+        let line = String::from_utf8_lossy(&line.map_err(|e| format!("reading {shown}: {e}"))?)
+            .into_owned();
+        let _ = writeln!(stdout, "{line}");
+        lines.push(line);
+    }
+    drop(stdout);
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for {shown}: {e}"))?;
+    if status.success() {
+        return Ok(());
+    }
+    let messages = panic_messages(&lines);
+    eprintln!(
+        "\nxtask: {} failed test(s); what each said when it failed:",
+        messages.len()
+    );
+    for m in &messages {
+        eprintln!("\n{m}");
+    }
+    Err(format!("{shown} failed with {status}"))
+}
+
+/// The panic messages in a `cargo test` output: each from its `thread '…' panicked at` line to
+/// the first blank line, backtrace or note (at most [`MESSAGE_LINES`] lines), in order.
+fn panic_messages(lines: &[String]) -> Vec<String> {
+    let mut messages = Vec::new();
+    let mut current: Option<Vec<&str>> = None;
+    for line in lines {
+        let ends = line.trim().is_empty()
+            || line.starts_with("stack backtrace:")
+            || line.starts_with("note: ")
+            || line.starts_with("---- ");
+        if let Some(m) = current.as_mut() {
+            if ends {
+                messages.push(current.take().expect("some").join("\n"));
+            } else if m.len() < MESSAGE_LINES {
+                m.push(line);
+            }
+        }
+        if line.starts_with("thread '") && line.contains("' panicked at ") {
+            if let Some(m) = current.take() {
+                messages.push(m.join("\n"));
+            }
+            current = Some(vec![line]);
+        }
+    }
+    messages.extend(current.map(|m| m.join("\n")));
+    messages
+}
+
+/// The most lines of one panic message [`run_tests`] repeats at the end.
+const MESSAGE_LINES: usize = 60;
 
 fn demo(extra: &[String]) -> Result<(), String> {
     // The demo's media flow runs cg-send and cg-recv, found next to the netlab binary.
@@ -307,6 +396,36 @@ mod tests {
             not_installed(&["iperf3", "tshark", "ethtool", "unknown-pkg"], out),
             vec!["tshark", "ethtool", "unknown-pkg"]
         );
+    }
+
+    #[test]
+    fn each_panic_message_is_found_up_to_its_backtrace_or_note() {
+        let out = [
+            "test a ... FAILED",
+            "---- x::a stdout ----",
+            "figures of a",
+            "thread 'x::a' panicked at src/a.rs:1:2:",
+            "l4s:",
+            "run 1: U 0.67 outside [0.8, 1]",
+            "stack backtrace:",
+            "   0: std::panicking",
+            "---- x::b stdout ----",
+            "thread 'x::b' panicked at src/b.rs:3:4:",
+            "assertion failed",
+            "note: run with `RUST_BACKTRACE=1`",
+            "thread 'x::c' panicked at src/c.rs:5:6:",
+            "cut short",
+        ]
+        .map(String::from);
+        assert_eq!(
+            panic_messages(&out),
+            [
+                "thread 'x::a' panicked at src/a.rs:1:2:\nl4s:\nrun 1: U 0.67 outside [0.8, 1]",
+                "thread 'x::b' panicked at src/b.rs:3:4:\nassertion failed",
+                "thread 'x::c' panicked at src/c.rs:5:6:\ncut short",
+            ]
+        );
+        assert!(panic_messages(&["test a ... ok".into()]).is_empty());
     }
 
     #[test]
