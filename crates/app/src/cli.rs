@@ -188,6 +188,13 @@ pub fn main<E: std::fmt::Display>(name: &str, run: impl FnOnce() -> Result<(), E
 /// `--cc gcc`; each program refuses them where they would do nothing.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct GccArgs {
+    /// The published GCC to run: `cg` (the default: MMSys16's design with libwebrtc's and
+    /// cg's additions), `mmsys16` (Carlucci et al., MMSys 2016, as the paper gives it) or
+    /// `2013` (De Cicco et al., Packet Video 2013: static threshold); the other --gcc-*
+    /// settings apply over it. With --cc gcc-remb both cg-send and cg-recv run part of it:
+    /// give it to both (docs/gcc-variants.md)
+    #[arg(long, value_name = "NAME")]
+    pub gcc_variant: Option<cg_cc::gcc::GccVariant>,
     /// GCC's over-use threshold: `adaptive` (MMSys16 eq. 17–18, the default) or `static` (the
     /// 2013 paper's γ̄, MMSys16 Figs. 9(a) and 11(a))
     #[arg(long, value_name = "MODEL")]
@@ -220,6 +227,7 @@ impl GccArgs {
     /// The settings given.
     pub fn tuning(&self) -> cg_cc::gcc::GccTuning {
         cg_cc::gcc::GccTuning {
+            variant: self.gcc_variant,
             threshold: self.gcc_threshold,
             k_up: self.gcc_ku,
             k_down: self.gcc_kd,

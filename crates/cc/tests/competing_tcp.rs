@@ -40,7 +40,7 @@ use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 use cg_cc::ControllerConfig;
-use cg_cc::gcc::GccMode;
+use cg_cc::gcc::{GccConfig, GccMode, GccTuning, GccVariant, ThresholdChoice};
 use cg_cc::scream::ScreamConfig;
 use cg_cc::sim::{
     self, AnyReceiver, AnySender, EncoderConfig, ReceiverConfig, SenderConfig, TcpConfig, metrics,
@@ -591,4 +591,85 @@ fn gcc_remb_fills_the_link_again_after_cubic_leaves() {
 fn gcc_send_side_fills_the_link_again_after_cubic_leaves() {
     let ranges = after_cubic_ranges(0.85..=FULL, 7.0);
     gcc_after_cubic_leaves(GccMode::SendSideTwcc, "fill goal", ranges);
+}
+
+/// MMSys16 §4.2, Fig. 11: one GCC-REMB flow (camera-like frames, ≤ 2 Mbit/s) from 0 s and
+/// one CUBIC flow from 100 s through 1 Mbit/s, drop-tail 350 ms, RTT 50 ms, judged over
+/// 100–400 s. `variant` with the static threshold (2013's γ̄) when `static_threshold`.
+fn fig11(variant: GccVariant, static_threshold: bool, seed: u64) -> Outcome {
+    let start = Instant::now();
+    let mut cfg = GccConfig::default();
+    GccTuning {
+        variant: Some(variant),
+        threshold: static_threshold.then_some(ThresholdChoice::Static),
+        ..GccTuning::default()
+    }
+    .apply(&mut cfg)
+    .expect("a valid tuning");
+    let encoder = EncoderConfig {
+        seed,
+        ..EncoderConfig::camera()
+    };
+    let (tx, rx) = common::gcc_pair(&cfg, encoder, start);
+    Setup {
+        cap: Bitrate::mbps(1),
+        qdisc: QdiscConfig::DropTail(DropTailConfig::time(Duration::from_millis(350))),
+        one_way: common::ONE_WAY,
+        tcp_start: Duration::from_secs(100),
+        tcp_stop: None,
+        from: Duration::from_secs(100),
+        to: Duration::from_secs(400),
+    }
+    .run((tx.into(), rx.into()), start)
+}
+
+/// The published GCC shows the paper's finding: MMSys16's algorithm (`--gcc-variant
+/// mmsys16`) with a static threshold is starved by CUBIC (Fig. 11 (a)), and with its adaptive
+/// threshold it is not (Fig. 11 (b)). The static case is bistable, as the 2013 paper found
+/// (its Fig. 11: one run friendly, the next starved): on most seeds the flow is starved, on
+/// the rest it holds most of the link, so it is judged over the seeds: starved (under 0.3 of
+/// the link, 60 % of the fair share) on at least 0.3 of them and a mean share of at most 0.5
+/// (over blocks of 16 seeds in 1–48: starved on 0.50–0.75, mean 0.24–0.40). The adaptive case
+/// is judged on every seed, both sides, from its spread with a margin. cg's default with the
+/// static threshold fails both (starved on 0–0.19, mean 0.66–0.74): the test guards the
+/// variant (docs/gcc-variants.md).
+#[test]
+fn the_mmsys16_variant_is_starved_by_tcp_with_a_static_threshold_as_in_fig_11() {
+    let mut spread = Spread::new("MMSys16 Fig. 11, GCC-REMB vs CUBIC DT/350 1 Mbit/s");
+    let mut static_shares = Vec::new();
+    for seed in common::seeds() {
+        let fixed = fig11(GccVariant::Mmsys16, true, seed);
+        fixed.line("mmsys16, static threshold", seed);
+        static_shares.push(fixed.media_share);
+        let adaptive = fig11(GccVariant::Mmsys16, false, seed);
+        adaptive.line("mmsys16, adaptive threshold", seed);
+        spread.check(
+            seed,
+            "adaptive threshold: media share",
+            adaptive.media_share,
+            0.30..=0.85,
+        );
+        for (name, o) in [("static", &fixed), ("adaptive", &adaptive)] {
+            spread.check(
+                seed,
+                format!("{name} threshold: link used"),
+                o.media_share + o.tcp_share,
+                0.95..=FULL,
+            );
+        }
+    }
+    // No seeds: NaN, which misses both ranges.
+    let n = static_shares.len() as f64;
+    let starved = static_shares.iter().filter(|s| **s < 0.3).count() as f64;
+    spread.check_set(
+        "static threshold: share of seeds starved",
+        starved / n,
+        0.3..=1.0,
+    );
+    spread.check_set(
+        "static threshold: mean media share",
+        static_shares.iter().sum::<f64>() / n,
+        0.0..=0.5,
+    );
+    spread.judge();
 }

@@ -13,7 +13,8 @@
 //!   `--min-bitrate`, `--max-bitrate`, `--fps`, `--key-interval`, for the size profile
 //!   `--pattern camera|game`; GCC's `--gcc-*` settings ([`SIM_GCC_ARGS`]) are read where the
 //!   real programs take them — `recv_args` for GCC-REMB, `send_args` for send-side GCC — and
-//!   refused on the other side, as cg-send and cg-recv refuse them);
+//!   refused on the other side, as cg-send and cg-recv refuse them; `--gcc-variant`, which
+//!   with GCC-REMB both programs take, must then be the same in both);
 //! - `tcp` (CUBIC, Reno, or BBR v1 as the kernel's `tcp_bbr.c`, with `start`, `stop`,
 //!   `on`/`off` periods and `rate`/`rate_steps` as an application limit);
 //! - `udp` (constant bit rate with its `rate`/`rate_steps`, `size`, `ecn`, `start`, `stop`);
@@ -54,7 +55,8 @@ pub const SIM_SEND_ARGS: [&str; 6] = [
 
 /// GCC's settings (cg-send's and cg-recv's `--gcc-*` options), read from the side whose
 /// program runs GCC's delay-based estimator.
-pub const SIM_GCC_ARGS: [&str; 7] = [
+pub const SIM_GCC_ARGS: [&str; 8] = [
+    "--gcc-variant",
     "--gcc-threshold",
     "--gcc-ku",
     "--gcc-kd",
@@ -100,6 +102,7 @@ fn gcc_tuning(f: &FlowSpec, args: &[String]) -> Result<GccTuning> {
         let bad = || Error::NotAvailable(format!("flow {}: {k} {v:?} does not parse", f.name));
         let num = || v.parse::<f64>().map_err(|_| bad());
         match k {
+            "--gcc-variant" => t.variant = Some(v.parse().map_err(|_| bad())?),
             "--gcc-threshold" => t.threshold = Some(v.parse().map_err(|_| bad())?),
             "--gcc-ku" => t.k_up = Some(num()?),
             "--gcc-kd" => t.k_down = Some(num()?),
@@ -121,11 +124,24 @@ fn cg_args(f: &FlowSpec, kind: ControllerKind) -> Result<CgArgs> {
     } else {
         (&f.send_args, &f.recv_args, "cg-recv", "send")
     };
-    if !gcc_tuning(f, there)?.is_default() {
+    let (mine, theirs) = (gcc_tuning(f, here)?, gcc_tuning(f, there)?);
+    // The variant: in REMB mode both programs run part of it and take it (the simulator
+    // builds both ends from one config, so they must agree); send-side, cg-recv refuses it.
+    let refused = if kind.delay_estimator_at_receiver() {
+        !theirs.estimator_settings().is_default() || theirs.variant != mine.variant
+    } else {
+        !theirs.is_default()
+    };
+    if refused {
         return Err(Error::NotAvailable(format!(
-            "flow {}: {program} refuses the --gcc-* settings with controller {kind}: they \
-             belong to the {side} args",
-            f.name
+            "flow {}: {program} refuses these --gcc-* settings with controller {kind}: they \
+             belong to the {side} args{}",
+            f.name,
+            if kind.delay_estimator_at_receiver() {
+                " (--gcc-variant to both, the same)"
+            } else {
+                ""
+            }
         )));
     }
     let mut a = CgArgs {
@@ -135,7 +151,7 @@ fn cg_args(f: &FlowSpec, kind: ControllerKind) -> Result<CgArgs> {
         fps: 30,
         key_interval: 3000,
         camera_like: false,
-        gcc: gcc_tuning(f, here)?,
+        gcc: mine,
     };
     let bad = |what: &str, v: &str| {
         Error::NotAvailable(format!(
@@ -722,6 +738,23 @@ rate = "500k"
         assert!(cg_args(&g, ControllerKind::Gcc).is_err());
         let t = cg_args(&g, ControllerKind::GccRemb).unwrap().gcc;
         assert_eq!(t.threshold, Some(cg_cc::gcc::ThresholdChoice::Static));
+        // The variant: in REMB mode both programs take it, the same; send-side, cg-send.
+        let mut v = sc.flows[0].clone();
+        v.recv_args
+            .extend(["--gcc-variant", "mmsys16"].map(String::from));
+        let e = cg_args(&v, ControllerKind::GccRemb)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--gcc-variant to both"), "{e}");
+        v.send_args
+            .extend(["--gcc-variant", "mmsys16"].map(String::from));
+        let t = cg_args(&v, ControllerKind::GccRemb).unwrap().gcc;
+        assert_eq!(t.variant, Some(cg_cc::gcc::GccVariant::Mmsys16));
+        assert!(
+            cg_args(&v, ControllerKind::Gcc).is_err(),
+            "cg-recv refuses it"
+        );
         f.send_args.extend(["--gcc-kd", "-1"].map(String::from));
         let mut bad = scenario(GCC_VS_CUBIC);
         bad.flows[0] = f.clone();

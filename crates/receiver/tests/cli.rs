@@ -75,6 +75,7 @@ fn help_lists_every_option() {
         "--json",
         "--stats-file",
         "--peer-timeout",
+        "--gcc-variant",
         "--gcc-threshold",
         "--gcc-ku",
         "--gcc-kd",
@@ -223,6 +224,27 @@ fn gcc_settings_go_where_the_estimator_runs_and_wrong_ones_are_clear_errors() {
         &[&to[..], &["--cc", "gcc", "--gcc-kalman-q", "0"]].concat(),
         "kalman_q",
     );
+    // The published variant: in REMB mode both programs take it; send-side, cg-send only.
+    refused(
+        &send_bin(),
+        &[&to[..], &["--gcc-variant", "rfc8298"]].concat(),
+        "expected cg, mmsys16 or 2013",
+    );
+    refused(
+        &recv_bin(),
+        &["--cc", "gcc", "--gcc-variant", "mmsys16"],
+        "give them to cg-send",
+    );
+    for (bin, args) in [
+        (send_bin(), &["--to", "127.0.0.1:9", "--codec", "model"][..]),
+        (recv_bin(), &["--listen", "127.0.0.1:0"][..]),
+    ] {
+        let o = run(
+            &bin,
+            &[args, &["--gcc-variant", "mmsys16", "--duration", "1s"]].concat(),
+        );
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
 }
 
 #[test]

@@ -164,10 +164,12 @@ impl Default for SenderConfig {
 impl SenderConfig {
     /// Checks what a session cannot run with (before anything is opened).
     pub fn validate(&self) -> Result<(), Error> {
-        if self.controller.delay_estimator_at_receiver() && !self.gcc.is_default() {
+        if self.controller.delay_estimator_at_receiver()
+            && !self.gcc.estimator_settings().is_default()
+        {
             return Err(Error::Config(
-                "the --gcc-* settings belong to GCC's delay-based estimator, which runs in \
-                 cg-recv with --cc gcc-remb: give them to cg-recv"
+                "the --gcc-* settings but --gcc-variant belong to GCC's delay-based estimator, \
+                 which runs in cg-recv with --cc gcc-remb: give them to cg-recv"
                     .into(),
             ));
         }

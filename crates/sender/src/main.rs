@@ -153,7 +153,8 @@ struct Args {
     /// time and whose rate buffer bounds a scene cut's frame; send-side GCC's delay detector
     /// libwebrtc's trendline, --gcc-filter trendline, which a busy viewer's arrival-time
     /// noise does not trip into false over-uses, and a push-back that does not recur within
-    /// 10 s of feedback forgotten, so the pacer sends frames freely again) or `default`.
+    /// 10 s of feedback forgotten, so the pacer sends frames freely again; not with a
+    /// --gcc-variant other than cg) or `default`.
     #[arg(long, value_name = "NAME", default_value = "default")]
     profile: String,
     /// Media older than this in the pacer is dropped (whole frames not yet started) and a key
@@ -343,7 +344,11 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
     };
     let controller = ControllerKind::from_name(&a.cc)?;
     let mut gcc = a.gcc.tuning();
-    if gaming && controller == ControllerKind::Gcc {
+    // The gaming profile tunes cg's GCC; a paper's variant runs as the paper gives it.
+    if gaming
+        && controller == ControllerKind::Gcc
+        && gcc.variant.unwrap_or_default() == cg_cc::gcc::GccVariant::Cg
+    {
         gcc.filter = gcc
             .filter
             .or(Some(cg_cc::gcc::ArrivalFilterModel::Trendline));

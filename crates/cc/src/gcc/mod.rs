@@ -71,6 +71,7 @@ pub mod threshold;
 mod time;
 pub mod trendline;
 mod tuning;
+mod variant;
 
 pub use config::{
     ArrivalBurst, ArrivalFilterModel, GccConfig, GccMode, GroupSendTime, Grouping, LossModel,
@@ -82,3 +83,4 @@ pub use rate_control::{IncreaseMode, RateState};
 pub use receiver::GccReceiver;
 pub use sender::{GccController, GccStats};
 pub use tuning::{GccTuning, ThresholdChoice, parse_on_off};
+pub use variant::GccVariant;

@@ -1,4 +1,5 @@
-//! The GCC settings a user changes from the command line — the over-use threshold model and
+//! The GCC settings a user changes from the command line — the published variant to start
+//! from ([`GccVariant`]), the over-use threshold model and
 //! its gains (MMSys16 §4.2, eq. 17–18, Figs. 8–11), and the arrival-time filter's `Q`
 //! (eq. 15, Fig. 7), whether arrival bursts merge into one group — over a kind's defaults.
 //! cg-send and cg-recv take them as `--gcc-*` options (in REMB mode the threshold and the
@@ -8,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::config::{GccConfig, ThresholdModel};
+use super::variant::GccVariant;
 use crate::controller::ConfigError;
 
 /// The threshold model, by name.
@@ -44,6 +46,10 @@ pub fn parse_on_off(s: &str) -> Result<bool, String> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GccTuning {
+    /// The published GCC to start from ([`GccVariant`]), before the settings below; default
+    /// cg's. In REMB mode both ends run part of it: give it to both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<GccVariant>,
     /// The threshold model.
     pub threshold: Option<ThresholdChoice>,
     /// `ku` of the adaptive threshold (eq. 18, per ms; default 0.01).
@@ -71,10 +77,22 @@ impl GccTuning {
         *self == GccTuning::default()
     }
 
+    /// The settings of the delay-based estimator alone: everything but the variant, which
+    /// in REMB mode both ends run part of.
+    pub fn estimator_settings(&self) -> GccTuning {
+        GccTuning {
+            variant: None,
+            ..*self
+        }
+    }
+
     /// Applies the changes to `c` and checks the result ([`GccConfig::validate`]). Gains of
     /// the other threshold model are refused (`k_up` with a static threshold, `γ̄` with the
     /// adaptive one): they would silently do nothing.
     pub fn apply(&self, c: &mut GccConfig) -> Result<(), ConfigError> {
+        if let Some(v) = self.variant {
+            *c = v.config(c);
+        }
         // A model chosen replaces the config's only when it is the other one.
         match (self.threshold, &c.threshold) {
             (Some(ThresholdChoice::Static), ThresholdModel::Adaptive { .. }) => {
@@ -222,6 +240,25 @@ mod tests {
                 ..GccTuning::default()
             }),
             Err("static_gamma_ms")
+        );
+        // A variant first, the settings over it: MMSys16 with the static threshold (its
+        // Fig. 11 (a)).
+        let mut c = GccConfig::default();
+        GccTuning {
+            variant: Some(GccVariant::Mmsys16),
+            threshold: static_,
+            ..GccTuning::default()
+        }
+        .apply(&mut c)
+        .unwrap();
+        assert!(!c.probing && matches!(c.threshold, ThresholdModel::Static { .. }));
+        assert_eq!(
+            GccTuning {
+                variant: Some(GccVariant::Gcc2013),
+                ..GccTuning::default()
+            }
+            .estimator_settings(),
+            GccTuning::default()
         );
         assert_eq!("Static".parse(), Ok(ThresholdChoice::Static));
         assert!("fixed".parse::<ThresholdChoice>().is_err());
