@@ -75,6 +75,11 @@ enum Cmd {
         /// mean and spread and judges the mean.
         #[arg(long, default_value = "paper", value_parser = reproduce::Runs::parse)]
         runs: reproduce::Runs,
+        /// Every GCC flow runs this published GCC (`mmsys16`, `2013`; `cg`, cg's, is what
+        /// the presets run without it), given to both programs with GCC-REMB
+        /// (docs/gcc-variants.md). Use another --out to keep cg's report beside it.
+        #[arg(long, value_name = "NAME")]
+        gcc_variant: Option<cg_cc::gcc::GccVariant>,
     },
     /// Run a parameter grid (GRID.toml: scenarios × axes), in simulated time by default; with
     /// --shard I/N only the points numbered I modulo N (one task of a Slurm job array).
@@ -304,6 +309,7 @@ fn real_main(args: Args) -> Result<(), Error> {
             out,
             forwarder_priority,
             runs,
+            gcc_variant,
         } => {
             let out = out.unwrap_or_else(|| {
                 PathBuf::from(if sim {
@@ -327,6 +333,7 @@ fn real_main(args: Args) -> Result<(), Error> {
                 sweep,
                 run,
                 runs,
+                gcc_variant,
             })?;
             Ok(())
         }

@@ -77,6 +77,9 @@ pub struct Options {
     pub run: RunRequest,
     /// How many runs (seeds) each preset gets.
     pub runs: Runs,
+    /// The published GCC every GCC flow runs (`--gcc-variant`, given to both programs with
+    /// GCC-REMB); `None` runs the presets as shipped, with cg's GCC.
+    pub gcc_variant: Option<cg_cc::gcc::GccVariant>,
 }
 
 /// How many runs (seeds) a preset gets: run `k` (from 1) runs the preset with its seed plus
@@ -249,24 +252,31 @@ fn run_preset(
     head: &str,
     started: Instant,
 ) -> std::result::Result<RunResult, String> {
-    let previous = RunResult::load(dir).ok();
-    let same_backend = previous
-        .as_ref()
-        .is_some_and(|r| (r.summary["run"]["backend"] == "simulated") == opts.sim);
-    if previous.is_some() && !same_backend {
-        // A run of the other kind (simulated / namespaces) is not this reproduction's (a
-        // preset's first run holds its other runs' folders: they go with it).
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    if let Some(run) = previous.filter(|_| same_backend) {
-        eprintln!("{head}: already run, reused ({})", dir.display());
-        return Ok(run);
-    }
     let sc = match presets::load(name) {
         None => return Err(format!("no preset `{name}`")),
         Some(Err(e)) => return Err(e.to_string()),
         Some(Ok(sc)) => with_seed(&sc, sc.seed.wrapping_add(u64::from(k - 1)))?,
     };
+    let sc = match opts.gcc_variant {
+        Some(v) => with_gcc_variant(&sc, v)?,
+        None => sc,
+    };
+    // A run is reused only when it ran this scenario, text for text (the same seed, the same
+    // variant, the preset unchanged since), on the same backend.
+    let previous = RunResult::load(dir).ok();
+    let same = previous.as_ref().is_some_and(|r| {
+        (r.summary["run"]["backend"] == "simulated") == opts.sim
+            && std::fs::read_to_string(dir.join("scenario.toml")).is_ok_and(|t| t == sc.source)
+    });
+    if previous.is_some() && !same {
+        // Another reproduction's run (a preset's first run holds its other runs' folders:
+        // they go with it).
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    if let Some(run) = previous.filter(|_| same) {
+        eprintln!("{head}: already run, reused ({})", dir.display());
+        return Ok(run);
+    }
     eprintln!(
         "{head}: running {:.0} s, seed {} (elapsed {:.0} s)",
         sc.duration.as_secs_f64(),
@@ -292,6 +302,47 @@ fn run_preset(
             Err(e.to_string())
         }
     }
+}
+
+/// Scenario `sc` with every GCC flow running `variant`: `--gcc-variant` in its `send_args`,
+/// and with GCC-REMB in its `recv_args` too (both programs run part of it). Its source says
+/// so, so that the run's `scenario.toml` records what ran.
+fn with_gcc_variant(
+    sc: &Scenario,
+    variant: cg_cc::gcc::GccVariant,
+) -> std::result::Result<Scenario, String> {
+    let mut table: toml::Table = sc
+        .source
+        .parse()
+        .map_err(|e| format!("preset `{}` does not parse: {e}", sc.name))?;
+    let mut changed = false;
+    if let Some(flows) = table.get_mut("flows").and_then(toml::Value::as_array_mut) {
+        for f in flows.iter_mut().filter_map(toml::Value::as_table_mut) {
+            let controller = f.get("controller").and_then(toml::Value::as_str);
+            let sides: &[&str] = match (f.get("kind").and_then(toml::Value::as_str), controller) {
+                (Some("cg"), Some("gcc-remb")) => &["send_args", "recv_args"],
+                (Some("cg"), Some("gcc")) => &["send_args"],
+                _ => &[],
+            };
+            for side in sides {
+                let args = f
+                    .entry((*side).to_owned())
+                    .or_insert_with(|| toml::Value::Array(Vec::new()));
+                if let Some(a) = args.as_array_mut() {
+                    a.extend(["--gcc-variant", variant.name()].map(toml::Value::from));
+                    changed = true;
+                }
+            }
+        }
+    }
+    if !changed {
+        return Ok(sc.clone());
+    }
+    let text = format!(
+        "# preset:{}, run with --gcc-variant {variant} (netlab reproduce)\n{table}",
+        sc.name
+    );
+    Scenario::parse(&text, &sc.name, &sc.name, presets::trace_dir()).map_err(|e| e.to_string())
 }
 
 /// Preset `sc` run with `seed`; its source says so, so that the run's `scenario.toml` records
@@ -343,6 +394,7 @@ mod tests {
                 forwarder_rt: None,
             },
             runs: Runs::Each(1),
+            gcc_variant: None,
         };
         let e = super::run(&opts).unwrap_err().to_string();
         assert!(e.contains("grid.toml"), "{e}");
@@ -385,5 +437,32 @@ mod tests {
             (sc.duration, sc.flows.len())
         );
         assert_eq!(with_seed(&sc, sc.seed).unwrap(), sc);
+    }
+
+    #[test]
+    fn a_gcc_variant_reaches_every_program_that_runs_part_of_gcc() {
+        use cg_cc::gcc::GccVariant;
+        let args = |sc: &Scenario, i: usize| {
+            let f = &sc.flows[i];
+            (f.send_args.join(" "), f.recv_args.join(" "))
+        };
+        // GCC-REMB: both programs; the TCP flow untouched.
+        let sc = presets::load("mmsys16-4.2-gcc-vs-tcp-dt350")
+            .unwrap()
+            .unwrap();
+        let v = with_gcc_variant(&sc, GccVariant::Mmsys16).unwrap();
+        let (send, recv) = args(&v, 0);
+        assert!(send.ends_with("--gcc-variant mmsys16"), "{send}");
+        assert!(recv.ends_with("--gcc-variant mmsys16"), "{recv}");
+        assert_eq!(args(&v, 1), args(&sc, 1));
+        assert!(
+            v.source
+                .starts_with("# preset:mmsys16-4.2-gcc-vs-tcp-dt350, run with")
+        );
+        // The variant runs in the simulator as given.
+        crate::simrun::check(&v).unwrap();
+        // SCReAM: nothing to change.
+        let tma = presets::load("tma24-4-dualpi2-cubic").unwrap().unwrap();
+        assert_eq!(with_gcc_variant(&tma, GccVariant::Gcc2013).unwrap(), tma);
     }
 }

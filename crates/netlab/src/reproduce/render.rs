@@ -78,6 +78,13 @@ pub(super) fn run_facts(dir: &Path, run: &RunResult, runs: usize) -> String {
         if !encoders.contains(&enc) {
             encoders.push(enc);
         }
+        // A GCC variant other than cg's (`netlab reproduce --gcc-variant`) is named.
+        if let Some(w) = args.windows(2).find(|w| w[0] == "--gcc-variant") {
+            let named = format!("GCC {}", w[1]);
+            if !encoders.contains(&named) {
+                encoders.push(named);
+            }
+        }
     }
     let enc = if encoders.is_empty() {
         "no cg flow".to_owned()
