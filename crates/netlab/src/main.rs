@@ -80,6 +80,10 @@ enum Cmd {
         /// (docs/gcc-variants.md). Use another --out to keep cg's report beside it.
         #[arg(long, value_name = "NAME")]
         gcc_variant: Option<cg_cc::gcc::GccVariant>,
+        /// Every SCReAM flow runs this published SCReAM v2 (`draft`, `reference`; `cg`, cg's,
+        /// is what the presets run without it) (docs/scream-variants.md).
+        #[arg(long, value_name = "NAME")]
+        scream_variant: Option<cg_cc::scream::ScreamVariant>,
     },
     /// Run a parameter grid (GRID.toml: scenarios × axes), in simulated time by default; with
     /// --shard I/N only the points numbered I modulo N (one task of a Slurm job array).
@@ -310,6 +314,7 @@ fn real_main(args: Args) -> Result<(), Error> {
             forwarder_priority,
             runs,
             gcc_variant,
+            scream_variant,
         } => {
             let out = out.unwrap_or_else(|| {
                 PathBuf::from(if sim {
@@ -334,6 +339,7 @@ fn real_main(args: Args) -> Result<(), Error> {
                 run,
                 runs,
                 gcc_variant,
+                scream_variant,
             })?;
             Ok(())
         }

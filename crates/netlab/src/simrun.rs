@@ -10,7 +10,8 @@
 //!
 //! What a scenario may use here:
 //! - flows of kind `cg` (GCC-REMB, GCC, SCReAM; their `send_args` give `--start-bitrate`,
-//!   `--min-bitrate`, `--max-bitrate`, `--fps`, `--key-interval`, for the size profile
+//!   `--min-bitrate`, `--max-bitrate`, `--fps`, `--key-interval`, `--scream-variant`, for
+//!   the size profile
 //!   `--pattern camera|game`; GCC's `--gcc-*` settings ([`SIM_GCC_ARGS`]) are read where the
 //!   real programs take them — `recv_args` for GCC-REMB, `send_args` for send-side GCC — and
 //!   refused on the other side, as cg-send and cg-recv refuse them; `--gcc-variant`, which
@@ -44,7 +45,8 @@ use crate::{Error, Result};
 
 /// The cg-send options the simulator reads from `send_args` (others are ignored: the
 /// picture, the codec and the like have no meaning for the model encoder).
-pub const SIM_SEND_ARGS: [&str; 6] = [
+pub const SIM_SEND_ARGS: [&str; 7] = [
+    "--scream-variant",
     "--start-bitrate",
     "--min-bitrate",
     "--max-bitrate",
@@ -76,6 +78,8 @@ struct CgArgs {
     camera_like: bool,
     /// GCC's settings, from the side that runs the estimator.
     gcc: GccTuning,
+    /// SCReAM's published variant (`--scream-variant`).
+    scream_variant: cg_cc::scream::ScreamVariant,
 }
 
 /// `(option, value)` pairs of `args` for the options in `known` (`--x v` or `--x=v`).
@@ -152,6 +156,7 @@ fn cg_args(f: &FlowSpec, kind: ControllerKind) -> Result<CgArgs> {
         key_interval: 3000,
         camera_like: false,
         gcc: mine,
+        scream_variant: cg_cc::scream::ScreamVariant::Cg,
     };
     let bad = |what: &str, v: &str| {
         Error::NotAvailable(format!(
@@ -167,8 +172,15 @@ fn cg_args(f: &FlowSpec, kind: ControllerKind) -> Result<CgArgs> {
             "--max-bitrate" => a.max = rate(&v)?,
             "--fps" => a.fps = v.parse().map_err(|_| bad(k, &v))?,
             "--key-interval" => a.key_interval = v.parse().map_err(|_| bad(k, &v))?,
+            "--scream-variant" => a.scream_variant = v.parse().map_err(|_| bad(k, &v))?,
             _ => a.camera_like = matches!(v.as_str(), "camera" | "game"),
         }
+    }
+    if kind != ControllerKind::Scream && a.scream_variant != cg_cc::scream::ScreamVariant::Cg {
+        return Err(Error::NotAvailable(format!(
+            "flow {}: cg-send refuses --scream-variant with controller {kind}",
+            f.name
+        )));
     }
     Ok(a)
 }
@@ -260,14 +272,16 @@ fn plan(sc: &Scenario) -> Result<Vec<Planned>> {
                         ..base
                     };
                     let config: Box<dyn cg_cc::ControllerConfig> = match kind {
-                        ControllerKind::Scream => Box::new(cg_cc::scream::ScreamConfig {
-                            start_bitrate: a.start,
-                            min_bitrate: a.min,
-                            max_bitrate: a.max,
-                            ecn,
-                            frame_period: Duration::from_secs(1) / fps,
-                            ..cg_cc::scream::ScreamConfig::default()
-                        }),
+                        ControllerKind::Scream => {
+                            Box::new(a.scream_variant.config(&cg_cc::scream::ScreamConfig {
+                                start_bitrate: a.start,
+                                min_bitrate: a.min,
+                                max_bitrate: a.max,
+                                ecn,
+                                frame_period: Duration::from_secs(1) / fps,
+                                ..cg_cc::scream::ScreamConfig::default()
+                            }))
+                        }
                         k => k
                             .tuned_config(a.start, a.min, a.max, &a.gcc)
                             .map_err(|e| Error::NotAvailable(format!("controller: {e}")))?,
@@ -755,6 +769,13 @@ rate = "500k"
             cg_args(&v, ControllerKind::Gcc).is_err(),
             "cg-recv refuses it"
         );
+        // SCReAM's variant, with SCReAM only.
+        let mut w = sc.flows[0].clone();
+        w.send_args
+            .extend(["--scream-variant", "reference"].map(String::from));
+        let a = cg_args(&w, ControllerKind::Scream).unwrap();
+        assert_eq!(a.scream_variant, cg_cc::scream::ScreamVariant::Reference);
+        assert!(cg_args(&w, ControllerKind::Gcc).is_err());
         f.send_args.extend(["--gcc-kd", "-1"].map(String::from));
         let mut bad = scenario(GCC_VS_CUBIC);
         bad.flows[0] = f.clone();

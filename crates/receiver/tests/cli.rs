@@ -59,6 +59,7 @@ fn help_lists_every_option() {
         "--duration",
         "--playout-delay",
         "--profile",
+        "--scream-variant",
         "gcc-remb",
         "scream",
         "l4s",
@@ -234,6 +235,16 @@ fn gcc_settings_go_where_the_estimator_runs_and_wrong_ones_are_clear_errors() {
         &recv_bin(),
         &["--cc", "gcc", "--gcc-variant", "mmsys16"],
         "give them to cg-send",
+    );
+    refused(
+        &send_bin(),
+        &[&to[..], &["--scream-variant", "reference"]].concat(),
+        "--scream-variant is SCReAM's",
+    );
+    refused(
+        &send_bin(),
+        &[&to[..], &["--cc", "scream", "--scream-variant", "rfc8298"]].concat(),
+        "not implemented",
     );
     for (bin, args) in [
         (send_bin(), &["--to", "127.0.0.1:9", "--codec", "model"][..]),

@@ -51,6 +51,10 @@ pub struct SenderConfig {
     /// has none; both refuse them. Default: none.
     #[serde(default)]
     pub gcc: cg_cc::gcc::GccTuning,
+    /// The published SCReAM v2 to run with `scream` (`--scream-variant`;
+    /// docs/scream-variants.md). Default cg's.
+    #[serde(default)]
+    pub scream_variant: cg_cc::scream::ScreamVariant,
     /// A new controller target is passed to the encoder only when it differs from the last one
     /// given by at least this fraction (the session's `SenderEvent::TargetBitrate`, with
     /// [`min_bitrate`](Self::min_bitrate) as the floor and the idle rate while the circuit
@@ -142,6 +146,7 @@ impl Default for SenderConfig {
             min_bitrate: Bitrate::kbps(50),
             max_bitrate: Bitrate::mbps(5),
             gcc: cg_cc::gcc::GccTuning::default(),
+            scream_variant: cg_cc::scream::ScreamVariant::Cg,
             rate_change_threshold: 0.0,
             key_frame_min_interval: Duration::from_millis(500),
             pacer_max_queue_delay: None,
@@ -172,6 +177,14 @@ impl SenderConfig {
                  which runs in cg-recv with --cc gcc-remb: give them to cg-recv"
                     .into(),
             ));
+        }
+        if self.controller != ControllerKind::Scream
+            && self.scream_variant != cg_cc::scream::ScreamVariant::Cg
+        {
+            return Err(Error::Config(format!(
+                "--scream-variant is SCReAM's; the controller is {}",
+                self.controller
+            )));
         }
         // The bit-rate bounds and the GCC settings, as the controller built from them checks
         // them.
@@ -278,14 +291,14 @@ impl SenderConfig {
         )?;
         Ok(match self.controller {
             // SCReAM is tuned to the stream: its ECN and frame period.
-            ControllerKind::Scream => Box::new(ScreamConfig {
+            ControllerKind::Scream => Box::new(self.scream_variant.config(&ScreamConfig {
                 start_bitrate: self.start_bitrate,
                 min_bitrate: self.min_bitrate,
                 max_bitrate: self.max_bitrate,
                 ecn: self.ecn,
                 frame_period: Duration::from_secs(1) / self.frame_rate.max(1),
                 ..ScreamConfig::default()
-            }),
+            })),
             _ => tuned,
         })
     }

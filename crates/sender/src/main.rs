@@ -54,6 +54,11 @@ struct Args {
     cc: String,
     #[command(flatten)]
     gcc: cg_sender::cli::GccArgs,
+    /// The SCReAM v2 to run with --cc scream: `cg` (the default: the draft's constants with
+    /// cg's additions), `draft` (the draft as written) or `reference` (Ericsson's reference
+    /// code's constants), the last two without cg's additions (docs/scream-variants.md)
+    #[arg(long, value_name = "NAME", default_value = "cg")]
+    scream_variant: cg_cc::scream::ScreamVariant,
     #[command(flatten)]
     process: cg_sender::cli::ProcessArgs,
     /// ECN marking of media packets: off, ect0 (classic ECN), l4s (ECT(1)).
@@ -377,6 +382,7 @@ fn config(a: &Args) -> Result<SenderConfig, Error> {
         min_bitrate: a.min_bitrate,
         max_bitrate: a.max_bitrate,
         gcc,
+        scream_variant: a.scream_variant,
         rtcp_timeout: a.rtcp_timeout,
         feedback_timeout: match a.feedback_timeout.as_str() {
             "auto" => None,

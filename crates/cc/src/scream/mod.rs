@@ -69,6 +69,7 @@ mod l4s;
 mod loss;
 mod media;
 mod send;
+mod variant;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -77,6 +78,7 @@ use cg_types::{Bitrate, DataSize, Ecn, RemoteTime};
 
 pub use competing::CompetingFlows;
 pub use config::{LossGate, RelaxedPacing, ScreamConfig};
+pub use variant::ScreamVariant;
 
 use crate::base_delay::BaseDelay;
 use crate::{

@@ -80,6 +80,9 @@ pub struct Options {
     /// The published GCC every GCC flow runs (`--gcc-variant`, given to both programs with
     /// GCC-REMB); `None` runs the presets as shipped, with cg's GCC.
     pub gcc_variant: Option<cg_cc::gcc::GccVariant>,
+    /// The published SCReAM every SCReAM flow runs (`--scream-variant`); `None` runs the
+    /// presets as shipped.
+    pub scream_variant: Option<cg_cc::scream::ScreamVariant>,
 }
 
 /// How many runs (seeds) a preset gets: run `k` (from 1) runs the preset with its seed plus
@@ -257,10 +260,7 @@ fn run_preset(
         Some(Err(e)) => return Err(e.to_string()),
         Some(Ok(sc)) => with_seed(&sc, sc.seed.wrapping_add(u64::from(k - 1)))?,
     };
-    let sc = match opts.gcc_variant {
-        Some(v) => with_gcc_variant(&sc, v)?,
-        None => sc,
-    };
+    let sc = with_variants(&sc, opts.gcc_variant, opts.scream_variant)?;
     // A run is reused only when it ran this scenario, text for text (the same seed, the same
     // variant, the preset unchanged since), on the same backend.
     let previous = RunResult::load(dir).ok();
@@ -304,12 +304,14 @@ fn run_preset(
     }
 }
 
-/// Scenario `sc` with every GCC flow running `variant`: `--gcc-variant` in its `send_args`,
-/// and with GCC-REMB in its `recv_args` too (both programs run part of it). Its source says
-/// so, so that the run's `scenario.toml` records what ran.
-fn with_gcc_variant(
+/// Scenario `sc` with every GCC flow running `gcc` (`--gcc-variant` in its `send_args`, and
+/// with GCC-REMB in its `recv_args` too: both programs run part of it) and every SCReAM flow
+/// running `scream` (`--scream-variant` in its `send_args`). Its source says so, so that the
+/// run's `scenario.toml` records what ran.
+fn with_variants(
     sc: &Scenario,
-    variant: cg_cc::gcc::GccVariant,
+    gcc: Option<cg_cc::gcc::GccVariant>,
+    scream: Option<cg_cc::scream::ScreamVariant>,
 ) -> std::result::Result<Scenario, String> {
     let mut table: toml::Table = sc
         .source
@@ -319,17 +321,28 @@ fn with_gcc_variant(
     if let Some(flows) = table.get_mut("flows").and_then(toml::Value::as_array_mut) {
         for f in flows.iter_mut().filter_map(toml::Value::as_table_mut) {
             let controller = f.get("controller").and_then(toml::Value::as_str);
-            let sides: &[&str] = match (f.get("kind").and_then(toml::Value::as_str), controller) {
-                (Some("cg"), Some("gcc-remb")) => &["send_args", "recv_args"],
-                (Some("cg"), Some("gcc")) => &["send_args"],
-                _ => &[],
+            let kind = f.get("kind").and_then(toml::Value::as_str);
+            let (option, name, sides): (&str, Option<&str>, &[&str]) = match (kind, controller) {
+                (Some("cg"), Some("gcc-remb")) => (
+                    "--gcc-variant",
+                    gcc.map(|v| v.name()),
+                    &["send_args", "recv_args"],
+                ),
+                (Some("cg"), Some("gcc")) => {
+                    ("--gcc-variant", gcc.map(|v| v.name()), &["send_args"])
+                }
+                (Some("cg"), Some("scream")) => {
+                    ("--scream-variant", scream.map(|v| v.name()), &["send_args"])
+                }
+                _ => ("", None, &[]),
             };
+            let Some(name) = name else { continue };
             for side in sides {
                 let args = f
                     .entry((*side).to_owned())
                     .or_insert_with(|| toml::Value::Array(Vec::new()));
                 if let Some(a) = args.as_array_mut() {
-                    a.extend(["--gcc-variant", variant.name()].map(toml::Value::from));
+                    a.extend([option, name].map(toml::Value::from));
                     changed = true;
                 }
             }
@@ -338,9 +351,17 @@ fn with_gcc_variant(
     if !changed {
         return Ok(sc.clone());
     }
+    let named: Vec<String> = [
+        gcc.map(|v| format!("--gcc-variant {v}")),
+        scream.map(|v| format!("--scream-variant {v}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let text = format!(
-        "# preset:{}, run with --gcc-variant {variant} (netlab reproduce)\n{table}",
-        sc.name
+        "# preset:{}, run with {} (netlab reproduce)\n{table}",
+        sc.name,
+        named.join(" ")
     );
     Scenario::parse(&text, &sc.name, &sc.name, presets::trace_dir()).map_err(|e| e.to_string())
 }
@@ -395,6 +416,7 @@ mod tests {
             },
             runs: Runs::Each(1),
             gcc_variant: None,
+            scream_variant: None,
         };
         let e = super::run(&opts).unwrap_err().to_string();
         assert!(e.contains("grid.toml"), "{e}");
@@ -440,8 +462,9 @@ mod tests {
     }
 
     #[test]
-    fn a_gcc_variant_reaches_every_program_that_runs_part_of_gcc() {
+    fn a_variant_reaches_every_program_that_runs_part_of_it() {
         use cg_cc::gcc::GccVariant;
+        use cg_cc::scream::ScreamVariant;
         let args = |sc: &Scenario, i: usize| {
             let f = &sc.flows[i];
             (f.send_args.join(" "), f.recv_args.join(" "))
@@ -450,7 +473,7 @@ mod tests {
         let sc = presets::load("mmsys16-4.2-gcc-vs-tcp-dt350")
             .unwrap()
             .unwrap();
-        let v = with_gcc_variant(&sc, GccVariant::Mmsys16).unwrap();
+        let v = with_variants(&sc, Some(GccVariant::Mmsys16), None).unwrap();
         let (send, recv) = args(&v, 0);
         assert!(send.ends_with("--gcc-variant mmsys16"), "{send}");
         assert!(recv.ends_with("--gcc-variant mmsys16"), "{recv}");
@@ -461,8 +484,17 @@ mod tests {
         );
         // The variant runs in the simulator as given.
         crate::simrun::check(&v).unwrap();
-        // SCReAM: nothing to change.
+        // SCReAM: nothing for GCC's variant; its own in the sender's args.
         let tma = presets::load("tma24-4-dualpi2-cubic").unwrap().unwrap();
-        assert_eq!(with_gcc_variant(&tma, GccVariant::Gcc2013).unwrap(), tma);
+        assert_eq!(
+            with_variants(&tma, Some(GccVariant::Gcc2013), None).unwrap(),
+            tma
+        );
+        let r = with_variants(&tma, None, Some(ScreamVariant::Reference)).unwrap();
+        let (send, recv) = args(&r, 0);
+        assert!(send.ends_with("--scream-variant reference"), "{send}");
+        assert_eq!(recv, args(&tma, 0).1);
+        crate::simrun::check(&r).unwrap();
+        assert_eq!(with_variants(&tma, None, None).unwrap(), tma);
     }
 }

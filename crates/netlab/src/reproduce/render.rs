@@ -78,9 +78,17 @@ pub(super) fn run_facts(dir: &Path, run: &RunResult, runs: usize) -> String {
         if !encoders.contains(&enc) {
             encoders.push(enc);
         }
-        // A GCC variant other than cg's (`netlab reproduce --gcc-variant`) is named.
-        if let Some(w) = args.windows(2).find(|w| w[0] == "--gcc-variant") {
-            let named = format!("GCC {}", w[1]);
+        // A published variant (`netlab reproduce --gcc-variant`, `--scream-variant`) is named.
+        for w in args
+            .windows(2)
+            .filter(|w| w[0] == "--gcc-variant" || w[0] == "--scream-variant")
+        {
+            let who = if w[0] == "--gcc-variant" {
+                "GCC"
+            } else {
+                "SCReAM"
+            };
+            let named = format!("{who} {}", w[1]);
             if !encoders.contains(&named) {
                 encoders.push(named);
             }
