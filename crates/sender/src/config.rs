@@ -46,9 +46,11 @@ pub struct SenderConfig {
     pub min_bitrate: Bitrate,
     /// Highest target the controller may choose. Default 5 Mbit/s.
     pub max_bitrate: Bitrate,
-    /// GCC's threshold and filter settings over the kind's defaults (`--gcc-*`). They act
-    /// here only send-side (`gcc`): with `gcc-remb` they belong to the receiver, and SCReAM
-    /// has none; both refuse them. Default: none.
+    /// GCC's published variant and its threshold and filter settings over the kind's
+    /// defaults (`--gcc-*`). The settings act here only send-side (`gcc`): with `gcc-remb`
+    /// they belong to the receiver, and SCReAM has none; both refuse them. The variant acts
+    /// with both GCC kinds (with `gcc-remb` the sender runs its loss controller, pacer and
+    /// probing). Default: none.
     #[serde(default)]
     pub gcc: cg_cc::gcc::GccTuning,
     /// The published SCReAM v2 to run with `scream` (`--scream-variant`;
