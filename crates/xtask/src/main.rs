@@ -333,12 +333,22 @@ fn run_tests(cmd: &Command) -> Result<(), String> {
     Err(format!("{shown} failed with {status}"))
 }
 
-/// The panic messages in a `cargo test` output: each from its `thread '…' panicked at` line to
-/// the first blank line, backtrace or note (at most [`MESSAGE_LINES`] lines), in order.
+/// The panic messages of the failed tests in a `cargo test` output: each from its `thread
+/// '…' panicked at` line (the thread's id may stand between the two) to the first blank line,
+/// backtrace or note (at most [`MESSAGE_LINES`] lines), in order. Only those under a
+/// `failures:` header count: a passing test that expects a panic shows one among its output
+/// (`successes:`).
 fn panic_messages(lines: &[String]) -> Vec<String> {
     let mut messages = Vec::new();
     let mut current: Option<Vec<&str>> = None;
+    let mut in_failures = false;
     for line in lines {
+        match line.as_str() {
+            "failures:" => in_failures = true,
+            "successes:" => in_failures = false,
+            l if l.starts_with("test result:") => in_failures = false,
+            _ => {}
+        }
         let ends = line.trim().is_empty()
             || line.starts_with("stack backtrace:")
             || line.starts_with("note: ")
@@ -350,7 +360,8 @@ fn panic_messages(lines: &[String]) -> Vec<String> {
                 m.push(line);
             }
         }
-        if line.starts_with("thread '") && line.contains("' panicked at ") {
+        // `thread 'NAME' panicked at …`, or with the thread's id: `thread 'NAME' (42) panicked`.
+        if in_failures && line.starts_with("thread '") && line.contains(" panicked at ") {
             if let Some(m) = current.take() {
                 messages.push(m.join("\n"));
             }
@@ -402,6 +413,11 @@ mod tests {
     fn each_panic_message_is_found_up_to_its_backtrace_or_note() {
         let out = [
             "test a ... FAILED",
+            "successes:",
+            "---- x::p stdout ----",
+            "thread 'x::p' (7) panicked at src/p.rs:1:1:",
+            "expected by a should_panic test",
+            "failures:",
             "---- x::a stdout ----",
             "figures of a",
             "thread 'x::a' panicked at src/a.rs:1:2:",
@@ -410,7 +426,7 @@ mod tests {
             "stack backtrace:",
             "   0: std::panicking",
             "---- x::b stdout ----",
-            "thread 'x::b' panicked at src/b.rs:3:4:",
+            "thread 'x::b' (20690) panicked at src/b.rs:3:4:",
             "assertion failed",
             "note: run with `RUST_BACKTRACE=1`",
             "thread 'x::c' panicked at src/c.rs:5:6:",
@@ -421,7 +437,7 @@ mod tests {
             panic_messages(&out),
             [
                 "thread 'x::a' panicked at src/a.rs:1:2:\nl4s:\nrun 1: U 0.67 outside [0.8, 1]",
-                "thread 'x::b' panicked at src/b.rs:3:4:\nassertion failed",
+                "thread 'x::b' (20690) panicked at src/b.rs:3:4:\nassertion failed",
                 "thread 'x::c' panicked at src/c.rs:5:6:\ncut short",
             ]
         );
