@@ -628,11 +628,10 @@ fn fig11(variant: GccVariant, static_threshold: bool, seed: u64) -> Outcome {
 /// threshold it is not (Fig. 11 (b)). The static case is bistable, as the 2013 paper found
 /// (its Fig. 11: one run friendly, the next starved): on most seeds the flow is starved, on
 /// the rest it holds most of the link, so it is judged over the seeds: starved (under 0.3 of
-/// the link, 60 % of the fair share) on at least 0.3 of them and a mean share of at most 0.5
-/// (over blocks of 16 seeds in 1–48: starved on 0.50–0.75, mean 0.24–0.40). The adaptive case
-/// is judged on every seed, both sides, from its spread with a margin. cg's default with the
-/// static threshold fails both (starved on 0–0.19, mean 0.66–0.74): the test guards the
-/// variant (docs/gcc-variants.md).
+/// the link, 60 % of the fair share) on at least 0.3 of them and a mean share of at most 0.5.
+/// The adaptive case is judged on every seed, both sides. Ranges from the spread over seeds
+/// 1–48 with a margin, and cg's default with the static threshold fails both set checks
+/// (figures: `docs/notes/2026-12-07.md`).
 #[test]
 fn the_mmsys16_variant_is_starved_by_tcp_with_a_static_threshold_as_in_fig_11() {
     let mut spread = Spread::new("MMSys16 Fig. 11, GCC-REMB vs CUBIC DT/350 1 Mbit/s");

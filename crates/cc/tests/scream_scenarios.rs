@@ -678,9 +678,9 @@ fn l4s_follows_capacity_down_and_back_up_through_dualpi2() {
 /// both settle well under the link, as Ericsson's code does through a 1 ms step-marking queue
 /// (about 68 % there, shared/notes/scream-v2.md); cg's pacing cap is what fills it
 /// ([`l4s_through_dualpi2_at_50mbps_fills_the_link_with_the_l_queue_under_a_millisecond`]).
-/// Both keep the L queue short: marks are what holds them back. Ranges from seeds 1–48 with
-/// a margin (draft U 0.41–0.61, reference 0.57–0.62, L-queue p99 1.4–4.6 ms); with cg's
-/// default in place of a variant U is above 0.85 and the test fails.
+/// Both keep the L queue short: marks are what holds them back. Ranges from the spread over
+/// seeds 1–48 with a margin; cg's default in place of a variant fails the utilisation's upper
+/// bound (figures: `docs/notes/2026-12-07.md`).
 #[test]
 fn the_published_scream_variants_under_use_an_l4s_link_without_cg_s_pacing_cap() {
     let mut spread = Spread::new("L4S DualPI2 50 Mbit/s, published SCReAM");

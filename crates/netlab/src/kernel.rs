@@ -144,8 +144,8 @@ pub fn plan(
     let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<String>>();
     let bps = rate.as_bps();
     // Burst: at least two MTUs, and at least rate/HZ (tc-tbf(8): with a smaller bucket more
-    // tokens arrive per timer tick than it holds, and tbf falls short of its rate, by 8–12 %
-    // at 10 Mbit/s on this VM with 1 ms). 10 ms covers every HZ from 100.
+    // tokens arrive per timer tick than it holds, and tbf falls short of its rate). 10 ms
+    // covers every HZ from 100.
     let burst = (bps / 8 / 100).max(3028);
     let mut cmds = vec![s(&[
         "qdisc",
