@@ -15,13 +15,16 @@
 //! - samples are averaged (EWMA ½), not maximised: the quantisation error is symmetric, a
 //!   maximum would keep only the overestimates.
 //!
-//! The estimate does not expire: while the cap holds the pacing rate below it, no train
-//! outruns the bottleneck and nothing new is learnt. If the capacity falls, trains paced at
-//! the old rate outrun the new bottleneck and their samples pull the estimate down within a
-//! few frames. If it rises, no train outruns it any more; the target may grow past the cap
-//! (the pacing rate never goes below the target), but the pacer then runs at the target, the
-//! media queue grows and its integral holds the target down (issue #19, see
-//! [`ScreamConfig::l4s_pacing_hold`](super::ScreamConfig::l4s_pacing_hold)).
+//! A train that did not outrun the bottleneck still says something: the link carried it at
+//! (about) the rate it was sent, so the bottleneck is at least that fast. Such a train raises
+//! the estimate to the rate it proves — its bytes over the longer of its two spans plus one
+//! tick, so neither quantisation nor arrival stamps read in a bunch can prove a rate the link
+//! did not carry — and never lowers it (no ratchet). While the cap holds the pacer at the
+//! estimate no train proves more than the estimate; the capacity probe (`probe.rs`) lets the
+//! pacer run faster for a few milliseconds now and then, the packets sent in that time form
+//! a train of their own, and a faster link shows as such a train arriving unstretched.
+//! If the capacity falls, trains paced at the old rate outrun the new bottleneck and their
+//! samples pull the estimate down within a few frames.
 
 use std::time::Duration;
 
@@ -43,6 +46,8 @@ struct Train {
     /// Bytes after the first packet (the first one's bytes arrived before `first_at`).
     bytes: u64,
     packets: u32,
+    /// Its packets were sent during a capacity probe.
+    probe: bool,
 }
 
 /// The estimator.
@@ -51,13 +56,22 @@ pub struct BottleneckRate {
     train: Option<Train>,
     estimate_bps: f64,
     sampled: bool,
+    raises: u64,
+    /// The send times (µs) of the latest capacity probe: a train does not mix packets sent
+    /// in it with others, so what a probe proves is not diluted by what was paced at the
+    /// estimate around it.
+    probe_sent: Option<(i64, i64)>,
 }
 
 impl BottleneckRate {
     /// A newly acknowledged packet: its arrival time at the receiver and send time (µs, each
     /// on its own clock), and its size.
     pub fn on_acked(&mut self, arrival_us: i64, sent_us: i64, size: u64) {
+        let probe = self
+            .probe_sent
+            .is_some_and(|(from, to)| (from..to).contains(&sent_us));
         if let Some(t) = self.train.as_mut()
+            && t.probe == probe
             && arrival_us >= t.last_at
             && arrival_us.saturating_sub(t.last_at) <= GAP_US
             && sent_us >= t.last_sent
@@ -76,7 +90,13 @@ impl BottleneckRate {
             last_sent: sent_us,
             bytes: 0,
             packets: 1,
+            probe,
         });
+    }
+
+    /// A capacity probe sends from `from_us` until `to_us` (send times, µs).
+    pub fn on_probe(&mut self, from_us: i64, to_us: i64) {
+        self.probe_sent = Some((from_us, to_us));
     }
 
     fn close(&mut self) {
@@ -89,6 +109,14 @@ impl BottleneckRate {
         }
         // Outran the bottleneck: arrival took longer than sending, by more than one tick.
         if span_r <= span_s.saturating_add(TICK_US) {
+            // Did not: the link carried at least this much.
+            let proven = t.bytes as f64 * 8e6 / span_r.max(span_s).saturating_add(TICK_US) as f64;
+            if let Some(old) = self.estimate()
+                && proven > old
+            {
+                self.estimate_bps = proven;
+                self.raises += 1;
+            }
             return;
         }
         let r = t.bytes as f64 * 8e6 / span_r as f64;
@@ -102,6 +130,11 @@ impl BottleneckRate {
     /// The bottleneck rate, bit/s, once a train has measured it.
     pub fn estimate(&self) -> Option<f64> {
         self.sampled.then_some(self.estimate_bps)
+    }
+
+    /// How many times a train that did not outrun the bottleneck raised the estimate.
+    pub fn raises(&self) -> u64 {
+        self.raises
     }
 }
 
@@ -164,6 +197,53 @@ mod tests {
             t = train(&mut b, t, 40, 1200, 0.95 * before, 20e6) + 20_000;
         }
         assert_eq!(b.estimate(), Some(before));
+    }
+
+    #[test]
+    fn a_train_the_link_carried_unstretched_raises_the_estimate_to_what_it_proves() {
+        let mut b = BottleneckRate::default();
+        let mut t = 0;
+        for _ in 0..3 {
+            t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;
+        }
+        // The link doubles: a train sent at 25 Mbit/s arrives as sent.
+        t = train(&mut b, t, 40, 1200, 25e6, 40e6) + 20_000;
+        assert_eq!(
+            b.raises(),
+            0,
+            "the first slow packet closed the last 20 Mbit/s train"
+        );
+        t = train(&mut b, t, 40, 1200, 25e6, 40e6) + 20_000;
+        let e = b.estimate().expect("sampled");
+        assert_eq!(b.raises(), 1);
+        // At most the send rate, at most one tick under it.
+        assert!((22e6..=25e6).contains(&e), "estimate {e}");
+        // A train sent faster than the new link measures it again.
+        for _ in 0..6 {
+            t = train(&mut b, t, 60, 1200, 60e6, 40e6) + 20_000;
+        }
+        let e = b.estimate().expect("sampled");
+        assert!((e - 40e6).abs() < 2e6, "estimate {e}");
+    }
+
+    #[test]
+    fn arrivals_stamped_in_a_bunch_prove_no_more_than_the_send_rate() {
+        let mut b = BottleneckRate::default();
+        let mut t = 0;
+        for _ in 0..3 {
+            t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;
+        }
+        // A train sent at 18 Mbit/s whose arrivals were all stamped within 11 ms (a receiver
+        // reading late): its arrival span alone would prove 35 Mbit/s.
+        let gap = 1200.0 * 8e6 / 18e6;
+        for k in 0..41 {
+            let sent = t + (f64::from(k) * gap) as i64;
+            let arrival = 1_000_000 + i64::from(k) * 270;
+            b.on_acked(arrival, sent, 1200);
+        }
+        b.on_acked(2_000_000, t + 1_000_000, 1200);
+        let e = b.estimate().expect("sampled");
+        assert!(e <= 20.5e6, "estimate {e}");
     }
 
     #[test]

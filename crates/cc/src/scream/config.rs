@@ -70,6 +70,41 @@ impl Default for RelaxedPacing {
     }
 }
 
+/// The L4S pacing cap's capacity probe (our addition, see
+/// [`ScreamConfig::l4s_capacity_probe`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CapacityProbe {
+    /// For [`length`](Self::length) the cap allows this × the bottleneck rate. Default
+    /// 1.25 (12 ms at 1.25 × proves a rate above the estimate in spite of RFC 8888's 1 ms
+    /// arrival ticks; 1.12 proved nothing in simulation).
+    pub gain: f64,
+    /// How long a probe lasts. Default 12 ms: above the estimator's shortest train (10 ms),
+    /// and short, because on an unchanged link the probe queues `(gain − 1) × length` at
+    /// the bottleneck, above DualPI2's 1 ms step.
+    pub length: Duration,
+    /// How long the target must stand at or above the capped rate, without a break, before
+    /// a probe. Default 300 ms (ten round trips at TMA24's 30 ms). Each probe that finds
+    /// nothing doubles it, up to [`max_interval`](Self::max_interval); one that finds more
+    /// brings it back.
+    pub interval: Duration,
+    /// The longest wait between probes that find nothing. Default 4.8 s (300 ms doubled
+    /// four times): a cap that holds the target (the media queue standing, at 30 fps and
+    /// in netlab's real runs) probes an unchanged link rarely, and a link that grew is
+    /// found within a few seconds.
+    pub max_interval: Duration,
+}
+
+impl Default for CapacityProbe {
+    fn default() -> Self {
+        CapacityProbe {
+            gain: 1.25,
+            length: Duration::from_millis(12),
+            interval: Duration::from_millis(300),
+            max_interval: Duration::from_millis(4800),
+        }
+    }
+}
+
 /// Every constant of SCReAM v2. See the module docs for the two constant sets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScreamConfig {
@@ -277,6 +312,21 @@ pub struct ScreamConfig {
     /// have. The cap is judged against netlab's real runs, not the simulator's smooth pacer
     /// alone (figures: `docs/notes/2026-12-01-figures-from-docs.md`).
     pub l4s_pacing_hold: Option<Duration>,
+    /// With [`l4s_pacing_cap`](Self::l4s_pacing_cap): once the target has stood at or above
+    /// the capped rate for a while and no L4S mark has come for two sRTTs, let the pacer run
+    /// at `gain ×` the bottleneck rate for `length`, and again at once each time a probe
+    /// finds the link faster (`scream/probe.rs`); `None`: no probe. Our addition, default
+    /// `None` in both sets.
+    ///
+    /// Reason: a cap at the bottleneck estimate keeps every train under the link's rate, so
+    /// a link that grows is never seen and the flow stays near the old capacity (issue #38).
+    /// A probe that arrives as fast as it was sent proves the link carries that rate
+    /// (`scream/bottleneck.rs`). Off by default because a probe on an unchanged link queues
+    /// above DualPI2's step and its marks cost the window: in simulation it lifts the flow
+    /// after 50 → 25 → 50 Mbit/s from about 0.58 to 0.88 of the link and leaves one flow's
+    /// steady state as it was, but two L4S flows sharing 20 Mbit/s lose 1–3 % of the link
+    /// and their L-queue p99 doubles on some seeds (figures: `docs/notes/2026-12-07.md`).
+    pub l4s_capacity_probe: Option<CapacityProbe>,
     /// Bytes in flight are forgotten (the window reopens) when no feedback has arrived for
     /// this long — a guard against deadlock when feedback is lost (reference: 0.5 s).
     pub feedback_timeout: Duration,
@@ -397,6 +447,7 @@ impl ScreamConfig {
             relaxed_pacing: None,
             l4s_pacing_cap: Some(1.0),
             l4s_pacing_hold: None,
+            l4s_capacity_probe: None,
             l4s_mark_drain: Some(0.95),
             feedback_timeout: Duration::from_millis(500),
             packet_overhead: DataSize::bytes(20),
@@ -579,6 +630,17 @@ impl ScreamConfig {
         }
         if let Some(f) = self.l4s_mark_drain {
             ConfigError::within("l4s_mark_drain", f, 0.5, 1.0)?;
+        }
+        if let Some(p) = &self.l4s_capacity_probe {
+            ConfigError::within("l4s_capacity_probe.gain", p.gain, 1.0, 4.0)?;
+            ConfigError::positive("l4s_capacity_probe.length", p.length.as_secs_f64())?;
+            ConfigError::positive("l4s_capacity_probe.interval", p.interval.as_secs_f64())?;
+            ConfigError::check(
+                p.max_interval >= p.interval,
+                "l4s_capacity_probe.max_interval",
+                p.max_interval,
+                format!("at least its interval ({:?})", p.interval),
+            )?;
         }
         if let Some(f) = self.large_frame_factor {
             ConfigError::positive("large_frame_factor", f)?;

@@ -18,6 +18,7 @@
 //! | `inflection.rs` | inflection point and `sclI` |
 //! | `increase.rs` | additive + multiplicative increase, post-congestion ramp (no slow start) |
 //! | `send.rs` | send gate (window × headroom) and pacing rate |
+//! | `bottleneck.rs`, `probe.rs` | the L4S pacing cap's bottleneck estimate and its capacity probe |
 //! | `competing.rs` | competing-flow compensation: the adaptive queue-delay target |
 //! | `media.rs` | encoder target, RTP-queue integral controller, queue discard |
 //!
@@ -38,7 +39,8 @@
 //! Where cg departs from the draft, each a [`ScreamConfig`] field (switchable, its doc states
 //! the rule and the reason) unless marked:
 //!
-//! - the L4S pacing cap at the estimated bottleneck rate ([`ScreamConfig::l4s_pacing_cap`]);
+//! - the L4S pacing cap at the estimated bottleneck rate ([`ScreamConfig::l4s_pacing_cap`]),
+//!   and its capacity probe ([`ScreamConfig::l4s_capacity_probe`]);
 //! - the long-idle restore keeps the flight's rate ([`ScreamConfig::idle_restore_keeps_rate`]);
 //! - pacing follows `max(target, RTP rate)`, as the reference (not switchable);
 //! - the RTP-queue integral samples at frame arrivals (not switchable) and skips frames queued
@@ -68,6 +70,7 @@ mod inflection;
 mod l4s;
 mod loss;
 mod media;
+mod probe;
 mod send;
 mod variant;
 
@@ -77,7 +80,7 @@ use std::time::{Duration, Instant};
 use cg_types::{Bitrate, DataSize, Ecn, RemoteTime};
 
 pub use competing::CompetingFlows;
-pub use config::{LossGate, RelaxedPacing, ScreamConfig};
+pub use config::{CapacityProbe, LossGate, RelaxedPacing, ScreamConfig};
 pub use variant::ScreamVariant;
 
 use crate::base_delay::BaseDelay;
@@ -156,6 +159,8 @@ pub struct Scream {
     acked_rate_bps: f64,
     /// Bottleneck-rate estimate from trains that outran the bottleneck (L4S pacing cap).
     bottleneck: bottleneck::BottleneckRate,
+    /// When the L4S pacing cap lets a frame go out faster ([`ScreamConfig::l4s_capacity_probe`]).
+    probe: probe::Probe,
     last_l4s_ce: Option<Instant>,
     l4s_congested: bool,
     /// The newest L4S CE mark is less than an sRTT old ([`ScreamConfig::l4s_mark_drain`]).
@@ -233,6 +238,7 @@ impl Scream {
             acked_window_start: None,
             acked_rate_bps: 0.0,
             bottleneck: bottleneck::BottleneckRate::default(),
+            probe: probe::Probe::default(),
             last_l4s_ce: None,
             l4s_congested: false,
             l4s_mark_fresh: false,
@@ -249,9 +255,9 @@ impl Scream {
             spurious_losses: 0,
             cfg,
         };
-        s.update_rates();
+        s.update_rates(now);
         s.target = s.cfg.start_bitrate;
-        s.update_pacing();
+        s.update_pacing(now);
         Ok(s)
     }
 
@@ -527,7 +533,7 @@ impl Scream {
             cfg.window_headroom_max,
             raw_dev_scale,
         );
-        self.update_rates();
+        self.update_rates(now);
     }
 
     fn last_congestion_mark(&mut self, now: Instant) {
@@ -614,7 +620,7 @@ impl Scream {
         self.pending_l4s_ce = false;
     }
 
-    fn update_rates(&mut self) {
+    fn update_rates(&mut self, now: Instant) {
         let cfg = &self.cfg;
         self.target = media::target_bitrate(&self.target_inputs());
         if self.qdelay_target.draining() {
@@ -622,10 +628,10 @@ impl Scream {
             self.target =
                 Bitrate::from_bps_f64(self.target.as_bps_f64() / 2.0).max(cfg.min_bitrate);
         }
-        self.update_pacing();
+        self.update_pacing(now);
     }
 
-    fn update_pacing(&mut self) {
+    fn update_pacing(&mut self, now: Instant) {
         let cfg = &self.cfg;
         let adaptive = send::adaptive_scale(
             self.media.queue.size,
@@ -645,7 +651,25 @@ impl Scream {
         if let Some(cap) = cfg.l4s_pacing_cap.filter(|_| self.l4s_congested)
             && let Some(bottleneck) = self.bottleneck.estimate()
         {
-            self.pacing = send::l4s_cap(self.pacing, self.target, bottleneck, cap);
+            let gain = match &cfg.l4s_capacity_probe {
+                Some(p) => self.probe.gain(
+                    p,
+                    probe::ProbeInputs {
+                        now,
+                        target_at_cap: self.target.as_bps_f64() >= cap * bottleneck,
+                        quiet: self
+                            .last_l4s_ce
+                            .is_none_or(|t| now.saturating_duration_since(t) > 2 * self.delay.srtt),
+                        raises: self.bottleneck.raises(),
+                    },
+                ),
+                None => 1.0,
+            };
+            if let Some((from, to)) = self.probe.current() {
+                let (from, to) = (self.micros_since_epoch(from), self.micros_since_epoch(to));
+                self.bottleneck.on_probe(from, to);
+            }
+            self.pacing = send::l4s_cap(self.pacing, self.target, gain * bottleneck, cap);
             if let Some(drain) = cfg.l4s_mark_drain
                 && self.l4s_mark_fresh
             {
@@ -865,7 +889,7 @@ impl Controller for Scream {
         if self.media.on_queue(queue, now, &params) {
             self.push_event(ControllerEvent::DiscardQueue);
         }
-        self.update_rates();
+        self.update_rates(now);
     }
 
     fn poll_event(&mut self) -> Option<ControllerEvent> {

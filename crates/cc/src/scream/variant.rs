@@ -91,6 +91,7 @@ fn without_cg_additions(c: ScreamConfig) -> ScreamConfig {
         idle_restore_keeps_rate: false,
         l4s_pacing_cap: None,
         l4s_pacing_hold: None,
+        l4s_capacity_probe: None,
         l4s_mark_drain: None,
         large_frame_factor: None,
         discard_recovery_max_delay: None,
@@ -147,7 +148,9 @@ mod tests {
                 "{v}"
             );
             assert!(
-                c.l4s_pacing_cap.is_none() && c.l4s_mark_drain.is_none(),
+                c.l4s_pacing_cap.is_none()
+                    && c.l4s_mark_drain.is_none()
+                    && c.l4s_capacity_probe.is_none(),
                 "{v}"
             );
             assert!(c.large_frame_factor.is_none() && c.discard_recovery_max_delay.is_none());
