@@ -77,13 +77,18 @@ enum Cmd {
         runs: reproduce::Runs,
         /// Every GCC flow runs this published GCC (`mmsys16`, `2013`; `cg`, cg's, is what
         /// the presets run without it), given to both programs with GCC-REMB
-        /// (docs/gcc-variants.md). Use another --out to keep cg's report beside it.
+        /// (docs/gcc-variants.md).
         #[arg(long, value_name = "NAME")]
         gcc_variant: Option<cg_cc::gcc::GccVariant>,
         /// Every SCReAM flow runs this published SCReAM v2 (`draft`, `reference`; `cg`, cg's,
         /// is what the presets run without it) (docs/scream-variants.md).
         #[arg(long, value_name = "NAME")]
         scream_variant: Option<cg_cc::scream::ScreamVariant>,
+        /// With --gcc-variant or --scream-variant: also run every preset as shipped (cg's
+        /// algorithms) into OUT/cg-default/, and give its number and verdict beside the
+        /// variant's in every row of the report.
+        #[arg(long)]
+        beside_default: bool,
     },
     /// Run a parameter grid (GRID.toml: scenarios × axes), in simulated time by default; with
     /// --shard I/N only the points numbered I modulo N (one task of a Slurm job array).
@@ -315,7 +320,15 @@ fn real_main(args: Args) -> Result<(), Error> {
             runs,
             gcc_variant,
             scream_variant,
+            beside_default,
         } => {
+            if beside_default && gcc_variant.is_none() && scream_variant.is_none() {
+                return Err(cg_netlab::Error::NotAvailable(
+                    "--beside-default puts cg's default beside a variant: give --gcc-variant \
+                     or --scream-variant"
+                        .into(),
+                ));
+            }
             let out = out.unwrap_or_else(|| {
                 PathBuf::from(if sim {
                     "out/reproduce-sim"
@@ -340,6 +353,7 @@ fn real_main(args: Args) -> Result<(), Error> {
                 runs,
                 gcc_variant,
                 scream_variant,
+                beside_default,
             })?;
             Ok(())
         }

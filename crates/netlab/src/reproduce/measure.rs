@@ -307,6 +307,20 @@ pub struct Row<'a> {
     pub spread: Option<RunSpread>,
     /// Ours against the paper's, when we have a number: on the mean, as the papers average.
     pub verdict: Option<Verdict>,
+    /// The same figure from the presets run as shipped (cg's algorithms), beside a
+    /// variant's run (`netlab reproduce --beside-default`).
+    pub beside: Option<Beside>,
+}
+
+/// A row's number from a second set of runs ([`Row::beside`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Beside {
+    /// The mean over that set's runs.
+    pub ours: Measured,
+    /// Its spread.
+    pub spread: Option<RunSpread>,
+    /// It against the paper's.
+    pub verdict: Option<Verdict>,
 }
 
 /// Our number's spread over a preset's runs (seeds).
@@ -381,10 +395,26 @@ pub fn rows<'a>(
                 ours,
                 spread,
                 verdict,
+                beside: None,
             });
         }
     }
     out
+}
+
+/// Sets every row's [`Row::beside`] from `other`, the same papers' rows from another set of
+/// runs (a row without a counterpart keeps `None`).
+pub fn set_beside(rows: &mut [Row<'_>], other: &[Row<'_>]) {
+    for r in rows {
+        r.beside = other
+            .iter()
+            .find(|o| std::ptr::eq(o.figure, r.figure))
+            .map(|o| Beside {
+                ours: o.ours.clone(),
+                spread: o.spread,
+                verdict: o.verdict,
+            });
+    }
 }
 
 #[cfg(test)]

@@ -83,7 +83,14 @@ pub struct Options {
     /// The published SCReAM every SCReAM flow runs (`--scream-variant`); `None` runs the
     /// presets as shipped.
     pub scream_variant: Option<cg_cc::scream::ScreamVariant>,
+    /// With a variant: also run every preset as shipped (cg's algorithms) into
+    /// `OUT/`[`DEFAULT_DIR`], and give its number and verdict beside the variant's in each
+    /// row (`--beside-default`).
+    pub beside_default: bool,
 }
+
+/// Where `--beside-default` puts the runs of the presets as shipped, under `--out`.
+pub const DEFAULT_DIR: &str = "cg-default";
 
 /// How many runs (seeds) a preset gets: run `k` (from 1) runs the preset with its seed plus
 /// `k − 1`; the report gives the mean over the runs with their spread, and judges the mean.
@@ -142,46 +149,41 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(&opts.out).map_err(|e| Error::output(&opts.out, e))?;
     let started = Instant::now();
-    let mut runs = BTreeMap::new();
     let mut facts = Facts {
         machine: machine(),
         written: String::new(),
         runs: BTreeMap::new(),
     };
     let mut plots = BTreeMap::new();
-    for (i, name) in names.iter().enumerate() {
-        let dir = opts.out.join(name);
-        let n = opts.runs.count(&papers, name);
-        let mut done = Vec::new();
-        let mut failed = None;
-        for k in 1..=n {
-            let head = if n > 1 {
-                format!("[{}/{}] {name}, run {k}/{n}", i + 1, names.len())
-            } else {
-                format!("[{}/{}] {name}", i + 1, names.len())
+    let runs = run_set(opts, &papers, &names, started, &mut facts, &mut plots, "");
+    let beside =
+        if opts.beside_default && (opts.gcc_variant.is_some() || opts.scream_variant.is_some()) {
+            let shipped = Options {
+                out: opts.out.join(DEFAULT_DIR),
+                gcc_variant: None,
+                scream_variant: None,
+                beside_default: false,
+                ..opts.clone()
             };
-            match run_preset(opts, name, k, &run_dir(&dir, k), &head, started) {
-                Ok(run) => done.push(run),
-                Err(e) => {
-                    failed = Some(if n > 1 { format!("run {k}: {e}") } else { e });
-                    break;
-                }
-            }
-        }
-        if let (None, Some(first)) = (&failed, done.first()) {
-            facts
-                .runs
-                .insert(name.clone(), run_facts(&dir, first, done.len()));
-            let pngs: Vec<(String, Vec<u8>)> = ["rate.png", "delay.png", "loss.png"]
-                .iter()
-                .filter_map(|f| Some(((*f).to_owned(), std::fs::read(dir.join(f)).ok()?)))
-                .collect();
-            plots.insert(name.clone(), pngs);
-        }
-        runs.insert(name.clone(), failed.map_or(Ok(done), Err));
-    }
+            let mut unused = BTreeMap::new();
+            let label = " (cg's default)";
+            Some(run_set(
+                &shipped,
+                &papers,
+                &names,
+                started,
+                &mut facts,
+                &mut unused,
+                label,
+            ))
+        } else {
+            None
+        };
     facts.written = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut rows = rows(&papers, &runs, only);
+    if let Some(b) = &beside {
+        measure::set_beside(&mut rows, &measure::rows(&papers, b, only));
+    }
     let mut sweep_md = String::new();
     if let Some(dir) = &opts.sweep {
         let collected = crate::sweep::collect(dir)?;
@@ -234,6 +236,53 @@ pub fn run(opts: &Options) -> Result<PathBuf> {
         started.elapsed().as_secs_f64()
     );
     Ok(md)
+}
+
+/// The runs of every preset in `names` (or why it failed), each preset into
+/// `opts.out/<preset>/`; each finished preset's facts go into `facts` (its name followed by
+/// `label`) and its plots into `plots`.
+fn run_set(
+    opts: &Options,
+    papers: &[papers::Paper],
+    names: &[String],
+    started: Instant,
+    facts: &mut Facts,
+    plots: &mut BTreeMap<String, Vec<(String, Vec<u8>)>>,
+    label: &str,
+) -> BTreeMap<String, std::result::Result<Vec<RunResult>, String>> {
+    let mut runs = BTreeMap::new();
+    for (i, name) in names.iter().enumerate() {
+        let dir = opts.out.join(name);
+        let n = opts.runs.count(papers, name);
+        let mut done = Vec::new();
+        let mut failed = None;
+        for k in 1..=n {
+            let head = if n > 1 {
+                format!("[{}/{}] {name}{label}, run {k}/{n}", i + 1, names.len())
+            } else {
+                format!("[{}/{}] {name}{label}", i + 1, names.len())
+            };
+            match run_preset(opts, name, k, &run_dir(&dir, k), &head, started) {
+                Ok(run) => done.push(run),
+                Err(e) => {
+                    failed = Some(if n > 1 { format!("run {k}: {e}") } else { e });
+                    break;
+                }
+            }
+        }
+        if let (None, Some(first)) = (&failed, done.first()) {
+            facts
+                .runs
+                .insert(format!("{name}{label}"), run_facts(&dir, first, done.len()));
+            let pngs: Vec<(String, Vec<u8>)> = ["rate.png", "delay.png", "loss.png"]
+                .iter()
+                .filter_map(|f| Some(((*f).to_owned(), std::fs::read(dir.join(f)).ok()?)))
+                .collect();
+            plots.insert(name.clone(), pngs);
+        }
+        runs.insert(name.clone(), failed.map_or(Ok(done), Err));
+    }
+    runs
 }
 
 /// Where run `k` (from 1) of a preset whose first run is in `dir` goes: `dir` itself, then
@@ -417,6 +466,7 @@ mod tests {
             runs: Runs::Each(1),
             gcc_variant: None,
             scream_variant: None,
+            beside_default: false,
         };
         let e = super::run(&opts).unwrap_err().to_string();
         assert!(e.contains("grid.toml"), "{e}");

@@ -173,9 +173,18 @@ fn ours_text(m: &Measured, spread: Option<RunSpread>) -> String {
 }
 
 fn counts(rows: &[Row<'_>], paper: &str) -> [usize; 4] {
+    counts_of(rows, paper, |r| r.verdict)
+}
+
+/// [`counts`] of the verdicts `verdict` picks from each row.
+fn counts_of(
+    rows: &[Row<'_>],
+    paper: &str,
+    verdict: impl Fn(&Row<'_>) -> Option<Verdict>,
+) -> [usize; 4] {
     let mut c = [0; 4];
     for r in rows.iter().filter(|r| r.paper.id == paper) {
-        c[match r.verdict {
+        c[match verdict(r) {
             Some(Verdict::Within) => 0,
             Some(Verdict::Better) => 1,
             Some(Verdict::Worse) => 2,
@@ -183,6 +192,29 @@ fn counts(rows: &[Row<'_>], paper: &str) -> [usize; 4] {
         }] += 1;
     }
     c
+}
+
+/// The line that counts a paper's verdicts; with [`Row::beside`], both sets'.
+fn counts_line(rows: &[Row<'_>], paper: &str) -> String {
+    let [w, b, x, m] = counts(rows, paper);
+    let mut line = format!("{w} within, {b} better, {x} worse, {m} without our number.");
+    if rows.iter().any(|r| r.beside.is_some()) {
+        let [w, b, x, m] = counts_of(rows, paper, |r| r.beside.as_ref().and_then(|o| o.verdict));
+        line = format!(
+            "The variant: {line} cg's default beside it: {w} within, {b} better, {x} worse, {m} \
+             without a number."
+        );
+    }
+    line
+}
+
+/// The cells of [`Row::beside`] (number, verdict); none without it.
+fn beside_cells(r: &Row<'_>) -> Option<[String; 2]> {
+    let o = r.beside.as_ref()?;
+    Some([
+        ours_text(&o.ours, o.spread),
+        verdict_word(o.verdict).to_owned(),
+    ])
 }
 
 /// The Markdown report.
@@ -209,22 +241,30 @@ pub fn markdown(rows: &[Row<'_>], facts: &Facts) -> String {
             papers.push(r.paper);
         }
     }
+    let beside = rows.iter().any(|r| r.beside.is_some());
     for paper in papers {
-        let [w, b, x, m] = counts(rows, &paper.id);
         let _ = writeln!(
             md,
-            "\n## {}\n\n{}\n\n{w} within, {b} better, {x} worse, {m} without our number.\n",
-            paper.id, paper.citation
+            "\n## {}\n\n{}\n\n{}\n",
+            paper.id,
+            paper.citation,
+            counts_line(rows, &paper.id)
         );
         let _ = writeln!(
             md,
-            "| source | preset | column | what | paper | ours | unit | verdict |\n|---|---|---|---|---|---|---|---|"
+            "| source | preset | column | what | paper | ours | unit | verdict |{}\n|---|---|---|---|---|---|---|---|{}",
+            if beside {
+                " cg's default | its verdict |"
+            } else {
+                ""
+            },
+            if beside { "---|---|" } else { "" },
         );
         for r in rows.iter().filter(|r| r.paper.id == paper.id) {
             let f = r.figure;
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {}{} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {}{} | {} | {} | {} |{}",
                 source(f),
                 f.preset.as_deref().unwrap_or("none"),
                 f.column,
@@ -234,6 +274,7 @@ pub fn markdown(rows: &[Row<'_>], facts: &Facts) -> String {
                 ours_text(&r.ours, r.spread),
                 f.unit.as_str(),
                 verdict_word(r.verdict),
+                beside_cells(r).map_or(String::new(), |[o, v]| format!(" {o} | {v} |")),
             );
         }
     }
@@ -279,14 +320,19 @@ pub fn html(
             continue;
         }
         seen.push(id);
-        let [w, b, x, m] = counts(rows, id);
         let _ = write!(
             h,
-            "<h2>{}</h2><p>{}</p><p>{w} within, {b} better, {x} worse, {m} without our number.</p>\
+            "<h2>{}</h2><p>{}</p><p>{}</p>\
              <table><tr><th>source</th><th>preset</th><th>column</th><th>what</th><th>paper</th>\
-             <th>ours</th><th>unit</th><th>verdict</th></tr>",
+             <th>ours</th><th>unit</th><th>verdict</th>{}</tr>",
             escape(id),
-            escape(&r.paper.citation)
+            escape(&r.paper.citation),
+            escape(&counts_line(rows, id)),
+            if rows.iter().any(|r| r.beside.is_some()) {
+                "<th>cg's default</th><th>its verdict</th>"
+            } else {
+                ""
+            },
         );
         for r in rows.iter().filter(|r| r.paper.id == id) {
             let f = r.figure;
@@ -297,7 +343,7 @@ pub fn html(
             let _ = write!(
                 h,
                 "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td>\
-                 <td>{}</td><td>{}</td><td>{}</td></tr>",
+                 <td>{}</td><td>{}</td><td>{}</td>{}</tr>",
                 escape(&source(f)),
                 escape(f.preset.as_deref().unwrap_or("none")),
                 escape(&f.column),
@@ -307,6 +353,15 @@ pub fn html(
                 escape(&ours_text(&r.ours, r.spread)),
                 escape(f.unit.as_str()),
                 verdict_word(r.verdict),
+                beside_cells(r).map_or(String::new(), |[o, v]| format!(
+                    "<td>{}</td><td class=\"{}\">{v}</td>",
+                    escape(&o),
+                    if r.beside.as_ref().is_some_and(|b| b.verdict.is_some()) {
+                        v.as_str()
+                    } else {
+                        "missing"
+                    }
+                )),
             );
         }
         h.push_str("</table>");
@@ -363,6 +418,48 @@ mod tests {
                 .as_deref()
                 .is_none_or(|p| p.starts_with("tma24"))
         }));
+    }
+
+    #[test]
+    fn cg_s_default_stands_beside_the_variant_in_every_row_it_has() {
+        let papers = papers::all().unwrap();
+        let preset = "mmsys16-6.1-variable-capacity";
+        let mut variant = BTreeMap::new();
+        variant.insert(preset.to_owned(), Ok(vec![run()]));
+        let mut shipped = BTreeMap::new();
+        shipped.insert(preset.to_owned(), Err("boom".to_owned()));
+        let mut rows = rows(&papers, &variant, Some("mmsys16"));
+        let plain = markdown(&rows, &Facts::default());
+        assert!(!plain.contains("cg's default"), "{plain}");
+        crate::reproduce::measure::set_beside(
+            &mut rows,
+            &crate::reproduce::rows(&papers, &shipped, Some("mmsys16")),
+        );
+        assert!(rows.iter().all(|r| r.beside.is_some()));
+        let md = markdown(&rows, &Facts::default());
+        assert!(
+            md.contains("| verdict | cg's default | its verdict |"),
+            "{md}"
+        );
+        // Every table row has the two cells more: the preset's, the shipped run's failure.
+        let ours = rows
+            .iter()
+            .filter(|r| r.figure.preset.as_deref() == Some(preset))
+            .count();
+        assert!(ours > 0);
+        assert_eq!(
+            md.matches("| — (run failed: boom) | — |").count(),
+            ours,
+            "{md}"
+        );
+        assert!(md.contains("cg's default beside it: 0 within"), "{md}");
+        let page = html(&rows, &Facts::default(), &BTreeMap::new());
+        assert!(page.contains("<th>cg's default</th>"));
+        assert_eq!(
+            page.matches("<td>— (run failed: boom)</td><td class=\"missing\">")
+                .count(),
+            ours
+        );
     }
 
     fn rows_only<'a>(
