@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use cg_cc::scream::{Scream, ScreamConfig};
+use cg_cc::scream::{CapacityProbe, Scream, ScreamConfig};
 use cg_cc::{
     Controller, ControllerConfig, Feedback, MediaQueue, PacketKind, PacketResult, SentPacket,
 };
@@ -238,7 +238,7 @@ fn hostile_input_never_panics_and_keeps_rate_in_bounds() {
 #[test]
 fn every_nonsense_config_value_is_refused_by_name() {
     type Spoil = fn(&mut ScreamConfig);
-    let cases: [(&str, Spoil); 10] = [
+    let cases: [(&str, Spoil); 13] = [
         ("min_bitrate", |c| {
             c.min_bitrate = Bitrate::mbps(10);
             c.max_bitrate = Bitrate::mbps(1);
@@ -253,6 +253,24 @@ fn every_nonsense_config_value_is_refused_by_name() {
         ("base_delay_slots", |c| c.base_delay_slots = 0),
         ("max_tracked_packets", |c| c.max_tracked_packets = 0),
         ("window_headroom_max", |c| c.window_headroom_max = -1.0),
+        ("l4s_capacity_probe.gain", |c| {
+            c.l4s_capacity_probe = Some(CapacityProbe {
+                gain: 0.5,
+                ..CapacityProbe::default()
+            });
+        }),
+        ("l4s_capacity_probe.length", |c| {
+            c.l4s_capacity_probe = Some(CapacityProbe {
+                length: Duration::MAX,
+                ..CapacityProbe::default()
+            });
+        }),
+        ("l4s_capacity_probe.max_interval", |c| {
+            c.l4s_capacity_probe = Some(CapacityProbe {
+                max_interval: Duration::from_millis(10),
+                ..CapacityProbe::default()
+            });
+        }),
     ];
     for (field, spoil) in cases {
         let mut cfg = ScreamConfig::default();

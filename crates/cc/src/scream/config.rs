@@ -633,8 +633,13 @@ impl ScreamConfig {
         }
         if let Some(p) = &self.l4s_capacity_probe {
             ConfigError::within("l4s_capacity_probe.gain", p.gain, 1.0, 4.0)?;
-            ConfigError::positive("l4s_capacity_probe.length", p.length.as_secs_f64())?;
-            ConfigError::positive("l4s_capacity_probe.interval", p.interval.as_secs_f64())?;
+            for (field, d) in [
+                ("l4s_capacity_probe.length", p.length),
+                ("l4s_capacity_probe.interval", p.interval),
+                ("l4s_capacity_probe.max_interval", p.max_interval),
+            ] {
+                ConfigError::within(field, d.as_secs_f64(), 1e-3, 3600.0)?;
+            }
             ConfigError::check(
                 p.max_interval >= p.interval,
                 "l4s_capacity_probe.max_interval",

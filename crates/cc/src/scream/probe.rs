@@ -79,7 +79,10 @@ impl Probe {
         }
         let since = *self.binding_since.get_or_insert(i.now);
         let chained = self.next.is_some_and(|t| i.now >= t);
-        let wait = (cfg.interval * (1 << self.misses)).min(cfg.max_interval);
+        let wait = cfg
+            .interval
+            .checked_mul(1 << self.misses)
+            .map_or(cfg.max_interval, |w| w.min(cfg.max_interval));
         let waited = i.now.saturating_duration_since(since) >= wait;
         if !((chained || waited) && i.quiet) {
             return 1.0;
@@ -87,7 +90,9 @@ impl Probe {
         if !chained {
             self.misses = (self.misses + 1).min(MAX_DOUBLINGS);
         }
-        self.current = Some((i.now, i.now + cfg.length));
+        // (The config bounds the length; a clock that cannot add it gets no probe.)
+        let until = i.now.checked_add(cfg.length).unwrap_or(i.now);
+        self.current = Some((i.now, until));
         self.next = None;
         self.binding_since = Some(i.now);
         cfg.gain
