@@ -16,15 +16,16 @@
 //!   maximum would keep only the overestimates.
 //!
 //! A train that did not outrun the bottleneck still says something: the link carried it at
-//! (about) the rate it was sent, so the bottleneck is at least that fast. Such a train raises
-//! the estimate to the rate it proves — its bytes over the longer of its two spans plus one
-//! tick, so neither quantisation nor arrival stamps read in a bunch can prove a rate the link
-//! did not carry — and never lowers it (no ratchet). While the cap holds the pacer at the
-//! estimate no train proves more than the estimate; the capacity probe (`probe.rs`) lets the
-//! pacer run faster for a few milliseconds now and then, the packets sent in that time form
-//! a train of their own, and a faster link shows as such a train arriving unstretched.
-//! If the capacity falls, trains paced at the old rate outrun the new bottleneck and their
-//! samples pull the estimate down within a few frames.
+//! (about) the rate it was sent, so the bottleneck is at least that fast. With the capacity
+//! probe ([`BottleneckRate::raising`]) such a train raises the estimate to the rate it proves
+//! — its bytes over the longer of its two spans plus one tick, so neither quantisation nor
+//! arrival stamps read in a bunch can prove a rate the link did not carry — and never lowers
+//! it (no ratchet). While the cap holds the pacer at the estimate no train proves more than
+//! the estimate; the probe (`probe.rs`) lets the pacer run faster for a few milliseconds now
+//! and then, the packets sent in that time form a train of their own, and a faster link
+//! shows as such a train arriving unstretched. If the capacity falls, trains paced at the
+//! old rate outrun the new bottleneck and their samples pull the estimate down within a few
+//! frames.
 
 use std::time::Duration;
 
@@ -56,6 +57,9 @@ pub struct BottleneckRate {
     train: Option<Train>,
     estimate_bps: f64,
     sampled: bool,
+    /// Whether a train the link carried unstretched may raise the estimate: with the
+    /// capacity probe only ([`BottleneckRate::raising`]).
+    raise: bool,
     raises: u64,
     /// The send times (µs) of the latest capacity probe: a train does not mix packets sent
     /// in it with others, so what a probe proves is not diluted by what was paced at the
@@ -64,6 +68,15 @@ pub struct BottleneckRate {
 }
 
 impl BottleneckRate {
+    /// An estimator that a train the link carried unstretched raises (the capacity probe's);
+    /// the default one learns only from trains that outran the bottleneck.
+    pub fn raising() -> Self {
+        BottleneckRate {
+            raise: true,
+            ..Self::default()
+        }
+    }
+
     /// A newly acknowledged packet: its arrival time at the receiver and send time (µs, each
     /// on its own clock), and its size.
     pub fn on_acked(&mut self, arrival_us: i64, sent_us: i64, size: u64) {
@@ -111,7 +124,8 @@ impl BottleneckRate {
         if span_r <= span_s.saturating_add(TICK_US) {
             // Did not: the link carried at least this much.
             let proven = t.bytes as f64 * 8e6 / span_r.max(span_s).saturating_add(TICK_US) as f64;
-            if let Some(old) = self.estimate()
+            if self.raise
+                && let Some(old) = self.estimate()
                 && proven > old
             {
                 self.estimate_bps = proven;
@@ -201,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_train_the_link_carried_unstretched_raises_the_estimate_to_what_it_proves() {
-        let mut b = BottleneckRate::default();
+        let mut b = BottleneckRate::raising();
         let mut t = 0;
         for _ in 0..3 {
             t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;
@@ -218,6 +232,16 @@ mod tests {
         assert_eq!(b.raises(), 1);
         // At most the send rate, at most one tick under it.
         assert!((22e6..=25e6).contains(&e), "estimate {e}");
+        // Without the probe the estimator does not raise.
+        let mut plain = BottleneckRate::default();
+        let mut u = 0;
+        for _ in 0..3 {
+            u = train(&mut plain, u, 40, 1200, 30e6, 20e6) + 20_000;
+        }
+        for _ in 0..3 {
+            u = train(&mut plain, u, 40, 1200, 25e6, 40e6) + 20_000;
+        }
+        assert_eq!(plain.raises(), 0);
         // A train sent faster than the new link measures it again.
         for _ in 0..6 {
             t = train(&mut b, t, 60, 1200, 60e6, 40e6) + 20_000;
@@ -228,7 +252,7 @@ mod tests {
 
     #[test]
     fn arrivals_stamped_in_a_bunch_prove_no_more_than_the_send_rate() {
-        let mut b = BottleneckRate::default();
+        let mut b = BottleneckRate::raising();
         let mut t = 0;
         for _ in 0..3 {
             t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;

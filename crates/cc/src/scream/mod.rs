@@ -237,7 +237,11 @@ impl Scream {
             acked_bytes_window: 0,
             acked_window_start: None,
             acked_rate_bps: 0.0,
-            bottleneck: bottleneck::BottleneckRate::default(),
+            bottleneck: if cfg.l4s_capacity_probe.is_some() {
+                bottleneck::BottleneckRate::raising()
+            } else {
+                bottleneck::BottleneckRate::default()
+            },
             probe: probe::Probe::default(),
             last_l4s_ce: None,
             l4s_congested: false,
