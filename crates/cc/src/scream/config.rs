@@ -315,7 +315,9 @@ pub struct ScreamConfig {
     /// With [`l4s_pacing_cap`](Self::l4s_pacing_cap): once the target has stood at or above
     /// the capped rate for a while and no L4S mark has come for two sRTTs, let the pacer run
     /// at `gain ×` the bottleneck rate for `length`, and again at once each time a probe
-    /// finds the link faster (`scream/probe.rs`); `None`: no probe. Our addition, default
+    /// finds the link faster (`scream/probe.rs`), and let a train the link carried
+    /// unstretched raise the estimate (`scream/bottleneck.rs`); `None`: no probe, and the
+    /// estimate learns only from trains that outran the bottleneck. Our addition, default
     /// `None` in both sets.
     ///
     /// Reason: a cap at the bottleneck estimate keeps every train under the link's rate, so
