@@ -611,6 +611,10 @@ struct CapacitySteps {
     u_back: f64,
 }
 
+/// [`CapacitySteps::p99`] as the tests name it, and its range (issue #5's bound, ms).
+const P99_AFTER_DROP: &str = "L-queue p99 from 1 s after the drop (ms)";
+const P99_AFTER_DROP_MS: RangeInclusive<f64> = 0.0..=5.0;
+
 /// One L4S flow through DualPI2 at 50 Mbit/s, 25 Mbit/s from 20 s, 50 Mbit/s again from 35 s
 /// (RTT 30 ms, 60 fps, RFC 8593 sizes), with `cfg`.
 fn l4s_capacity_steps(seed: u64, cfg: &ScreamConfig) -> CapacitySteps {
@@ -685,12 +689,7 @@ fn l4s_follows_capacity_down_and_back_up_through_dualpi2() {
     let cfg = scream_cfg(Ecn::Ect1, Bitrate::mbps(100));
     for seed in common::seeds() {
         let run = l4s_capacity_steps(seed, &cfg);
-        spread.check(
-            seed,
-            "L-queue p99 from 1 s after the drop (ms)",
-            run.p99,
-            0.0..=5.0,
-        );
+        spread.check(seed, P99_AFTER_DROP, run.p99, P99_AFTER_DROP_MS);
         spread.check(seed, "loss from 1 s after the drop", run.loss, 0.0..=0.001);
         spread.check(seed, "U at 25 Mbit/s", run.u_low, 0.85..=1.0);
         spread.check(
@@ -727,12 +726,7 @@ fn the_capacity_probe_finds_a_link_that_doubled_under_l4s() {
     let (mut u_sum, mut reached) = (0.0, 0);
     for &seed in &seeds {
         let run = l4s_capacity_steps(seed, &cfg);
-        spread.check(
-            seed,
-            "L-queue p99 from 1 s after the drop (ms)",
-            run.p99,
-            0.0..=5.0,
-        );
+        spread.check(seed, P99_AFTER_DROP, run.p99, P99_AFTER_DROP_MS);
         spread.check(
             seed,
             "U of 50 Mbit/s 10–15 s after the return",

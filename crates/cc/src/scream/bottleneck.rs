@@ -180,6 +180,16 @@ mod tests {
         sent as i64
     }
 
+    /// `b` after three trains at 30 Mbit/s through 20 Mbit/s (an estimate of about 20 Mbit/s,
+    /// the last train still open); returns the next send time.
+    fn measured_20mbps(b: &mut BottleneckRate) -> i64 {
+        let mut t = 0;
+        for _ in 0..3 {
+            t = train(b, t, 40, 1200, 30e6, 20e6) + 20_000;
+        }
+        t
+    }
+
     #[test]
     fn a_train_faster_than_the_bottleneck_measures_it() {
         let mut b = BottleneckRate::default();
@@ -216,10 +226,7 @@ mod tests {
     #[test]
     fn a_train_the_link_carried_unstretched_raises_the_estimate_to_what_it_proves() {
         let mut b = BottleneckRate::raising();
-        let mut t = 0;
-        for _ in 0..3 {
-            t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;
-        }
+        let mut t = measured_20mbps(&mut b);
         // The link doubles: a train sent at 25 Mbit/s arrives as sent.
         t = train(&mut b, t, 40, 1200, 25e6, 40e6) + 20_000;
         assert_eq!(
@@ -234,10 +241,7 @@ mod tests {
         assert!((22e6..=25e6).contains(&e), "estimate {e}");
         // Without the probe the estimator does not raise.
         let mut plain = BottleneckRate::default();
-        let mut u = 0;
-        for _ in 0..3 {
-            u = train(&mut plain, u, 40, 1200, 30e6, 20e6) + 20_000;
-        }
+        let mut u = measured_20mbps(&mut plain);
         for _ in 0..3 {
             u = train(&mut plain, u, 40, 1200, 25e6, 40e6) + 20_000;
         }
@@ -253,10 +257,7 @@ mod tests {
     #[test]
     fn arrivals_stamped_in_a_bunch_prove_no_more_than_the_send_rate() {
         let mut b = BottleneckRate::raising();
-        let mut t = 0;
-        for _ in 0..3 {
-            t = train(&mut b, t, 40, 1200, 30e6, 20e6) + 20_000;
-        }
+        let t = measured_20mbps(&mut b);
         // A train sent at 18 Mbit/s whose arrivals were all stamped within 11 ms (a receiver
         // reading late): its arrival span alone would prove 35 Mbit/s.
         let gap = 1200.0 * 8e6 / 18e6;

@@ -75,8 +75,8 @@ impl Default for RelaxedPacing {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CapacityProbe {
     /// For [`length`](Self::length) the cap allows this × the bottleneck rate. Default
-    /// 1.25 (12 ms at 1.25 × proves a rate above the estimate in spite of RFC 8888's 1 ms
-    /// arrival ticks; 1.12 proved nothing in simulation).
+    /// 1.25. A probe proves a faster link only if it runs ahead of the estimate by more than
+    /// one RFC 8888 arrival tick (1/1024 s): `(gain − 1) × length` must exceed it.
     pub gain: f64,
     /// How long a probe lasts. Default 12 ms: above the estimator's shortest train (10 ms),
     /// and short, because on an unchanged link the probe queues `(gain − 1) × length` at
@@ -324,10 +324,9 @@ pub struct ScreamConfig {
     /// a link that grows is never seen and the flow stays near the old capacity (issue #38).
     /// A probe that arrives as fast as it was sent proves the link carries that rate
     /// (`scream/bottleneck.rs`). Off by default because a probe on an unchanged link queues
-    /// above DualPI2's step and its marks cost the window: in simulation it lifts the flow
-    /// after 50 → 25 → 50 Mbit/s from about 0.58 to 0.88 of the link and leaves one flow's
-    /// steady state as it was, but two L4S flows sharing 20 Mbit/s lose 1–3 % of the link
-    /// and their L-queue p99 doubles on some seeds (figures: `docs/notes/2026-12-07.md`).
+    /// above DualPI2's step, and the marks' reaction costs the window wherever the target
+    /// rests at the cap: with two L4S flows sharing a link, and at 30 fps where the media
+    /// queue stands (figures: `docs/notes/2026-12-07.md`).
     pub l4s_capacity_probe: Option<CapacityProbe>,
     /// Bytes in flight are forgotten (the window reopens) when no feedback has arrived for
     /// this long — a guard against deadlock when feedback is lost (reference: 0.5 s).

@@ -26,8 +26,8 @@ use super::config::CapacityProbe;
 pub struct Probe {
     /// The current probe: from, until.
     current: Option<(Instant, Instant)>,
-    /// A probe found more capacity: the next one is due then, whether or not the cap has
-    /// bound for an interval.
+    /// A probe found more capacity: the next one is due then, without waiting for the
+    /// target to stand at the cap for an interval (it must still be at the cap).
     next: Option<Instant>,
     /// The estimator's raise count when last seen.
     raises: u64,
